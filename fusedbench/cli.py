@@ -1,0 +1,178 @@
+"""The `fusedbench` command: a thin argparse layer over keyword-only library functions.
+
+Exit codes: 0 success; 1 a check found a failed cell; 2 usage, data or environment error
+(one `error: ...` line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from fusedbench import __version__
+from fusedbench.errors import FusedbenchError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line and exits 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _names(value: str) -> list[str]:
+    """Accept repeated flags and comma-separated lists alike."""
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _console() -> Console:
+    # Wide enough for the check table when output goes to a file or a CI log.
+    return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
+
+
+def write_json_atomically(path: str, payload: dict) -> None:
+    """Write JSON to `path` through a temporary file in the same folder, so readers never see half."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".fusedbench-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            json.dump(payload, stream, indent=2)
+            stream.write("\n")
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def command_list(*, as_json: bool) -> int:
+    """Print the catalog: epilogs, dtypes, shape sets and providers."""
+    from fusedbench.catalog import catalog_json
+
+    catalog = catalog_json()
+    if as_json:
+        print(json.dumps(catalog, indent=2))
+        return EXIT_OK
+    console = _console()
+    epilogs = Table(title="epilogs (cublasLtEpilogue_t)")
+    for column in ("name", "value", "inputs", "outputs", "computes"):
+        epilogs.add_column(column)
+    for e in catalog["epilogs"]:
+        epilogs.add_row(e["name"], str(e["value"]), ", ".join(e["inputs"]), ", ".join(e["outputs"]), e["summary"])
+    dtypes = Table(title="dtypes")
+    for column in ("name", "operands", "result", "compute type", "tolerance", "M, N, K multiple of"):
+        dtypes.add_column(column)
+    for d in catalog["dtype_details"]:
+        dtypes.add_row(
+            d["name"],
+            d["operand"],
+            d["result"],
+            d["compute_type"] or "default",
+            f"{d['tolerance']:g}",
+            str(d["shape_multiple"]),
+        )
+    shapes = Table(title="shape sets, (M,K)x(K,N)")
+    for column in ("set", "shape", "what", "source"):
+        shapes.add_column(column, overflow="fold")
+    for name, members in catalog["shape_details"].items():
+        for s in members:
+            m, k, n = s["mkn"]
+            shapes.add_row(name, f"({m},{k})x({k},{n})", s["label"], s["source"])
+    providers = Table(title="providers")
+    for column in ("name", "what"):
+        providers.add_column(column, overflow="fold")
+    for p in catalog["provider_details"]:
+        providers.add_row(p["name"], p["description"])
+    for table in (epilogs, dtypes, shapes, providers):
+        console.print(table)
+    return EXIT_OK
+
+
+def command_check(
+    *,
+    shapes: str,
+    epilogs: Sequence[str],
+    dtypes: Sequence[str],
+    providers: Sequence[str],
+    seed: int | None,
+    json_path: str | None,
+) -> int:
+    """Verify cells on the GPU; exit 1 if any failed."""
+    from fusedbench.check import cell_table, format_totals, reason_table, run_check, summary_table
+
+    console = _console()
+    with console.status("checking cells...") as status:
+        done = [0]
+
+        def progress(cell):
+            done[0] += 1
+            status.update(f"checked {done[0]} cells; now {cell.epilog}/{cell.dtype}/{cell.shape}")
+
+        report = run_check(
+            shapes=shapes, epilogs=epilogs, dtypes=dtypes, providers=providers, seed=seed, on_cell=progress
+        )
+    console.print(f"device: {report.device}; cuBLASLt {report.cublaslt_version}; seed {report.seed}")
+    console.print(cell_table(report.cells))
+    reasons = reason_table(report.cells)
+    if reasons is not None:
+        console.print(reasons)
+    console.print(summary_table(report.cells))
+    console.print(format_totals(report.cells))
+    if json_path:
+        write_json_atomically(json_path, report.to_json())
+    return EXIT_FAILED if report.failed else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="fusedbench", description="What fusing work into a matmul buys on your GPU.")
+    parser.add_argument("--version", action="version", version=f"fusedbench {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    listing = commands.add_parser("list", help="print the catalog of epilogs, dtypes, shapes and providers")
+    listing.add_argument("--json", action="store_true", help="print it as one JSON object")
+
+    check = commands.add_parser("check", help="verify every provider against float64 references on the GPU")
+    check.add_argument("--shapes", default="small", help="shape set to check on (default: small)")
+    check.add_argument(
+        "--epilog", action="extend", type=_names, default=[], help="epilog(s), repeatable or comma-separated"
+    )
+    check.add_argument(
+        "--dtype", action="extend", type=_names, default=[], help="dtype(s): fp16, bf16, fp32, tf32, fp8"
+    )
+    check.add_argument(
+        "--provider", action="extend", type=_names, default=[], help="provider(s) to check (default: all)"
+    )
+    check.add_argument("--seed", type=int, default=None, help="seed for the random operands (default: fresh each run)")
+    check.add_argument("--json", dest="json_path", metavar="FILE", help="also write every cell as JSON to FILE")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            return command_list(as_json=args.json)
+        return command_check(
+            shapes=args.shapes,
+            epilogs=args.epilog,
+            dtypes=args.dtype,
+            providers=args.provider,
+            seed=args.seed,
+            json_path=args.json_path,
+        )
+    except FusedbenchError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130

@@ -1,0 +1,105 @@
+"""Framework-neutral helpers over cupy arrays and torch tensors: views, host copies, poison.
+
+Operands live in cupy where cupy has the dtype (fp16, fp32) and in torch otherwise (bf16, fp8);
+the unfused kernels are cupy kernels, so torch memory is viewed through DLPack with an integer
+dtype of the same width (cupy has no bfloat16 or float8).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+POISON_BYTE = 0xFF  # NaN in fp16, bf16 and fp32; an impossible value in a bool mask
+
+
+def is_torch(array: Any) -> bool:
+    return type(array).__module__.startswith("torch")
+
+
+def as_cupy(array: Any) -> Any:
+    """A cupy view of the same memory (bf16 as uint16 storage, fp8 as uint8 storage)."""
+    import cupy
+
+    if not is_torch(array):
+        return array
+    import torch
+
+    storage_views = {torch.bfloat16: (torch.int16, cupy.uint16), torch.float8_e4m3fn: (torch.uint8, cupy.uint8)}
+    if array.dtype in storage_views:
+        torch_view, cupy_dtype = storage_views[array.dtype]
+        return cupy.from_dlpack(array.view(torch_view)).view(cupy_dtype)
+    return cupy.from_dlpack(array)
+
+
+def as_torch(array: Any) -> Any:
+    """A torch view of the same memory (for the torch peer on cupy-held operands)."""
+    if is_torch(array):
+        return array
+    import torch
+
+    return torch.from_dlpack(array)
+
+
+def data_ptr(array: Any) -> int:
+    return array.data_ptr() if is_torch(array) else array.data.ptr
+
+
+def nbytes(array: Any) -> int:
+    return array.numel() * array.element_size() if is_torch(array) else array.nbytes
+
+
+def to_host(array: Any) -> np.ndarray:
+    """A numpy copy: floats widened to float64, bool and uint8 kept byte for byte."""
+    if is_torch(array):
+        import torch
+
+        tensor = array.detach()
+        if tensor.dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.float16):
+            tensor = tensor.float()
+        host = tensor.cpu().numpy()
+    else:
+        import cupy
+
+        host = cupy.asnumpy(array)
+    return host.astype(np.float64) if host.dtype.kind == "f" else host
+
+
+def synchronize() -> None:
+    import cupy
+
+    cupy.cuda.runtime.deviceSynchronize()
+
+
+def poison(array: Any) -> None:
+    """Fill a dense buffer (C- or F-ordered) with POISON_BYTE, so unwritten elements show."""
+    import cupy
+
+    view = as_cupy(array)
+    if not (view.flags.c_contiguous or view.flags.f_contiguous):
+        raise ValueError("only dense buffers can be poisoned")
+    cupy.cuda.runtime.memset(data_ptr(array), POISON_BYTE, nbytes(array))
+
+
+def poison_next_allocations(framework: str, sizes: list[int]) -> list[int]:
+    """Poison the blocks the framework's caching allocator will hand out next for these sizes.
+
+    nvmath allocates its aux outputs inside `execute()`; blocks of the same sizes freed just
+    before are what the pool returns, so the caller compares each output's pointer with the
+    returned ones to prove the outputs really were poisoned.
+    """
+    if framework == "torch":
+        import torch
+
+        blocks = [torch.empty(size, dtype=torch.uint8, device="cuda") for size in sizes]
+    else:
+        import cupy
+
+        blocks = [cupy.empty(size, dtype=cupy.uint8) for size in sizes]
+    for block in blocks:
+        poison(block)
+    synchronize()
+    pointers = [data_ptr(block) for block in blocks]
+    del blocks
+    return pointers

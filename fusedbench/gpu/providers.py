@@ -1,0 +1,286 @@
+"""The provider ladder on the GPU: textbook, unfused, fused, fused-autotuned, torch, gemm.
+
+`prepare_provider` does everything that is not the work (allocation, planning, autotuning,
+kernel compilation, one warm-up call) and returns a `PreparedProvider` whose `run()` is the hot
+call. Every nvmath-based provider writes D into the workload's own column-major buffer (nvmath's
+in-place mode with beta = 0, so C is never read), which lets a check poison D before a run and
+keeps allocation out of the hot call. A library's refusal becomes `Unsupported` with its own
+message; an error of ours stays an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fusedbench.epilogs import (
+    EPILOGS,
+    Activation,
+    Derivative,
+    Epilog,
+    EpilogSpec,
+    Summed,
+    gelu_aux_shape,
+    relu_aux_shape,
+)
+from fusedbench.errors import Skipped, Unsupported
+from fusedbench.gpu import GpuStack
+from fusedbench.gpu.arrays import as_cupy, as_torch
+from fusedbench.gpu.kernels import make_epilog_pass, make_row_sum
+from fusedbench.gpu.operands import Operands
+
+AUTOTUNE_ITERATIONS = 10  # nvmath's default; each candidate algorithm is timed this many times
+TORCH_PEER_EPILOGS = frozenset(
+    {Epilog.DEFAULT, Epilog.BIAS, Epilog.RELU, Epilog.RELU_BIAS, Epilog.GELU, Epilog.GELU_BIAS}
+)
+_GELU_SCALE = math.sqrt(2.0 / math.pi)
+
+
+@dataclass
+class PreparedProvider:
+    """A provider ready to run one workload."""
+
+    run: Callable[[], dict[str, Any]]  # the hot call; returns outputs by name ('result' + aux)
+    owned_outputs: tuple[Any, ...]  # buffers allocated in prepare that run() must overwrite
+    library_outputs: dict[str, int] = field(default_factory=dict)  # aux the library allocates per call: bytes
+    release: Callable[[], None] = lambda: None
+    computes: EpilogSpec | None = None  # what run() computes when it is not the workload's epilog
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+@contextlib.contextmanager
+def _library_refusals(stack: GpuStack):
+    """Turn a library's refusal (nvmath / cuBLASLt / torch raising on a combination) into Unsupported."""
+    try:
+        yield
+    except (Unsupported, Skipped):
+        raise
+    except (ValueError, TypeError, NotImplementedError, RuntimeError, *stack.library_errors) as exc:
+        raise Unsupported(f"{type(exc).__name__}: {_one_line(exc)}") from exc
+
+
+def plan_matmul(stack: GpuStack, operands: Operands, *, spec: EpilogSpec | None = None, autotune: bool = False):
+    """An nvmath Matmul writing into operands.result, planned (and optionally autotuned) for `spec`."""
+    advanced = stack.nvmath_advanced
+    dtype = operands.workload.dtype
+    options: dict[str, Any] = {"inplace": True}
+    if dtype.compute_type:
+        options["compute_type"] = getattr(stack.compute_types, dtype.compute_type)
+    scales = {"a": 1.0, "b": 1.0} if dtype.operand_itemsize == 1 else None  # fp8 needs operand scales
+    matmul = advanced.Matmul(
+        operands.a, operands.b, c=operands.result, beta=0.0, quantization_scales=scales, options=options
+    )
+    # DEFAULT is planned as "no epilog": nvmath takes epilog=None for the plain GEMM.
+    epilog = None if spec is None or spec.epilog is Epilog.DEFAULT else advanced.MatmulEpilog(spec.value)
+    inputs = {name: getattr(operands, name) for name in spec.inputs} if spec is not None else {}
+    matmul.plan(epilog=epilog, epilog_inputs=inputs or None)
+    if autotune:
+        matmul.autotune(iterations=AUTOTUNE_ITERATIONS)
+    return matmul
+
+
+def _fused(stack: GpuStack, operands: Operands, *, autotune: bool = False) -> PreparedProvider:
+    spec, workload = operands.workload.epilog, operands.workload
+    matmul = plan_matmul(stack, operands, spec=spec, autotune=autotune)
+    result = operands.result
+
+    def run():
+        out = matmul.execute()
+        return {"result": result, **out[1]} if spec.outputs else {"result": result}
+
+    sizes = {
+        name: spec.extra_bytes(name, workload.m, workload.n, workload.dtype.result_itemsize) for name in spec.outputs
+    }
+    return PreparedProvider(run, (result,), sizes, matmul.free)
+
+
+def _gemm(stack: GpuStack, operands: Operands) -> PreparedProvider:
+    matmul = plan_matmul(stack, operands)
+    result = operands.result
+
+    def run():
+        matmul.execute()
+        return {"result": result}
+
+    return PreparedProvider(run, (result,), release=matmul.free, computes=EPILOGS[Epilog.DEFAULT])
+
+
+def _aux_buffer(operands: Operands, spec: EpilogSpec) -> Any:
+    """Where an unfused pass writes relu_aux / gelu_aux, laid out as cuBLASLt lays it out."""
+    workload = operands.workload
+    if spec.activation is Activation.RELU:
+        rows, _ = relu_aux_shape(workload.m, workload.n)
+        return operands.empty_result_like(rows=rows, dtype=operands.xp.uint8)
+    rows, _ = gelu_aux_shape(workload.m, workload.n)
+    return operands.empty_result_like(rows=rows)
+
+
+def _bgrad_launcher(operands: Operands, spec: EpilogSpec, out: Any) -> Callable[[], None]:
+    """Sum D over N, A over K, or B over K; each is a column-major matrix summed along its rows."""
+    summed = {Summed.RESULT: operands.result, Summed.A: operands.a, Summed.B: operands.b.T}[spec.summed]
+    return make_row_sum(as_cupy(summed), as_cupy(out))
+
+
+def _unfused(stack: GpuStack, operands: Operands) -> PreparedProvider:
+    spec, workload = operands.workload.epilog, operands.workload
+    matmul = plan_matmul(stack, operands)
+    outputs: dict[str, Any] = {"result": operands.result}
+    aux_out = _aux_buffer(operands, spec) if spec.saves_aux else None
+    if aux_out is not None:
+        outputs[spec.outputs[0]] = aux_out
+
+    def view(array):
+        return None if array is None else as_cupy(array)
+
+    launchers = []
+    pointwise = make_epilog_pass(
+        spec,
+        as_cupy(operands.result),
+        bias=view(operands.bias),
+        relu_aux=view(operands.relu_aux),
+        gelu_aux=view(operands.gelu_aux),
+        aux_out=view(aux_out),
+    )
+    if pointwise is not None:
+        launchers.append(pointwise)
+    if spec.summed is not Summed.NONE:
+        length = workload.n if spec.summed is Summed.B else workload.m
+        outputs[spec.outputs[-1]] = bgrad = operands.empty_vector(length)
+        launchers.append(_bgrad_launcher(operands, spec, bgrad))
+
+    def run():
+        matmul.execute()
+        for launch in launchers:
+            launch()
+        return outputs
+
+    return PreparedProvider(run, tuple(outputs.values()), release=matmul.free)
+
+
+class _Textbook:
+    """The seed blog's naive code on the same operands: a plain GEMM, then one array op per step."""
+
+    def __init__(self, stack: GpuStack, operands: Operands):
+        self.spec = spec = operands.workload.epilog
+        self.operands = operands
+        self.xp = operands.xp
+        self.matmul = plan_matmul(stack, operands)
+        self.outputs: dict[str, Any] = {"result": operands.result}
+        if spec.saves_aux and spec.activation is Activation.RELU:
+            bool_dtype = getattr(self.xp, "bool", None) or self.xp.bool_
+            self.outputs["relu_aux"] = operands.empty_result_like(dtype=bool_dtype)  # one byte per element
+        elif spec.saves_aux:
+            self.outputs["gelu_aux"] = operands.empty_result_like()
+        if spec.summed is not Summed.NONE:
+            length = operands.workload.n if spec.summed is Summed.B else operands.workload.m
+            self.outputs[spec.outputs[-1]] = operands.empty_vector(length)
+
+    def gelu_grad(self, x):
+        xp = self.xp
+        t = xp.tanh(_GELU_SCALE * (x + 0.044715 * x**3))
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_SCALE * (1 + 3 * 0.044715 * x * x)
+
+    def run(self) -> dict[str, Any]:
+        spec, ops, xp, outputs = self.spec, self.operands, self.xp, self.outputs
+        self.matmul.execute()
+        y = ops.result
+        if spec.bias:
+            y += ops.bias[:, None]
+        if "relu_aux" in outputs:
+            xp.greater_equal(y, 0, out=outputs["relu_aux"])
+        if "gelu_aux" in outputs:
+            outputs["gelu_aux"][...] = y
+        if spec.activation is Activation.RELU:
+            y[y < 0] = 0
+        elif spec.activation is Activation.GELU:
+            xp.multiply(0.5 * y, 1 + xp.tanh(_GELU_SCALE * (y + 0.044715 * y**3)), out=y)
+        if spec.derivative is Derivative.DRELU:
+            y[ops.relu_negative] = 0
+        elif spec.derivative is Derivative.DGELU:
+            y *= self.gelu_grad(ops.gelu_aux[: ops.workload.m])
+        if spec.summed is not Summed.NONE:
+            summed = {Summed.RESULT: y, Summed.A: ops.a, Summed.B: ops.b.T}[spec.summed]
+            outputs[spec.outputs[-1]][...] = summed.sum(1)
+        return outputs
+
+
+def _textbook(stack: GpuStack, operands: Operands) -> PreparedProvider:
+    textbook = _Textbook(stack, operands)
+    return PreparedProvider(textbook.run, tuple(textbook.outputs.values()), release=textbook.matmul.free)
+
+
+def _torch_peer(stack: GpuStack, operands: Operands) -> PreparedProvider:
+    """What a torch user writes: torch's own fused ops where it has them, in-place activation otherwise."""
+    torch = stack.torch
+    if torch is None:
+        raise Skipped("the torch peer needs torch with CUDA; install fusedbench[torch]")
+    spec, dtype = operands.workload.epilog, operands.workload.dtype
+    if spec.epilog not in TORCH_PEER_EPILOGS:
+        raise Unsupported(f"torch has no op for {spec.name} (its autograd computes it in separate kernels)")
+    weight, x, y = as_torch(operands.a), as_torch(operands.b).t(), as_torch(operands.result).t()
+    bias = None if operands.bias is None else as_torch(operands.bias)
+    allow_tf32 = dtype.compute_type == "COMPUTE_32F_FAST_TF32"
+    activation_after = spec.activation
+    if dtype.operand_itemsize == 1:
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+
+        def product():
+            torch._scaled_mm(x, weight.t(), one, one, bias=bias, out_dtype=torch.bfloat16, out=y)
+
+    elif spec.bias and spec.activation is not Activation.NONE:
+        use_gelu = spec.activation is Activation.GELU
+        activation_after = Activation.NONE
+
+        def product():
+            torch._addmm_activation(bias, x, weight.t(), use_gelu=use_gelu, out=y)
+
+    elif spec.bias:
+
+        def product():
+            torch.addmm(bias, x, weight.t(), out=y)
+
+    else:
+
+        def product():
+            torch.matmul(x, weight.t(), out=y)
+
+    outputs = {"result": operands.result}
+
+    def run():
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32  # global in torch: set for every call
+        product()
+        if activation_after is Activation.RELU:
+            y.relu_()
+        elif activation_after is Activation.GELU:
+            torch.ops.aten.gelu_(y, approximate="tanh")
+        return outputs
+
+    return PreparedProvider(run, (operands.result,))
+
+
+_BUILDERS: dict[str, Callable[[GpuStack, Operands], PreparedProvider]] = {
+    "textbook": _textbook,
+    "unfused": _unfused,
+    "fused": _fused,
+    "fused-autotuned": lambda stack, operands: _fused(stack, operands, autotune=True),
+    "torch": _torch_peer,
+    "gemm": _gemm,
+}
+
+
+def prepare_provider(name: str, stack: GpuStack, operands: Operands) -> PreparedProvider:
+    """Allocate, plan and warm up `name` for the workload; raises Unsupported or Skipped."""
+    with _library_refusals(stack):
+        prepared = _BUILDERS[name](stack, operands)
+        try:
+            prepared.run()  # warm-up: compiles kernels, allocates workspaces, surfaces refusals
+        except BaseException:
+            prepared.release()
+            raise
+    return prepared

@@ -1,0 +1,54 @@
+"""Workloads, dtypes and shape sets: the cells fusedbench knows."""
+
+import pytest
+
+from fusedbench.catalog import build_workloads, select_providers
+from fusedbench.dtypes import DTYPES, dtype_spec
+from fusedbench.errors import FusedbenchError
+from fusedbench.shapes import SHAPE_SETS, shape_set
+
+
+def test_workload_order_is_stable_so_a_seed_reproduces_a_check():
+    first = build_workloads(shapes=shape_set("small"))
+    assert first == build_workloads(shapes=shape_set("small"))
+    assert first[0].label == "DEFAULT/fp16/(128,64)x(64,96)"
+    assert len(first) == 16 * 5 * 3
+
+
+def test_selection_narrows_the_cross_product():
+    workloads = build_workloads(epilogs=["BIAS", "relu"], dtypes=["bf16"], shapes=shape_set("seed"))
+    assert [w.label for w in workloads] == [
+        "BIAS/bf16/(65536,16384)x(16384,8192)",
+        "RELU/bf16/(65536,16384)x(16384,8192)",
+    ]
+
+
+def test_seed_shape_is_the_blogs():
+    (seed,) = SHAPE_SETS["seed"]
+    assert str(seed) == "(65536,16384)x(16384,8192)"
+
+
+def test_membound_shapes_have_small_k_and_large_results():
+    for shape in SHAPE_SETS["membound"]:
+        assert 256 <= shape.k <= 1024
+        assert shape.m * shape.n >= 2**28
+
+
+def test_small_set_includes_extents_that_are_not_multiples_of_8_or_16():
+    extents = [shape.mkn for shape in SHAPE_SETS["small"]]
+    assert any(all(e % 16 == 0 for e in mkn) for mkn in extents)
+    assert any(all(e % 8 == 0 for e in mkn) and any(e % 16 for e in mkn) for mkn in extents)
+    assert any(any(e % 8 for e in mkn) for mkn in extents)
+
+
+def test_fp8_needs_multiples_of_16_and_a_wider_result():
+    fp8 = dtype_spec("fp8")
+    assert fp8.fits(128, 64, 96) and not fp8.fits(200, 72, 136)
+    assert (fp8.operand, fp8.result) == ("float8_e4m3fn", "bfloat16")
+    assert DTYPES["tf32"].compute_type == "COMPUTE_32F_FAST_TF32"
+
+
+def test_unknown_provider_is_refused_with_the_choices():
+    assert select_providers(None)[0] == "textbook"
+    with pytest.raises(FusedbenchError, match="unknown provider 'x'; choose from textbook, unfused"):
+        select_providers(["x"])
