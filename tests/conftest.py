@@ -14,7 +14,7 @@ def _gpu_stack_or_reason():
     from fusedbench.gpu import load_gpu_stack
 
     try:
-        return load_gpu_stack("the gpu tests"), None
+        return load_gpu_stack("running the gpu tests"), None
     except GpuUnavailable as exc:
         return None, str(exc)
 
