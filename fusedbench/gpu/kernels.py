@@ -7,8 +7,9 @@ the NT layout, where K is the strided axis of both). Each `make_*` function does
 kernel set-up once and returns a launcher whose call is nothing but kernel launches.
 
 All arithmetic is float32; storage is fp16, fp32, bf16 (as uint16 bits) or fp8 e4m3 (as uint8
-bits, read only). D is column-major (M x N), so kernels walk its transpose, (N x M) row-major,
-where neighbouring threads touch neighbouring addresses.
+bits, read only). D is column-major (M x N): a thread takes ROWS consecutive rows of one column,
+so neighbouring threads touch neighbouring addresses, with 16-byte vector loads and stores
+wherever M is a multiple of ROWS (a scalar loop covers the rest).
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ from collections.abc import Callable
 
 from fusedbench.epilogs import Activation, Derivative, EpilogSpec
 
-# Columns each thread sums in the first stage of a row reduction: enough threads (chunks x M)
-# to fill the GPU, few enough chunks that the second stage is tiny.
-COLUMNS_PER_CHUNK = 128
+# Each thread owns ROWS consecutive rows of one column of D: 16 bytes of fp16 / bf16 (one vector
+# load), 32 of fp32, and exactly one byte of the ReLU bit-mask.
+ROWS = 8
+
+# Columns each thread sums in the first stage of a row reduction: enough threads to fill the
+# GPU, few enough chunks that the second stage is tiny.
+COLUMNS_PER_CHUNK = 64
 
 PREAMBLE = r"""
 // Generic loads and stores go through float32. Templates, because cupy's float16 type is only
@@ -44,6 +49,88 @@ __device__ __forceinline__ float load_f32(unsigned char v) {
     else magnitude = ldexpf(1.0f + mantissa / 8.0f, exponent - 7);
     return (v & 0x80) ? -magnitude : magnitude;
 }
+// ROWS (8) consecutive elements through 16-byte words, converted with register-only bit
+// operations (no local arrays, whose address-taking would spill them to local memory).
+__device__ __forceinline__ float half_to_f32(unsigned int bits) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
+    return f;
+}
+__device__ __forceinline__ unsigned int f32_to_half(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+__device__ __forceinline__ unsigned int f32_to_bf16(float v) {
+    unsigned short h;
+    store_f32(v, h);
+    return h;
+}
+template <typename T> struct Rows;  // specialised per storage type below
+template <> struct Rows<float16> {
+    static __device__ __forceinline__ void load(const float16* p, float* x) {
+        const uint4 w = *reinterpret_cast<const uint4*>(p);
+        const unsigned int words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            x[2 * k] = half_to_f32(words[k] & 0xffffu);
+            x[2 * k + 1] = half_to_f32(words[k] >> 16);
+        }
+    }
+    static __device__ __forceinline__ void store(float16* p, const float* x) {
+        uint4 w;
+        w.x = f32_to_half(x[0]) | (f32_to_half(x[1]) << 16);
+        w.y = f32_to_half(x[2]) | (f32_to_half(x[3]) << 16);
+        w.z = f32_to_half(x[4]) | (f32_to_half(x[5]) << 16);
+        w.w = f32_to_half(x[6]) | (f32_to_half(x[7]) << 16);
+        *reinterpret_cast<uint4*>(p) = w;
+    }
+};
+template <> struct Rows<unsigned short> {  // bfloat16
+    static __device__ __forceinline__ void load(const unsigned short* p, float* x) {
+        const uint4 w = *reinterpret_cast<const uint4*>(p);
+        const unsigned int words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            x[2 * k] = __uint_as_float(words[k] << 16);
+            x[2 * k + 1] = __uint_as_float(words[k] & 0xffff0000u);
+        }
+    }
+    static __device__ __forceinline__ void store(unsigned short* p, const float* x) {
+        uint4 w;
+        w.x = f32_to_bf16(x[0]) | (f32_to_bf16(x[1]) << 16);
+        w.y = f32_to_bf16(x[2]) | (f32_to_bf16(x[3]) << 16);
+        w.z = f32_to_bf16(x[4]) | (f32_to_bf16(x[5]) << 16);
+        w.w = f32_to_bf16(x[6]) | (f32_to_bf16(x[7]) << 16);
+        *reinterpret_cast<uint4*>(p) = w;
+    }
+};
+template <> struct Rows<float> {
+    static __device__ __forceinline__ void load(const float* p, float* x) {
+        const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+        x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w; x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+    }
+    static __device__ __forceinline__ void store(float* p, const float* x) {
+        reinterpret_cast<float4*>(p)[0] = make_float4(x[0], x[1], x[2], x[3]);
+        reinterpret_cast<float4*>(p)[1] = make_float4(x[4], x[5], x[6], x[7]);
+    }
+};
+template <> struct Rows<unsigned char> {  // fp8 operands: read one by one (never vectorized)
+    static __device__ __forceinline__ void load(const unsigned char* p, float* x) {
+        for (int j = 0; j < 8; ++j) x[j] = load_f32(p[j]);
+    }
+};
+// Up to ROWS elements: vector accesses when all ROWS are there and the layout allows, else scalar.
+template <typename T> __device__ __forceinline__ void load_some(const T* p, float* x, int count, bool vector) {
+    if (vector && count == 8) { Rows<T>::load(p, x); return; }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) if (j < count) x[j] = load_f32(p[j]);  // constant indices keep x in registers
+}
+template <typename T> __device__ __forceinline__ void store_some(T* p, const float* x, int count, bool vector) {
+    if (vector && count == 8) { Rows<T>::store(p, x); return; }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) if (j < count) store_f32(x[j], p[j]);
+}
 // ReLU as cuBLASLt applies it: negatives become 0, NaN stays NaN.
 __device__ __forceinline__ float relu_f32(float x) { return x < 0.f ? 0.f : x; }
 __device__ __forceinline__ float gelu_f32(float x) {
@@ -58,82 +145,104 @@ __device__ __forceinline__ float gelu_grad_f32(float x) {
 
 
 @functools.cache
-def _pointwise_kernel(bias: bool, activation: Activation, saves_gelu_aux: bool, derivative: Derivative):
-    """One pass over D^T: bias, GELU aux copy, activation, derivative mask, in that order."""
-    import cupy
+def _epilog_kernel(spec: EpilogSpec, vector: bool):
+    """The whole pointwise part of `spec` in one pass: bias, aux output, activation, derivative.
 
-    inputs, body = ["int64 m"], ["float x = load_f32(d);"]
-    outputs = ["T d"]
-    if bias:
-        inputs.append("B bias")
-        body.append("x += load_f32(bias);")
-    if saves_gelu_aux:
-        outputs.append("A aux")
-        body.append("store_f32(x, aux);")
-    body.append(
-        {Activation.NONE: "", Activation.RELU: "x = relu_f32(x);", Activation.GELU: "x = gelu_f32(x);"}[activation]
-    )
-    if derivative is Derivative.DRELU:
-        inputs += ["raw uint8 mask", "int64 mask_ld"]
-        body.append(
-            "const long long row = i % m, col = i / m;if (!((mask[col * mask_ld + row / 8] >> (row % 8)) & 1)) x = 0.f;"
-        )
-    elif derivative is Derivative.DGELU:
-        inputs.append("P pre")
-        body.append("x *= gelu_grad_f32(load_f32(pre));")
-    body.append("store_f32(x, d);")
-    return cupy.ElementwiseKernel(
-        ", ".join(inputs), ", ".join(outputs), "\n".join(body), "fusedbench_pointwise", preamble=PREAMBLE
-    )
-
-
-@functools.cache
-def _relu_mask_kernel(bias: bool, apply_relu: bool):
-    """One thread per mask byte: 8 consecutive rows of one column, packed as cuBLASLt packs them.
-
-    Parameters, in call order: m, rows, [bias], d, packed (d is an output when ReLU is applied).
+    Parameters, in call order: m, groups, [bias], [mask, mask_ld], [pre, pre_ld], [aux_ld], d,
+    [aux | packed]; every array is a flat raw view, and the launch covers N x groups threads.
     """
     import cupy
 
-    inputs = ["int64 m", "int64 rows"] + (["raw B bias"] if bias else [])
-    if apply_relu:
-        outputs = ["raw T d", "uint8 packed"]
-    else:
-        inputs.append("raw T d")
-        outputs = ["uint8 packed"]
+    relu_aux = spec.saves_aux and spec.activation is Activation.RELU
+    gelu_aux = spec.saves_aux and spec.activation is Activation.GELU
+    inputs, outputs = ["int64 m", "int64 groups"], ["raw T d"]
+    per_row = []
+    if spec.bias:
+        inputs.append("raw B bias")
+        per_row.append("v += load_f32(bias[row0 + j]);")
+    if gelu_aux:
+        per_row.append("saved[j] = v;")
+    if relu_aux:
+        per_row.append("if (v >= 0.f) bits |= 1u << j;")
+    per_row.append(
+        {Activation.NONE: "", Activation.RELU: "v = relu_f32(v);", Activation.GELU: "v = gelu_f32(v);"}[spec.activation]
+    )
+    if spec.derivative is Derivative.DRELU:
+        inputs += ["raw uint8 mask", "int64 mask_ld"]
+        per_row.append("if (!((mask[col * mask_ld + g] >> j) & 1)) v = 0.f;")
+    elif spec.derivative is Derivative.DGELU:
+        inputs += ["raw P pre", "int64 pre_ld"]
+        per_row.append("v *= gelu_grad_f32(pre_rows[j]);")
+    if gelu_aux:
+        inputs.append("int64 aux_ld")
+        outputs.append("raw A aux")
+    if relu_aux:
+        outputs.append("raw uint8 packed")
+    flag = "true" if vector else "false"
+    load_pre = f"load_some(&pre[0] + col * pre_ld + row0, pre_rows, count, {flag});"
+    store_aux = f"store_some(&aux[0] + col * aux_ld + row0, saved, count, {flag});"
     body = f"""
-    const long long col = i / rows, byte_row = i % rows;
+    const long long col = i / groups, g = i % groups, row0 = g * 8;
+    const int count = row0 < m ? (int)min(8LL, m - row0) : 0;
+    float x[8], saved[8], pre_rows[8];
     unsigned int bits = 0;
-    for (int t = 0; t < 8; ++t) {{
-        const long long row = byte_row * 8 + t;
-        if (row < m) {{
-            const long long at = col * m + row;
-            float x = load_f32(d[at]);
-            {"x += load_f32(bias[row]);" if bias else ""}
-            if (x >= 0.f) bits |= 1u << t;
-            {"store_f32(relu_f32(x), d[at]);" if apply_relu else ""}
+    T* dcol = &d[0] + col * m + row0;
+    load_some(dcol, x, count, {flag});
+    {load_pre if spec.derivative is Derivative.DGELU else ""}
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {{
+        if (j < count) {{
+            float v = x[j];
+            {chr(10).join(per_row)}
+            x[j] = v;
         }}
     }}
-    packed = (unsigned char)bits;
+    store_some(dcol, x, count, {flag});
+    {store_aux if gelu_aux else ""}
+    {"packed[i] = (unsigned char)bits;" if relu_aux else ""}
+    """
+    return cupy.ElementwiseKernel(", ".join(inputs), ", ".join(outputs), body, "fusedbench_epilog", preamble=PREAMBLE)
+
+
+@functools.cache
+def _relu_mask_kernel():
+    """Pack (X >= 0) for a column-major X into cuBLASLt's bit-mask; one thread per mask byte."""
+    import cupy
+
+    body = """
+    const long long col = i / groups, g = i % groups, row0 = g * 8;
+    const int count = row0 < m ? (int)min(8LL, m - row0) : 0;
+    unsigned int bits = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) if (j < count && load_f32(x[col * m + row0 + j]) >= 0.f) bits |= 1u << j;
+    packed[i] = (unsigned char)bits;
     """
     return cupy.ElementwiseKernel(
-        ", ".join(inputs), ", ".join(outputs), body, "fusedbench_relu_mask", preamble=PREAMBLE
+        "raw T x, int64 m, int64 groups", "raw uint8 packed", body, "fusedbench_relu_mask", preamble=PREAMBLE
     )
 
 
 @functools.cache
-def _row_sum_kernels():
+def _row_sum_kernels(vector: bool):
     import cupy
 
+    flag = "true" if vector else "false"
     partial = cupy.ElementwiseKernel(
-        "raw T x, int64 m, int64 n, int64 columns",
-        "float32 partial",
-        """
-        const long long row = i % m, first = (i / m) * columns;
+        "raw T x, int64 m, int64 n, int64 groups, int64 columns",
+        "raw float32 partial",
+        f"""
+        const long long g = i % groups, row0 = g * 8, first = (i / groups) * columns;
         const long long last = min(first + columns, n);
-        float acc = 0.f;
-        for (long long col = first; col < last; ++col) acc += load_f32(x[col * m + row]);
-        partial = acc;
+        const int count = (int)min(8LL, m - row0);
+        float acc[8] = {{0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}}, rows[8];
+#pragma unroll 4
+        for (long long col = first; col < last; ++col) {{
+            load_some(&x[0] + col * m + row0, rows, count, {flag});
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[j] += rows[j];
+        }}
+#pragma unroll
+        for (int j = 0; j < 8; ++j) if (j < count) partial[(i / groups) * m + row0 + j] = acc[j];
         """,
         "fusedbench_row_sum_partial",
         preamble=PREAMBLE,
@@ -148,15 +257,22 @@ def _row_sum_kernels():
     return partial, final
 
 
-def make_relu_mask(d, packed, *, bias=None, apply_relu: bool) -> Callable[[], None]:
-    """Launcher: pack (D [+ bias] >= 0) into `packed` (cuBLASLt layout); optionally ReLU D in place.
+def _flat(array):
+    """The flat raw view of a column-major matrix (its transpose is C-contiguous)."""
+    return array.T.reshape(-1)
 
-    d: (M, N) column-major; packed: (rows, N) column-major uint8; bias: (M,) or None.
-    """
-    m = d.shape[0]
-    kernel = _relu_mask_kernel(bias is not None, apply_relu)
-    args = (m, packed.shape[0]) + ((bias,) if bias is not None else ()) + (d.T.reshape(-1), packed.T)
-    return lambda: kernel(*args)
+
+def _vectorizable(m: int, *arrays) -> bool:
+    """16-byte accesses need every column to start 16-byte aligned: M % ROWS == 0, aligned bases."""
+    return m % ROWS == 0 and all(a.itemsize in (2, 4) and a.data.ptr % 16 == 0 for a in arrays)
+
+
+def make_relu_mask(x, packed) -> Callable[[], None]:
+    """Launcher: pack (X >= 0), X column-major (M x N), into `packed` (cuBLASLt's bit-mask layout)."""
+    m, n = x.shape
+    rows = packed.shape[0]
+    kernel, flat_x, flat_packed = _relu_mask_kernel(), _flat(x), _flat(packed)
+    return lambda: kernel(flat_x, m, rows, flat_packed, size=n * rows)
 
 
 def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=None, aux_out=None):
@@ -165,35 +281,42 @@ def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=
     relu_aux / gelu_aux are the DRELU / DGELU inputs; aux_out receives relu_aux or gelu_aux for
     the epilogs that save one. Returns None when the epilog has no pointwise work.
     """
-    if spec.saves_aux and spec.activation is Activation.RELU:
-        return make_relu_mask(d, aux_out, bias=bias, apply_relu=True)
     if not spec.has_pointwise_work:
         return None
-    m = d.shape[0]
-    kernel = _pointwise_kernel(spec.bias, spec.activation, spec.saves_aux, spec.derivative)
-    args: list = [m]
+    m, n = d.shape
+    relu_aux_out = spec.saves_aux and spec.activation is Activation.RELU
+    groups = aux_out.shape[0] if relu_aux_out else -(-m // ROWS)  # mask padding bytes get zeros
+    inputs: list = [m, groups]
+    outputs: list = [_flat(d)]
+    vector_arrays = [d]
     if spec.bias:
-        args.append(bias[None, :])
+        inputs.append(bias)
     if spec.derivative is Derivative.DRELU:
-        args += [relu_aux.T.reshape(-1), relu_aux.shape[0]]
+        inputs += [_flat(relu_aux), relu_aux.shape[0]]
     elif spec.derivative is Derivative.DGELU:
-        args.append(gelu_aux[:m].T)
-    outputs = [d.T] + ([aux_out[:m].T] if spec.saves_aux else [])
-    return lambda: kernel(*args, *outputs)
+        inputs += [_flat(gelu_aux), gelu_aux.shape[0]]
+        vector_arrays.append(gelu_aux)
+    if spec.saves_aux and not relu_aux_out:
+        inputs.append(aux_out.shape[0])
+        vector_arrays.append(aux_out)
+    if spec.saves_aux:
+        outputs.append(_flat(aux_out))
+    kernel = _epilog_kernel(spec, _vectorizable(m, *vector_arrays))
+    return lambda: kernel(*inputs, *outputs, size=n * groups)
 
 
 def make_row_sum(x, out) -> Callable[[], None]:
-    """Launcher: out[i] = sum_j x[i, j] for a column-major (M x N) x, coalesced in two stages."""
+    """Launcher: out[i] = sum_j x[i, j] for a column-major (M x N) x, coalesced, in two stages."""
     import cupy
 
     m, n = x.shape
-    chunks = -(-n // COLUMNS_PER_CHUNK)
+    chunks, groups = -(-n // COLUMNS_PER_CHUNK), -(-m // ROWS)
     partial = cupy.empty((chunks, m), dtype=cupy.float32)
-    partial_kernel, final_kernel = _row_sum_kernels()
-    flat_x = x.T.reshape(-1)
+    partial_kernel, final_kernel = _row_sum_kernels(_vectorizable(m, x))
+    flat_x, flat_partial = _flat(x), partial.reshape(-1)
 
     def launch():
-        partial_kernel(flat_x, m, n, COLUMNS_PER_CHUNK, partial)
+        partial_kernel(flat_x, m, n, groups, COLUMNS_PER_CHUNK, flat_partial, size=chunks * groups)
         final_kernel(partial, m, chunks, out)
 
     return launch

@@ -121,7 +121,7 @@ def make_operands(stack: GpuStack, workload: Workload, seed: int) -> Operands:
         pre = cast(normal((n, m)), dtype.result).T
         rows, _ = relu_aux_shape(m, n)
         operands.relu_aux = _empty_fortran(dtype.framework, xp, rows, n, _dtype(xp, "uint8"))
-        make_relu_mask(as_cupy(pre), as_cupy(operands.relu_aux), apply_relu=False)()
+        make_relu_mask(as_cupy(pre), as_cupy(operands.relu_aux))()
         operands.relu_negative = pre < 0
     if spec.derivative is Derivative.DGELU:
         rows, _ = gelu_aux_shape(m, n)

@@ -164,7 +164,12 @@ def _unfused(stack: GpuStack, operands: Operands) -> PreparedProvider:
 
 
 class _Textbook:
-    """The seed blog's naive code on the same operands: a plain GEMM, then one array op per step."""
+    """The seed blog's naive code on the same operands: a plain GEMM, then one array op per step.
+
+    It works on D's transpose, the same memory seen as a row-major (N x M) array, where bias
+    broadcasts along the last axis: the layout naive array code is fast on (walking the
+    column-major D row by row would make every broadcast op uncoalesced and slow it unfairly).
+    """
 
     def __init__(self, stack: GpuStack, operands: Operands):
         self.spec = spec = operands.workload.epilog
@@ -189,24 +194,27 @@ class _Textbook:
     def run(self) -> dict[str, Any]:
         spec, ops, xp, outputs = self.spec, self.operands, self.xp, self.outputs
         self.matmul.execute()
-        y = ops.result
+        y = ops.result.T
         if spec.bias:
-            y += ops.bias[:, None]
+            y += ops.bias
         if "relu_aux" in outputs:
-            xp.greater_equal(y, 0, out=outputs["relu_aux"])
+            xp.greater_equal(y, 0, out=outputs["relu_aux"].T)
         if "gelu_aux" in outputs:
-            outputs["gelu_aux"][...] = y
+            outputs["gelu_aux"].T[...] = y
         if spec.activation is Activation.RELU:
             y[y < 0] = 0
         elif spec.activation is Activation.GELU:
             xp.multiply(0.5 * y, 1 + xp.tanh(_GELU_SCALE * (y + 0.044715 * y**3)), out=y)
         if spec.derivative is Derivative.DRELU:
-            y[ops.relu_negative] = 0
+            y[ops.relu_negative.T] = 0
         elif spec.derivative is Derivative.DGELU:
-            y *= self.gelu_grad(ops.gelu_aux[: ops.workload.m])
-        if spec.summed is not Summed.NONE:
-            summed = {Summed.RESULT: y, Summed.A: ops.a, Summed.B: ops.b.T}[spec.summed]
-            outputs[spec.outputs[-1]][...] = summed.sum(1)
+            y *= self.gelu_grad(ops.gelu_aux[: ops.workload.m].T)
+        if spec.summed is Summed.RESULT:
+            outputs[spec.outputs[-1]][...] = y.sum(0)
+        elif spec.summed is Summed.A:
+            outputs["bgrada"][...] = ops.a.sum(1)
+        elif spec.summed is Summed.B:
+            outputs["bgradb"][...] = ops.b.sum(0)
         return outputs
 
 

@@ -1,0 +1,51 @@
+"""The sampling loop and timing statistics, driven by a fake clock (no GPU)."""
+
+import pytest
+
+from fusedbench.measure import Timing, sample_timings
+
+
+class FakeClock:
+    """Each timed region lasts the next value of `durations`; records the order of events."""
+
+    def __init__(self, durations, log):
+        self._durations = iter(durations)
+        self._log = log
+
+    def start(self):
+        self._log.append("start")
+
+    def stop(self):
+        self._log.append("stop")
+        return next(self._durations)
+
+
+def test_warmup_calls_are_untimed_and_each_sample_times_one_call():
+    log = []
+    samples = sample_timings(
+        lambda: log.append("run"),
+        clock=FakeClock([0.5, 0.25], log),
+        samples=2,
+        warmup=3,
+        between_samples=lambda: log.append("flush"),
+    )
+    assert samples == [0.5, 0.25]
+    assert log == ["run"] * 3 + ["flush", "start", "run", "stop"] * 2
+
+
+def test_the_loop_refuses_zero_samples():
+    with pytest.raises(ValueError, match="samples=0"):
+        sample_timings(lambda: None, clock=FakeClock([], []), samples=0, warmup=0)
+
+
+def test_median_and_relative_iqr_come_from_the_raw_samples():
+    timing = Timing(samples=(1.0, 2.0, 3.0, 4.0, 5.0), cold_l2=True)
+    assert timing.median == 3.0
+    assert timing.relative_iqr == pytest.approx((4.0 - 2.0) / 3.0)
+    assert timing.noisy
+
+
+def test_a_tight_spread_is_not_noisy():
+    timing = Timing(samples=(1.00, 1.01, 0.99, 1.00), cold_l2=False)
+    assert not timing.noisy
+    assert Timing(samples=(2.0,), cold_l2=True).relative_iqr == 0.0
