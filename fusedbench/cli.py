@@ -133,6 +133,18 @@ def command_check(
     return EXIT_FAILED if report.failed else EXIT_OK
 
 
+def command_run(*, suite: str, bench: str | None, launch_method: str) -> int:
+    """Check and time a suite on this machine's GPU with asv."""
+    from fusedbench.errors import GpuUnavailable
+    from fusedbench.run import run_suite
+
+    console = _console()
+    try:
+        return run_suite(suite=suite, bench=bench, launch_method=launch_method, repo=os.getcwd(), echo=console.print)
+    except GpuUnavailable as exc:
+        raise FusedbenchError(f"{exc}; without a GPU, `fusedbench table results/` reads committed results") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="fusedbench", description="What fusing work into a matmul buys on your GPU.")
     parser.add_argument("--version", action="version", version=f"fusedbench {__version__}")
@@ -154,6 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--seed", type=int, default=None, help="seed for the random operands (default: fresh each run)")
     check.add_argument("--json", dest="json_path", metavar="FILE", help="also write every cell as JSON to FILE")
+
+    run = commands.add_parser("run", help="the main job: check, then time a suite with asv (run from the checkout)")
+    run.add_argument("--suite", default="default", help="quick, default or full (default: default)")
+    run.add_argument("--bench", default=None, metavar="REGEX", help="only the benchmarks whose names match REGEX")
+    run.add_argument(
+        "--launch-method",
+        default="forkserver",
+        choices=("forkserver", "spawn"),
+        help="how asv starts a benchmark process (default: forkserver; see docs/architecture.md)",
+    )
     return parser
 
 
@@ -162,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "list":
             return command_list(as_json=args.json)
+        if args.command == "run":
+            return command_run(suite=args.suite, bench=args.bench, launch_method=args.launch_method)
         return command_check(
             shapes=args.shapes,
             epilogs=args.epilog,

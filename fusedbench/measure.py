@@ -8,7 +8,8 @@ Samples are kept raw (seconds, one per call); statistics are derived from them.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,6 +19,9 @@ NOISY_RELATIVE_IQR = 0.10
 
 # Writing this many times the L2 size evicts every line a previous sample left there.
 L2_FLUSH_FACTOR = 2
+
+# Timed calls per benchmarked cell: enough for asv's confidence intervals and Mann-Whitney test.
+SAMPLES = 15
 
 
 class Clock(Protocol):
@@ -58,16 +62,22 @@ def sample_timings(
     clock: Clock,
     samples: int,
     warmup: int,
+    warmup_seconds: float = 0.0,
     between_samples: Callable[[], None] | None = None,
+    wall_clock: Callable[[], float] = time.perf_counter,
 ) -> list[float]:
-    """Call `run` `warmup` times untimed, then `samples` times, each timed alone by `clock`.
+    """Warm up untimed, then call `run` `samples` times, each call timed alone by `clock`.
 
-    `between_samples` (an L2 flush) runs before every timed call, outside the timed region.
+    Warm-up lasts at least `warmup` calls and `warmup_seconds` of wall time (the GPU raises its
+    clocks only under load). `between_samples` (an L2 flush) runs before every timed call,
+    outside the timed region.
     """
     if samples < 1 or warmup < 0:
         raise ValueError(f"need samples >= 1 and warmup >= 0, got samples={samples}, warmup={warmup}")
-    for _ in range(warmup):
+    started, calls = wall_clock(), 0
+    while calls < warmup or wall_clock() - started < warmup_seconds:
         run()
+        calls += 1
     timings = []
     for _ in range(samples):
         if between_samples is not None:
@@ -105,3 +115,24 @@ class L2Flusher:
 
     def __call__(self) -> None:
         self._buffer.fill(0)
+
+
+class ReplayClock:
+    """Hands samples measured elsewhere to asv's timing loop, one per timed call.
+
+    asv reads `now()` before and after each call of the benchmark, which calls `advance()`: the
+    difference asv records is exactly the next recorded sample.
+    """
+
+    def __init__(self) -> None:
+        self._now = 0.0
+        self._pending: Iterable[float] = iter(())
+
+    def load(self, samples: Iterable[float]) -> None:
+        self._pending = iter(samples)
+
+    def advance(self) -> None:
+        self._now += next(self._pending)
+
+    def now(self) -> float:
+        return self._now

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fusedbench.measure import Timing, sample_timings
+from fusedbench.measure import ReplayClock, Timing, sample_timings
 
 
 class FakeClock:
@@ -49,3 +49,29 @@ def test_a_tight_spread_is_not_noisy():
     timing = Timing(samples=(1.00, 1.01, 0.99, 1.00), cold_l2=False)
     assert not timing.noisy
     assert Timing(samples=(2.0,), cold_l2=True).relative_iqr == 0.0
+
+
+def test_warmup_lasts_at_least_the_given_wall_time():
+    ticks = iter([0.0, 0.1, 0.2, 0.3, 0.4, 0.5])
+    calls = []
+    sample_timings(
+        lambda: calls.append(1),
+        clock=FakeClock([1.0], []),
+        samples=1,
+        warmup=1,
+        warmup_seconds=0.35,
+        wall_clock=lambda: next(ticks),
+    )
+    assert len(calls) == 4 + 1  # warm-up until 0.4 s had passed, then the timed call
+
+
+def test_replay_clock_turns_each_call_into_the_next_recorded_sample():
+    clock = ReplayClock()
+    clock.load([0.25, 0.5])
+    before = clock.now()
+    clock.advance()
+    middle = clock.now()
+    clock.advance()
+    assert (middle - before, clock.now() - middle) == (0.25, 0.5)
+    with pytest.raises(StopIteration):
+        clock.advance()

@@ -1,0 +1,1 @@
+"""fusedbench's asv suite: thin classes over fusedbench's catalog (see fusedbench/suites.py)."""

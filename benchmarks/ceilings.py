@@ -1,0 +1,59 @@
+"""The machine's own ceilings, measured in the same run: dense GEMM time per dtype and a copy.
+
+fusedbench table turns them into TFLOP/s and TB/s, and each cell's floor into
+max(FLOPs / rate, bytes / bandwidth). Measured in `setup_cache`, replayed like the cells.
+"""
+
+from fusedbench.dtypes import DTYPES
+from fusedbench.measure import SAMPLES, ReplayClock
+
+_CLOCK = ReplayClock()
+
+
+class _Replayed:
+    timer = staticmethod(_CLOCK.now)
+    number = 1
+    repeat = (SAMPLES, SAMPLES, 600.0)
+    rounds = 1
+    warmup_time = 0.0
+    min_run_count = 1
+    timeout = 600.0
+
+    @staticmethod
+    def replay(cell):
+        if cell["status"] != "ok":
+            raise NotImplementedError(f"{cell['status']}: {cell['reason']}")
+        _CLOCK.load(cell["samples"])
+
+
+class GemmCeiling(_Replayed):
+    """A dense GEMM of fusedbench.gpu.bench.CEILING_GEMM_SHAPE, no epilog, per dtype."""
+
+    params = (list(DTYPES),)
+    param_names = ("dtype",)
+
+    def setup_cache(self):
+        from fusedbench.gpu.bench import measure_gemm_ceilings
+
+        return measure_gemm_ceilings(list(DTYPES))
+
+    def setup(self, measured, dtype):
+        self.replay(measured[dtype])
+
+    def time_gemm(self, measured, dtype):
+        _CLOCK.advance()
+
+
+class CopyCeiling(_Replayed):
+    """A device-to-device copy of fusedbench.gpu.bench.CEILING_COPY_BYTES (read once, written once)."""
+
+    def setup_cache(self):
+        from fusedbench.gpu.bench import measure_copy_ceiling
+
+        return measure_copy_ceiling()
+
+    def setup(self, measured):
+        self.replay(measured)
+
+    def time_copy(self, measured):
+        _CLOCK.advance()

@@ -1,0 +1,153 @@
+"""Measure a benchmark group on the GPU: every provider of every workload, in one CUDA context.
+
+Called from asv's `setup_cache` (benchmarks/cells.py). Each cell is prepared once, warmed up,
+then timed call by call with CUDA events, L2 flushed before every sample (every cell is
+measured cold). The result is plain data (picklable) that asv hands to each cell's process.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import time
+
+from fusedbench.errors import Skipped, Unsupported
+from fusedbench.gpu import GpuStack, load_gpu_stack
+from fusedbench.gpu.operands import make_operands
+from fusedbench.gpu.providers import prepare_provider
+from fusedbench.measure import SAMPLES, CudaEventClock, L2Flusher, sample_timings
+from fusedbench.suites import BenchmarkGroup
+
+WARMUP_CALLS = 3
+WARMUP_SECONDS = 0.05  # per cell, on top of the calls: keeps the SM clock up between cells
+MEMORY_HEADROOM = 4  # D-sized temporaries the textbook provider allocates, beyond the operands
+STATUS_DIR_VARIABLE = "FUSEDBENCH_STATUS_DIR"  # where `fusedbench run` collects skip reasons
+
+
+def _free_bytes(stack: GpuStack) -> int:
+    """Free device memory after returning every cached block to the driver."""
+    stack.cupy.get_default_memory_pool().free_all_blocks()
+    if stack.torch is not None:
+        stack.torch.cuda.empty_cache()
+    free, _ = stack.cupy.cuda.runtime.memGetInfo()
+    return int(free)
+
+
+def _needed_bytes(workload) -> int:
+    spec, dtype = workload.epilog, workload.dtype
+    fused = spec.fused_bytes(workload.m, workload.k, workload.n, dtype.operand_itemsize, dtype.result_itemsize)
+    return fused + MEMORY_HEADROOM * workload.m * workload.n * dtype.result_itemsize
+
+
+def _cell(status: str, reason: str = "", samples: list[float] | None = None) -> dict:
+    return {"status": status, "reason": reason, "samples": samples or [], "cold_l2": True}
+
+
+def measure_group(group: BenchmarkGroup, *, seed: int = 0) -> dict:
+    """Time every cell of `group`; returns {"device": name, "cells": {(epilog, shape, provider): cell}}."""
+    stack = load_gpu_stack("the fusedbench asv suite")
+    clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
+    cells: dict[tuple[str, str, str], dict] = {}
+    for index, workload in enumerate(group.workloads()):
+        keys = [(workload.epilog.name, workload.shape, provider) for provider in group.providers]
+        gc.collect()
+        free, needed = _free_bytes(stack), _needed_bytes(workload)
+        if needed > free:
+            reason = f"needs about {needed / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free on {stack.device_name}"
+            cells.update((key, _cell("skipped", reason)) for key in keys)
+            continue
+        try:
+            operands = make_operands(stack, workload, seed + index)
+        except Skipped as exc:
+            cells.update((key, _cell("skipped", exc.reason)) for key in keys)
+            continue
+        for key, provider in zip(keys, group.providers, strict=True):
+            cells[key] = _measure_cell(stack, operands, provider, clock, flush)
+        del operands
+    report = {"device": stack.device_name, "cells": cells}
+    _write_status(group, report)
+    return report
+
+
+def _measure_cell(stack: GpuStack, operands, provider: str, clock, flush) -> dict:
+    try:
+        prepared = prepare_provider(provider, stack, operands)
+    except Unsupported as exc:
+        return _cell("unsupported", exc.reason)
+    except Skipped as exc:
+        return _cell("skipped", exc.reason)
+    except Exception as exc:  # reported as a failed cell, never hidden
+        return _cell("failed", f"{type(exc).__name__}: {exc}")
+    try:
+        samples = sample_timings(
+            prepared.run,
+            clock=clock,
+            samples=SAMPLES,
+            warmup=WARMUP_CALLS,
+            warmup_seconds=WARMUP_SECONDS,
+            between_samples=flush,
+        )
+    except Exception as exc:
+        return _cell("failed", f"{type(exc).__name__}: {exc}")
+    finally:
+        prepared.release()
+    return _cell("ok", samples=samples)
+
+
+def _write_status(group: BenchmarkGroup, report: dict) -> None:
+    """Leave every cell's status and reason where `fusedbench run` collects them (asv keeps no reasons)."""
+    folder = os.environ.get(STATUS_DIR_VARIABLE)
+    if not folder:
+        return
+    records = [
+        {"group": group.name, "epilog": e, "shape": s, "provider": p, "status": c["status"], "reason": c["reason"]}
+        for (e, s, p), c in report["cells"].items()
+    ]
+    path = os.path.join(folder, f"{group.name}.json")
+    temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    with open(temporary, "w") as stream:
+        json.dump({"device": report["device"], "cells": records}, stream)
+    os.replace(temporary, path)
+
+
+CEILING_GEMM_SHAPE = (8192, 8192, 8192)  # large enough to reach the dense rate on an H100 / H200
+CEILING_COPY_BYTES = 2 << 30  # a device-to-device copy this large runs at HBM bandwidth
+
+
+def measure_gemm_ceilings(dtypes: list[str], *, seed: int = 0) -> dict[str, dict]:
+    """The gemm provider's time per dtype at CEILING_GEMM_SHAPE."""
+    from fusedbench.catalog import Workload
+    from fusedbench.dtypes import dtype_spec
+    from fusedbench.epilogs import EPILOGS, Epilog
+
+    stack = load_gpu_stack("the fusedbench asv suite")
+    clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
+    cells = {}
+    for dtype in dtypes:
+        workload = Workload(EPILOGS[Epilog.DEFAULT], dtype_spec(dtype), *CEILING_GEMM_SHAPE)
+        try:
+            operands = make_operands(stack, workload, seed)
+        except Skipped as exc:
+            cells[dtype] = _cell("skipped", exc.reason)
+            continue
+        cells[dtype] = _measure_cell(stack, operands, "gemm", clock, flush)
+        del operands
+    return cells
+
+
+def measure_copy_ceiling() -> dict:
+    """A CEILING_COPY_BYTES device-to-device copy (cupy copies contiguous arrays with cudaMemcpy)."""
+    stack = load_gpu_stack("the fusedbench asv suite")
+    clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
+    source = stack.cupy.empty(CEILING_COPY_BYTES, dtype=stack.cupy.uint8)
+    target = stack.cupy.empty_like(source)
+    samples = sample_timings(
+        lambda: target.__setitem__(Ellipsis, source),
+        clock=clock,
+        samples=SAMPLES,
+        warmup=WARMUP_CALLS,
+        warmup_seconds=WARMUP_SECONDS,
+        between_samples=flush,
+    )
+    return _cell("ok", samples=samples)

@@ -1,0 +1,209 @@
+"""`fusedbench run`: the main job on a GPU machine.
+
+Environment check, `fusedbench check` on the epilogs and dtypes the suite will time, asv with
+the flags its results need (existing environment, the real commit, recorded samples, a
+machine name that carries the GPU), telemetry around the run, and every cell's status and
+reason beside asv's results (asv keeps timings, not reasons).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from fusedbench.errors import FusedbenchError
+from fusedbench.suites import suite_bench_regex, suite_groups
+
+LAUNCH_METHODS = ("forkserver", "spawn")
+ENVIRONMENT_SUFFIX = ".fbenv"  # JSON beside asv's results; not *.json, which asv would try to load
+
+
+def machine_name(gpu_name: str, memory_bytes: int) -> str:
+    """asv's machine name from the GPU: 'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3', 'NVIDIA H200' -> 'h200-141gb'."""
+    words = re.sub(r"^nvidia\s+", "", gpu_name.strip().lower()).split()
+    if not any(re.fullmatch(r"\d+gb", word) for word in words):
+        words.insert(1, f"{round(memory_bytes / 1e9)}gb")
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(words)).strip("-")
+
+
+def asv_command(
+    *,
+    suite: str,
+    bench: str | None,
+    machine: str,
+    commit: str,
+    launch_method: str,
+    python: str = sys.executable,
+) -> list[str]:
+    """The asv invocation `fusedbench run` uses, as an argument list."""
+    if launch_method not in LAUNCH_METHODS:
+        raise FusedbenchError(f"unknown launch method {launch_method!r}; choose from {', '.join(LAUNCH_METHODS)}")
+    return [
+        python,
+        "-m",
+        "asv",
+        "run",
+        "--environment",
+        f"existing:{python}",
+        "--set-commit-hash",
+        commit,
+        "--machine",
+        machine,
+        "--record-samples",
+        "--launch-method",
+        launch_method,
+        "--bench",
+        suite_bench_regex(suite, bench),
+        "--show-stderr",
+    ]
+
+
+def current_commit(repo: str) -> str:
+    """HEAD of a clean checkout: results must carry the commit that produced them."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise FusedbenchError(f"fusedbench run needs the git checkout of fusedbench ({exc})") from None
+    if dirty:
+        raise FusedbenchError(
+            "the checkout has uncommitted changes; commit them, so results name the code they measured"
+        )
+    return commit
+
+
+def software_versions(stack) -> dict:
+    """Versions of everything a timing depends on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    cupy = stack.cupy
+    return {
+        "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+        "cuda_driver": cupy.cuda.runtime.driverGetVersion(),
+        "cublaslt": stack.cublaslt_version,
+        "nvmath-python": installed("nvmath-python"),
+        "cupy": cupy.__version__,
+        "torch": None if stack.torch is None else stack.torch.__version__,
+        "nvidia-cublas": installed("nvidia-cublas") or installed("nvidia-cublas-cu12"),
+        "python": sys.version.split()[0],
+    }
+
+
+def collect_statuses(folder: str) -> list[dict]:
+    records = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name)) as stream:
+                records.extend(json.load(stream)["cells"])
+    return records
+
+
+def write_environment(path: str, payload: dict) -> None:
+    temporary = f"{path}.tmp"
+    with open(temporary, "w") as stream:
+        json.dump(payload, stream, indent=1)
+    os.replace(temporary, path)
+
+
+def run_suite(
+    *,
+    suite: str,
+    bench: str | None,
+    launch_method: str,
+    repo: str,
+    echo: Callable[[str], None],
+) -> int:
+    """Check, then time the suite with asv; returns asv's exit code (1 if the check failed)."""
+    from fusedbench.check import run_check
+    from fusedbench.gpu import load_gpu_stack
+    from fusedbench.telemetry import TelemetrySampler
+    from fusedbench.verify import Status
+
+    groups = suite_groups(suite)
+    stack = load_gpu_stack("fusedbench run")  # raises GpuUnavailable: the CLI says what to do instead
+    commit = current_commit(repo)
+    props = stack.cupy.cuda.runtime.getDeviceProperties(0)
+    machine = machine_name(stack.device_name, int(props["totalGlobalMem"]))
+
+    echo(f"checking the epilogs and dtypes of suite {suite!r} against float64 on {stack.device_name}")
+    report = run_check(
+        shapes="small",
+        epilogs=sorted({e for g in groups for e in g.epilogs}),
+        dtypes=sorted({g.dtype for g in groups}),
+        providers=sorted({p for g in groups for p in g.providers}),
+    )
+    failed = [c for c in report.cells if c.status is Status.FAILED]
+    if failed:
+        for cell in failed[:10]:
+            echo(f"FAILED {cell.epilog}/{cell.dtype}/{cell.shape}/{cell.provider}: {cell.reason}")
+        echo(f"{len(failed)} cells failed the check; nothing was timed (run `fusedbench check` for the table)")
+        return 1
+    echo(f"check: {len(report.cells)} cells, none failed")
+
+    subprocess.run(
+        [sys.executable, "-m", "asv", "machine", "--yes", "--machine", machine],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    command = asv_command(suite=suite, bench=bench, machine=machine, commit=commit, launch_method=launch_method)
+    started = datetime.now(timezone.utc)
+    with tempfile.TemporaryDirectory(prefix="fusedbench-status-") as status_dir, TelemetrySampler() as telemetry:
+        environment = dict(os.environ)
+        environment["FUSEDBENCH_STATUS_DIR"] = status_dir
+        if "PYTHONPATH" in environment:  # asv drops PYTHONPATH unless it comes as ASV_PYTHONPATH
+            environment.setdefault("ASV_PYTHONPATH", environment["PYTHONPATH"])
+        cells = sum(g.cell_count for g in groups)
+        echo(f"timing suite {suite!r} ({cells} cells) as machine {machine}: {' '.join(command)}")
+        wall = time.perf_counter()
+        try:
+            code = subprocess.run(command, cwd=repo, env=environment).returncode
+        except KeyboardInterrupt:  # asv has saved every benchmark it finished; keep the environment too
+            code = 130
+        wall = time.perf_counter() - wall
+        statuses = collect_statuses(status_dir)
+    payload = {
+        "format": "fusedbench-environment/1",
+        "machine": machine,
+        "commit": commit,
+        "suite": suite,
+        "bench": bench,
+        "launch_method": launch_method,
+        "started": started.isoformat(),
+        "wall_seconds": round(wall, 1),
+        "asv_exit_code": code,
+        "gpu": telemetry.device_facts(),
+        "versions": software_versions(stack),
+        "telemetry": telemetry.summary.to_json(),
+        "cells": statuses,
+    }
+    folder = os.path.join(repo, "results", machine)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"env-{commit[:8]}-{started:%Y%m%dT%H%M%SZ}{ENVIRONMENT_SUFFIX}")
+    write_environment(path, payload)
+    throttled = payload["telemetry"]["throttled"]
+    echo(f"asv finished in {wall:.0f} s (exit {code}); environment in {path}")
+    if throttled:
+        echo(f"warning: the GPU throttled during the run ({', '.join(throttled)}); timings may be low")
+    return code

@@ -1,0 +1,117 @@
+"""GPU telemetry through NVML (nvidia-ml-py): snapshots, and a sampler that runs beside asv.
+
+A run records a snapshot before and after, and samples every second in between, so a result
+says which clocks, temperatures and power it was measured at, and whether the GPU throttled.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field
+
+# NVML clock-event reasons that mean the GPU slowed itself down (not idling, not app settings).
+THROTTLE_REASONS = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "power brake",
+}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One NVML reading of GPU 0."""
+
+    sm_clock_mhz: int
+    memory_clock_mhz: int
+    temperature_c: int
+    power_w: float
+    throttle_mask: int
+
+
+def throttle_names(mask: int) -> list[str]:
+    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+
+
+def read_snapshot(nvml, handle) -> Snapshot:
+    try:
+        reasons = nvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
+    except AttributeError:  # older nvidia-ml-py
+        reasons = nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
+    return Snapshot(
+        sm_clock_mhz=int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
+        memory_clock_mhz=int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM)),
+        temperature_c=int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
+        power_w=nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+        throttle_mask=int(reasons),
+    )
+
+
+@dataclass
+class TelemetrySummary:
+    """Before, after, and what the samples in between saw."""
+
+    before: Snapshot | None = None
+    after: Snapshot | None = None
+    samples: list[Snapshot] = field(default_factory=list)
+
+    @property
+    def throttled(self) -> list[str]:
+        """Every throttle reason seen during the run (empty: the GPU never slowed itself down)."""
+        mask = 0
+        for snapshot in self.samples:
+            mask |= snapshot.throttle_mask
+        return throttle_names(mask)
+
+    def to_json(self) -> dict:
+        seen = self.samples
+        return {
+            "before": None if self.before is None else asdict(self.before),
+            "after": None if self.after is None else asdict(self.after),
+            "samples": len(self.samples),
+            "max_temperature_c": max((s.temperature_c for s in seen), default=None),
+            "max_power_w": max((s.power_w for s in seen), default=None),
+            "min_sm_clock_mhz": min((s.sm_clock_mhz for s in seen), default=None),
+            "max_sm_clock_mhz": max((s.sm_clock_mhz for s in seen), default=None),
+            "throttled": self.throttled,
+        }
+
+
+class TelemetrySampler:
+    """Reads NVML every `interval` seconds on a daemon thread until stopped."""
+
+    def __init__(self, interval: float = 1.0):
+        import pynvml
+
+        self._nvml = pynvml
+        pynvml.nvmlInit()
+        self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        self._interval = interval
+        self._stop = threading.Event()
+        self.summary = TelemetrySummary(before=read_snapshot(pynvml, self._handle))
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def device_facts(self) -> dict:
+        nvml, handle = self._nvml, self._handle
+        name = nvml.nvmlDeviceGetName(handle)
+        return {
+            "name": name.decode() if isinstance(name, bytes) else name,
+            "memory_total_bytes": int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
+            "max_sm_clock_mhz": int(nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
+            "driver": str(nvml.nvmlSystemGetDriverVersion()),
+        }
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.summary.samples.append(read_snapshot(self._nvml, self._handle))
+
+    def __enter__(self) -> TelemetrySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.summary.after = read_snapshot(self._nvml, self._handle)
+        self._nvml.nvmlShutdown()
