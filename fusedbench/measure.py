@@ -8,7 +8,6 @@ Samples are kept raw (seconds, one per call); statistics are derived from them.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -64,19 +63,21 @@ def sample_timings(
     warmup: int,
     warmup_seconds: float = 0.0,
     between_samples: Callable[[], None] | None = None,
-    wall_clock: Callable[[], float] = time.perf_counter,
 ) -> list[float]:
-    """Warm up untimed, then call `run` `samples` times, each call timed alone by `clock`.
+    """Warm up, then call `run` `samples` times, each call timed alone by `clock`.
 
-    Warm-up lasts at least `warmup` calls and `warmup_seconds` of wall time (the GPU raises its
-    clocks only under load). `between_samples` (an L2 flush) runs before every timed call,
-    outside the timed region.
+    Warm-up lasts at least `warmup` calls and `warmup_seconds` of measured time (the GPU raises
+    its clocks only under load); each warm-up call is timed too, so no queue of calls builds up
+    ahead of the GPU. `between_samples` (an L2 flush) runs before every timed call, outside the
+    timed region.
     """
     if samples < 1 or warmup < 0:
         raise ValueError(f"need samples >= 1 and warmup >= 0, got samples={samples}, warmup={warmup}")
-    started, calls = wall_clock(), 0
-    while calls < warmup or wall_clock() - started < warmup_seconds:
+    calls, spent = 0, 0.0
+    while calls < warmup or spent < warmup_seconds:
+        clock.start()
         run()
+        spent += clock.stop()
         calls += 1
     timings = []
     for _ in range(samples):

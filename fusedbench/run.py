@@ -9,6 +9,7 @@ reason beside asv's results (asv keeps timings, not reasons).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -26,10 +27,13 @@ ENVIRONMENT_SUFFIX = ".fbenv"  # JSON beside asv's results; not *.json, which as
 
 
 def machine_name(gpu_name: str, memory_bytes: int) -> str:
-    """asv's machine name from the GPU: 'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3', 'NVIDIA H200' -> 'h200-141gb'."""
+    """asv's machine name from the GPU: 'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3', 'NVIDIA H200' -> 'h200-141gb'.
+
+    Where the name has no size, the memory in GiB, rounded up, is added (an H200 reports 140.4).
+    """
     words = re.sub(r"^nvidia\s+", "", gpu_name.strip().lower()).split()
     if not any(re.fullmatch(r"\d+gb", word) for word in words):
-        words.insert(1, f"{round(memory_bytes / 1e9)}gb")
+        words.insert(1, f"{math.ceil(memory_bytes / 2**30)}gb")
     return re.sub(r"[^a-z0-9]+", "-", "-".join(words)).strip("-")
 
 
