@@ -33,7 +33,7 @@ class _Cells:
         cell = measured["cells"][(epilog, shape, provider)]
         if cell["status"] != "ok":
             raise NotImplementedError(f"{cell['status']}: {cell['reason']}")
-        _CLOCK.load(cell["samples"])
+        _CLOCK.load((epilog, shape, provider), cell["samples"])
 
     def time_cell(self, measured, epilog, shape, provider):
         _CLOCK.advance()

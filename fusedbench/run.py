@@ -147,8 +147,9 @@ def run_suite(
     groups = suite_groups(suite)
     stack = load_gpu_stack("fusedbench run")  # raises GpuUnavailable: the CLI says what to do instead
     commit = current_commit(repo)
-    props = stack.cupy.cuda.runtime.getDeviceProperties(0)
-    machine = machine_name(stack.device_name, int(props["totalGlobalMem"]))
+    from fusedbench.telemetry import nvml_memory_bytes
+
+    machine = machine_name(stack.device_name, nvml_memory_bytes())
 
     echo(f"checking the epilogs and dtypes of suite {suite!r} against float64 on {stack.device_name}")
     report = run_check(

@@ -30,6 +30,17 @@ class Snapshot:
     throttle_mask: int
 
 
+def nvml_memory_bytes() -> int:
+    """GPU 0's memory as NVML (and nvidia-smi) report it; CUDA reports a little less."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).total)
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def throttle_names(mask: int) -> list[str]:
     return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
 

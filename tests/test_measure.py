@@ -66,11 +66,15 @@ def test_warmup_lasts_at_least_the_given_measured_time():
 
 def test_replay_clock_turns_each_call_into_the_next_recorded_sample():
     clock = ReplayClock()
-    clock.load([0.25, 0.5])
+    clock.load("cell", [0.25, 0.5])
     before = clock.now()
     clock.advance()
     middle = clock.now()
+    clock.load("cell", [0.25, 0.5])  # asv re-runs setup before every sample: no restart
     clock.advance()
     assert (middle - before, clock.now() - middle) == (0.25, 0.5)
     with pytest.raises(StopIteration):
         clock.advance()
+    clock.load("other cell", [1.0])
+    clock.advance()
+    assert clock.now() == 1.75

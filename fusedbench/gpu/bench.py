@@ -19,7 +19,7 @@ from fusedbench.gpu.providers import prepare_provider
 from fusedbench.measure import SAMPLES, CudaEventClock, L2Flusher, sample_timings
 from fusedbench.suites import BenchmarkGroup
 
-WARMUP_CALLS = 3
+WARMUP_CALLS = 2  # on top of the warm-up call in prepare_provider
 WARMUP_SECONDS = 0.05  # per cell, on top of the calls: keeps the SM clock up between cells
 MEMORY_HEADROOM = 4  # D-sized temporaries the textbook provider allocates, beyond the operands
 STATUS_DIR_VARIABLE = "FUSEDBENCH_STATUS_DIR"  # where `fusedbench run` collects skip reasons
