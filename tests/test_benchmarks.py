@@ -48,3 +48,16 @@ def test_a_cell_reports_exactly_its_recorded_samples():
 
 def test_a_refused_cell_is_an_asv_skip():
     assert run_cell("cells.Quick.time_cell-4", fake_group()) is None  # DEFAULT/seed/torch
+
+
+def test_every_group_has_a_class_with_its_own_setup_cache():
+    from asv_runner.benchmarks._base import get_setup_cache_key
+    from asv_runner.discovery import disc_benchmarks
+
+    from fusedbench.suites import GROUPS
+
+    benchmarks = list(disc_benchmarks(BENCHMARKS))
+    classes = {b.name.split(".")[1] for b in benchmarks if b.name.startswith("cells.")}
+    assert classes == set(GROUPS)
+    keys = [get_setup_cache_key(b._setup_cache) for b in benchmarks]
+    assert len(keys) == len(set(keys))  # asv shares a cache between benchmarks with the same key
