@@ -86,7 +86,7 @@ def suite_groups(suite: str) -> list[BenchmarkGroup]:
 
 
 def suite_bench_regex(suite: str, extra: str | None = None) -> str:
-    """asv's --bench expression for a suite: its groups' classes (and the ceilings), narrowed by `extra`."""
+    """asv's --bench expression: the suite's classes, narrowed by `extra`, and always the ceilings."""
     classes = "|".join(re.escape(group.name) for group in suite_groups(suite))
-    pattern = rf"^(ceilings\..*|{BENCHMARK_MODULE}\.({classes})\..*)$"
-    return pattern if extra is None else f"(?=.*{extra}){pattern}"
+    narrowed = "" if extra is None else f"(?=.*(?:{extra}))"
+    return rf"^(ceilings\..*|{narrowed}{BENCHMARK_MODULE}\.({classes})\..*)$"

@@ -39,6 +39,7 @@ def test_suite_regex_selects_its_classes_and_the_ceilings_only():
     assert not re.search(pattern, "cells.Fp32Llm.time_cell")
     narrowed = suite_bench_regex("default", "Bf16")
     assert re.search(narrowed, "cells.Bf16Seed.time_cell") and not re.search(narrowed, "cells.Fp16Seed.time_cell")
+    assert re.search(narrowed, "ceilings.CopyCeiling.time_copy")  # floors need the ceilings of every run
 
 
 def test_default_suite_covers_every_epilog_at_16_bit_on_seed_llm_and_membound():
