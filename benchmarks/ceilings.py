@@ -27,7 +27,7 @@ class _Replayed:
 
 
 class GemmCeiling(_Replayed):
-    """A dense GEMM of fusedbench.gpu.bench.CEILING_GEMM_SHAPE, no epilog, per dtype."""
+    """A dense GEMM of fusedbench.measure.CEILING_GEMM_SHAPE, no epilog, per dtype."""
 
     params = (list(DTYPES),)
     param_names = ("dtype",)
@@ -45,7 +45,7 @@ class GemmCeiling(_Replayed):
 
 
 class CopyCeiling(_Replayed):
-    """A device-to-device copy of fusedbench.gpu.bench.CEILING_COPY_BYTES (read once, written once)."""
+    """A device-to-device copy of fusedbench.measure.CEILING_COPY_BYTES (read once, written once)."""
 
     def setup_cache(self):
         from fusedbench.gpu.bench import measure_copy_ceiling

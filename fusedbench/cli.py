@@ -145,6 +145,20 @@ def command_run(*, suite: str, bench: str | None, launch_method: str) -> int:
         raise FusedbenchError(f"{exc}; without a GPU, `fusedbench table results/` reads committed results") from None
 
 
+def command_table(*, results_dir: str, output_format: str) -> int:
+    """Print the tidy table of asv results: a row per cell and run."""
+    from fusedbench.results import format_markdown, load_table
+
+    table = load_table(results_dir)
+    if output_format == "csv":
+        sys.stdout.write(table.to_csv(index=False))
+    elif output_format == "json":
+        sys.stdout.write(table.to_json(orient="records", indent=1) + "\n")
+    else:
+        sys.stdout.write(format_markdown(table))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="fusedbench", description="What fusing work into a matmul buys on your GPU.")
     parser.add_argument("--version", action="version", version=f"fusedbench {__version__}")
@@ -176,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("forkserver", "spawn"),
         help="how asv starts a benchmark process (default: forkserver; see docs/architecture.md)",
     )
+
+    table = commands.add_parser("table", help="the tidy table of asv results: a row per cell and run")
+    table.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    table.add_argument("--format", dest="output_format", choices=("csv", "json", "md"), default="csv")
     return parser
 
 
@@ -184,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "list":
             return command_list(as_json=args.json)
+        if args.command == "table":
+            return command_table(results_dir=args.results_dir, output_format=args.output_format)
         if args.command == "run":
             return command_run(suite=args.suite, bench=args.bench, launch_method=args.launch_method)
         return command_check(

@@ -19,6 +19,11 @@ NOISY_RELATIVE_IQR = 0.10
 # Writing this many times the L2 size evicts every line a previous sample left there.
 L2_FLUSH_FACTOR = 2
 
+# The ceilings every run measures beside its cells (benchmarks/ceilings.py): a dense GEMM large
+# enough to reach the machine's rate, and a device-to-device copy large enough for HBM bandwidth.
+CEILING_GEMM_SHAPE = (8192, 8192, 8192)
+CEILING_COPY_BYTES = 2 << 30
+
 # Timed calls per benchmarked cell: enough for asv's confidence intervals and its Mann-Whitney
 # test, few enough that the default suite fits in ten minutes on one H100.
 SAMPLES = 10

@@ -16,7 +16,14 @@ from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack, load_gpu_stack
 from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.providers import prepare_provider
-from fusedbench.measure import SAMPLES, CudaEventClock, L2Flusher, sample_timings
+from fusedbench.measure import (
+    CEILING_COPY_BYTES,
+    CEILING_GEMM_SHAPE,
+    SAMPLES,
+    CudaEventClock,
+    L2Flusher,
+    sample_timings,
+)
 from fusedbench.suites import BenchmarkGroup
 
 WARMUP_CALLS = 2  # on top of the warm-up call in prepare_provider
@@ -109,10 +116,6 @@ def _write_status(group: BenchmarkGroup, report: dict) -> None:
     with open(temporary, "w") as stream:
         json.dump({"device": report["device"], "cells": records}, stream)
     os.replace(temporary, path)
-
-
-CEILING_GEMM_SHAPE = (8192, 8192, 8192)  # large enough to reach the dense rate on an H100 / H200
-CEILING_COPY_BYTES = 2 << 30  # a device-to-device copy this large runs at HBM bandwidth
 
 
 def measure_gemm_ceilings(dtypes: list[str], *, seed: int = 0) -> dict[str, dict]:

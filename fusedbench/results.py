@@ -1,0 +1,189 @@
+"""Read asv's results (any machines, any commits) into one tidy table, a row per cell and run.
+
+asv's own loader parses the files; fusedbench adds what asv does not keep: each cell's dtype
+and shape (from its benchmark class and parameters), the status and reason of cells asv
+skipped (from the `.fbenv` file `fusedbench run` writes beside asv's), and, from the ceilings
+measured in the same run, each cell's TFLOP/s and floor, max(FLOPs / rate, bytes / bandwidth).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import math
+import os
+from collections.abc import Iterator
+
+import pandas as pd
+
+from fusedbench.dtypes import dtype_spec
+from fusedbench.epilogs import epilog_spec
+from fusedbench.errors import FusedbenchError
+from fusedbench.measure import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE
+from fusedbench.suites import GROUPS
+
+COLUMNS = [
+    "machine",
+    "commit",
+    "epilog",
+    "dtype",
+    "m",
+    "k",
+    "n",
+    "provider",
+    "status",
+    "reason",
+    "time_s",
+    "ci_low_s",
+    "ci_high_s",
+    "samples",
+    "tflops",
+    "floor_s",
+]
+ENVIRONMENT_SUFFIX = ".fbenv"
+NO_REASON = "asv skipped it; no reason was recorded (runs through `fusedbench run` keep them)"
+
+
+def _asv_results(results_dir: str) -> Iterator:
+    """asv Results objects, with a one-line error naming any file asv cannot read."""
+    from asv import util
+    from asv.results import Results, iter_results_paths
+
+    for root, filename, machine in iter_results_paths(results_dir):
+        path = os.path.join(root, filename)
+        try:
+            yield Results.load(path, machine_name=machine)
+        except (util.UserError, ValueError, KeyError, TypeError) as exc:
+            raise FusedbenchError(
+                f"{path} is not an asv results file fusedbench can read ({exc}); move it out of {results_dir}"
+            ) from None
+
+
+def load_statuses(results_dir: str) -> dict[tuple, tuple[str, str]]:
+    """(machine, commit, group, epilog, shape, provider) -> (status, reason), from `.fbenv` files."""
+    statuses = {}
+    for root, _, files in os.walk(results_dir):
+        for name in sorted(files):
+            if not name.endswith(ENVIRONMENT_SUFFIX):
+                continue
+            path = os.path.join(root, name)
+            try:
+                with open(path) as stream:
+                    payload = json.load(stream)
+                machine, commit = payload["machine"], payload["commit"]
+                for cell in payload["cells"]:
+                    key = (machine, commit, cell["group"], cell["epilog"], cell["shape"], cell["provider"])
+                    statuses[key] = (cell["status"], cell["reason"])
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise FusedbenchError(f"{path} is not a fusedbench environment file ({exc}); move it out") from None
+    return statuses
+
+
+def _parameter_sets(result, key: str) -> list[tuple]:
+    return [
+        tuple(ast.literal_eval(value) for value in combo) for combo in itertools.product(*result.get_result_params(key))
+    ]
+
+
+def _median_times(result, key: str) -> dict[tuple, float]:
+    """Median time per parameter set of one benchmark ({(): time} without parameters; NaN where none)."""
+    if key not in result.get_all_result_keys():
+        return {}
+    params = result.get_result_params(key)
+    values = result.get_result_value(key, params)
+    if not params:
+        return {(): _number(values[0] if isinstance(values, list) else values)}
+    return {combo: _number(value) for combo, value in zip(_parameter_sets(result, key), values, strict=True)}
+
+
+def _number(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def ceilings(result) -> tuple[dict[str, float], float]:
+    """(dense GEMM FLOP/s per dtype, copy bytes/s) measured in the same run (NaN where missing)."""
+    m, k, n = CEILING_GEMM_SHAPE
+    gemm = _median_times(result, "ceilings.GemmCeiling.time_gemm")
+    rates = {combo[0]: 2 * m * k * n / time for combo, time in gemm.items()}
+    copy = _median_times(result, "ceilings.CopyCeiling.time_copy").get((), math.nan)
+    return rates, 2 * CEILING_COPY_BYTES / copy  # read once and written once
+
+
+def parse_shape(label: str) -> tuple[int, int, int]:
+    """'(M,K)x(K,N)' -> (M, K, N)."""
+    left, right = label.split(")x(")
+    m, k = (int(v) for v in left.strip("(").split(","))
+    _, n = (int(v) for v in right.strip(")").split(","))
+    return m, k, n
+
+
+def load_table(results_dir: str) -> pd.DataFrame:
+    """The tidy table of every cell in every asv results file under `results_dir`."""
+    if not os.path.isdir(results_dir):
+        raise FusedbenchError(f"no results folder at {results_dir!r}; pass the folder asv writes (results/)")
+    statuses = load_statuses(results_dir)
+    rows = []
+    for result in _asv_results(results_dir):
+        machine, commit = result.params["machine"], result.commit_hash
+        rates, bandwidth = ceilings(result)
+        for key in sorted(result.get_all_result_keys()):
+            parts = key.split(".")
+            if parts[0] != "cells" or parts[1] not in GROUPS:
+                continue
+            group = GROUPS[parts[1]]
+            params = result.get_result_params(key)
+            stats = result.get_result_stats(key, params)
+            samples = result.get_result_samples(key, params) or [None] * len(stats)
+            for combo, value, stat, sample in zip(
+                _parameter_sets(result, key), result.get_result_value(key, params), stats, samples, strict=True
+            ):
+                rows.append(_row(machine, commit, group, combo, value, stat, sample, statuses, rates, bandwidth))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _row(machine, commit, group, combo, value, stat, sample, statuses, rates, bandwidth) -> dict:
+    epilog, shape, provider = combo
+    spec, dtype = epilog_spec(epilog), group.dtype
+    m, k, n = parse_shape(shape)
+    time = _number(value)
+    if math.isnan(time):
+        status, reason = statuses.get((machine, commit, group.name, epilog, shape, provider), ("skipped", NO_REASON))
+    else:
+        status, reason = "ok", ""
+    flops = spec.flops(m, k, n)
+    itemsizes = dtype_spec(dtype).operand_itemsize, dtype_spec(dtype).result_itemsize
+    bounds = (flops / rates.get(dtype, math.nan), spec.fused_bytes(m, k, n, *itemsizes) / bandwidth)
+    floor = math.nan if any(math.isnan(b) for b in bounds) else max(bounds)  # unknown without both ceilings
+    return {
+        "machine": machine,
+        "commit": commit,
+        "epilog": epilog,
+        "dtype": dtype,
+        "m": m,
+        "k": k,
+        "n": n,
+        "provider": provider,
+        "status": status,
+        "reason": reason,
+        "time_s": time,
+        "ci_low_s": _number(stat.get("ci_99_a")) if stat else math.nan,
+        "ci_high_s": _number(stat.get("ci_99_b")) if stat else math.nan,
+        "samples": len(sample) if sample else 0,
+        "tflops": flops / time / 1e12 if time > 0 else math.nan,
+        "floor_s": floor,
+    }
+
+
+def format_markdown(table: pd.DataFrame) -> str:
+    """A Markdown table (no extra dependency): one header row, one row per cell."""
+    header = "| " + " | ".join(table.columns) + " |"
+    rule = "|" + "|".join("---" for _ in table.columns) + "|"
+
+    def cell(value) -> str:
+        if isinstance(value, float):
+            return "" if math.isnan(value) else f"{value:.4g}"
+        return str(value).replace("|", "\\|")
+
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([header, rule, *body]) + "\n"

@@ -1,0 +1,98 @@
+"""The tidy table, read from real asv results (an H200 run kept in tests/fixtures) and broken copies."""
+
+import json
+import math
+import os
+import shutil
+
+import pytest
+
+from fusedbench.cli import main
+from fusedbench.errors import FusedbenchError
+from fusedbench.results import COLUMNS, NO_REASON, load_table, parse_shape
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
+MACHINE = "h200-141gb"
+
+
+def test_every_cell_of_the_run_is_a_row_with_the_documented_columns():
+    table = load_table(FIXTURE)
+    assert list(table.columns) == COLUMNS
+    assert len(table) == 16 * 4 * 6  # Fp16Membound: 16 epilogs x 4 shapes x 6 providers
+    assert set(table["machine"]) == {MACHINE}
+    assert set(table["dtype"]) == {"fp16"}
+    assert set(table["commit"]) == {"37415b8673334f91c8679387b65931ce18659c3f"}
+
+
+def test_timed_cells_carry_their_samples_and_an_interval_around_the_median():
+    ok = load_table(FIXTURE).query("status == 'ok'")
+    assert len(ok) == 344
+    assert (ok["samples"] == 10).all()
+    assert (ok["ci_low_s"] <= ok["time_s"]).all() and (ok["time_s"] <= ok["ci_high_s"]).all()
+    relu = ok.query("epilog == 'RELU_BIAS' and provider == 'fused' and m == 16384 and k == 256 and n == 16384")
+    (row,) = relu.itertuples()
+    assert row.tflops == pytest.approx((2 * 16384 * 256 * 16384 + 2 * 16384 * 16384) / row.time_s / 1e12)
+
+
+def test_refused_cells_keep_the_reason_fusedbench_run_recorded():
+    table = load_table(FIXTURE)
+    refused = table.query("status == 'unsupported'")
+    assert len(refused) == 10 * 4  # the torch peer for the ten epilogs torch has no op for
+    assert set(refused["provider"]) == {"torch"}
+    assert refused["reason"].str.startswith("torch has no op for").all()
+    assert refused["time_s"].isna().all()
+
+
+def test_without_the_environment_file_a_skip_says_no_reason_was_recorded(tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    for name in os.listdir(copy / MACHINE):
+        if name.endswith(".fbenv"):
+            os.remove(copy / MACHINE / name)
+    skipped = load_table(str(copy)).query("status != 'ok'")
+    assert set(skipped["status"]) == {"skipped"}
+    assert set(skipped["reason"]) == {NO_REASON}
+
+
+def test_a_failed_cell_is_reported_as_failed(tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    (env,) = [copy / MACHINE / n for n in os.listdir(copy / MACHINE) if n.endswith(".fbenv")]
+    payload = json.loads(env.read_text())
+    victim = next(c for c in payload["cells"] if c["status"] == "unsupported")
+    victim.update(status="failed", reason="RuntimeError: synthetic failure for this test")
+    env.write_text(json.dumps(payload))
+    failed = load_table(str(copy)).query("status == 'failed'")
+    assert list(failed["reason"]) == ["RuntimeError: synthetic failure for this test"]
+
+
+def test_floors_need_the_ceilings_of_the_same_run():
+    # This run was narrowed to one group before narrowed runs kept the ceilings: no floors.
+    assert load_table(FIXTURE)["floor_s"].isna().all()
+
+
+def test_a_corrupt_results_file_is_one_line_naming_the_file(tmp_path, capsys):
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    (copy / MACHINE / "deadbeef-existing-py.json").write_text("{not json")
+    with pytest.raises(FusedbenchError, match=r"deadbeef-existing-py\.json is not an asv results file"):
+        load_table(str(copy))
+    assert main(["table", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ")
+
+
+def test_table_formats(capsys):
+    assert main(["table", FIXTURE, "--format", "json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert len(records) == 384 and set(records[0]) == set(COLUMNS)
+    assert main(["table", FIXTURE, "--format", "md"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| machine | commit | epilog |") and len(lines) == 2 + 384
+    assert main(["table", FIXTURE]) == 0
+    assert capsys.readouterr().out.startswith(",".join(COLUMNS))
+
+
+def test_shapes_parse_back_to_m_k_n():
+    assert parse_shape("(65536,16384)x(16384,8192)") == (65536, 16384, 8192)
+    assert not math.isnan(parse_shape("(129,33)x(33,77)")[2])
