@@ -114,13 +114,16 @@ def software_versions(stack) -> dict:
     }
 
 
-def collect_statuses(folder: str) -> list[dict]:
-    records = []
+def collect_statuses(folder: str) -> tuple[list[dict], dict[str, float]]:
+    """Every measured cell's status and reason, and the seconds each group's measurement took."""
+    records, seconds = [], {}
     for name in sorted(os.listdir(folder)):
         if name.endswith(".json"):
             with open(os.path.join(folder, name)) as stream:
-                records.extend(json.load(stream)["cells"])
-    return records
+                group = json.load(stream)
+            records.extend(group["cells"])
+            seconds[name.removesuffix(".json")] = group["seconds"]
+    return records, seconds
 
 
 def write_environment(path: str, payload: dict) -> None:
@@ -187,7 +190,7 @@ def run_suite(
         except KeyboardInterrupt:  # asv has saved every benchmark it finished; keep the environment too
             code = 130
         wall = time.perf_counter() - wall
-        statuses = collect_statuses(status_dir)
+        statuses, measure_seconds = collect_statuses(status_dir)
     payload = {
         "format": "fusedbench-environment/1",
         "machine": machine,
@@ -197,6 +200,7 @@ def run_suite(
         "launch_method": launch_method,
         "started": started.isoformat(),
         "wall_seconds": round(wall, 1),
+        "measure_seconds": measure_seconds,  # inside asv's setup_cache; the rest of the wall is asv's processes
         "asv_exit_code": code,
         "gpu": telemetry.device_facts(),
         "versions": software_versions(stack),

@@ -53,6 +53,7 @@ def _cell(status: str, reason: str = "", samples: list[float] | None = None) -> 
 
 def measure_group(group: BenchmarkGroup, *, seed: int = 0) -> dict:
     """Time every cell of `group`; returns {"device": name, "cells": {(epilog, shape, provider): cell}}."""
+    started = time.perf_counter()
     stack = load_gpu_stack("the fusedbench asv suite")
     clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
     cells: dict[tuple[str, str, str], dict] = {}
@@ -72,7 +73,7 @@ def measure_group(group: BenchmarkGroup, *, seed: int = 0) -> dict:
         for key, provider in zip(keys, group.providers, strict=True):
             cells[key] = _measure_cell(stack, operands, provider, clock, flush)
         del operands
-    report = {"device": stack.device_name, "cells": cells}
+    report = {"device": stack.device_name, "cells": cells, "seconds": time.perf_counter() - started}
     _write_status(group, report)
     return report
 
@@ -114,7 +115,7 @@ def _write_status(group: BenchmarkGroup, report: dict) -> None:
     path = os.path.join(folder, f"{group.name}.json")
     temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     with open(temporary, "w") as stream:
-        json.dump({"device": report["device"], "cells": records}, stream)
+        json.dump({"device": report["device"], "seconds": round(report["seconds"], 1), "cells": records}, stream)
     os.replace(temporary, path)
 
 
