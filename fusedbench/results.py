@@ -41,7 +41,7 @@ COLUMNS = [
     "tflops",
     "floor_s",
 ]
-ENVIRONMENT_SUFFIX = ".fbenv"
+ENVIRONMENT_SUFFIX = ".fbenv"  # JSON beside asv's results; not *.json, which asv would try to load
 NO_REASON = "asv skipped it; no reason was recorded (runs through `fusedbench run` keep them)"
 
 

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from fusedbench.errors import FusedbenchError
+from fusedbench.results import ENVIRONMENT_SUFFIX
 from fusedbench.suites import suite_bench_regex, suite_groups
 
 LAUNCH_METHODS = ("forkserver", "spawn")
-ENVIRONMENT_SUFFIX = ".fbenv"  # JSON beside asv's results; not *.json, which asv would try to load
 
 
 def machine_name(gpu_name: str, memory_bytes: int) -> str:

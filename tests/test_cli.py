@@ -75,3 +75,19 @@ def test_unknown_flag_is_one_line_and_exit_2():
     assert result.stderr.strip().splitlines() == [
         "error: unrecognized arguments: --frobnicate (see 'fusedbench --help')"
     ]
+
+
+def test_run_without_a_gpu_stack_points_to_the_table(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    code, out, err = run_cli(capsys, "run", "--suite", "quick")
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: fusedbench run needs cupy")
+    assert "fusedbench table results/" in err
+    assert err.count("\n") == 1
+
+
+def test_run_refuses_an_unknown_suite_before_looking_for_a_gpu(capsys):
+    code, _, err = run_cli(capsys, "run", "--suite", "huge")
+    assert code == 2
+    assert err.startswith("error: unknown suite 'huge'; choose from quick, default, full")
