@@ -38,6 +38,7 @@ COLUMNS = [
     "ci_low_s",
     "ci_high_s",
     "samples",
+    "rel_iqr",
     "tflops",
     "floor_s",
 ]
@@ -110,6 +111,13 @@ def ceilings(result) -> tuple[dict[str, float], float]:
     return rates, 2 * CEILING_COPY_BYTES / copy  # read once and written once
 
 
+def _relative_iqr(stat, median: float) -> float:
+    """(q75 - q25) / median from asv's statistics; above NOISY_RELATIVE_IQR a cell is too noisy to trust."""
+    if not stat or stat.get("q_25") is None or stat.get("q_75") is None or not median > 0:
+        return math.nan
+    return (float(stat["q_75"]) - float(stat["q_25"])) / median
+
+
 def parse_shape(label: str) -> tuple[int, int, int]:
     """'(M,K)x(K,N)' -> (M, K, N)."""
     left, right = label.split(")x(")
@@ -139,6 +147,10 @@ def load_table(results_dir: str) -> pd.DataFrame:
                 _parameter_sets(result, key), result.get_result_value(key, params), stats, samples, strict=True
             ):
                 rows.append(_row(machine, commit, group, combo, value, stat, sample, statuses, rates, bandwidth))
+    if not rows and any(True for _ in _asv_results(results_dir)):
+        raise FusedbenchError(
+            f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -170,6 +182,7 @@ def _row(machine, commit, group, combo, value, stat, sample, statuses, rates, ba
         "ci_low_s": _number(stat.get("ci_99_a")) if stat else math.nan,
         "ci_high_s": _number(stat.get("ci_99_b")) if stat else math.nan,
         "samples": len(sample) if sample else 0,
+        "rel_iqr": _relative_iqr(stat, time),
         "tflops": flops / time / 1e12 if time > 0 else math.nan,
         "floor_s": floor,
     }

@@ -66,6 +66,23 @@ def test_a_failed_cell_is_reported_as_failed(tmp_path):
     assert list(failed["reason"]) == ["RuntimeError: synthetic failure for this test"]
 
 
+def test_spread_is_reported_as_relative_iqr():
+    ok = load_table(FIXTURE).query("status == 'ok'")
+    assert (ok["rel_iqr"] >= 0).all()
+    assert ok["rel_iqr"].median() < 0.1  # most cells are steady on this machine
+
+
+def test_results_of_another_asv_suite_are_refused(tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    (result,) = [copy / MACHINE / n for n in os.listdir(copy / MACHINE) if n.endswith("python3.json")]
+    payload = json.loads(result.read_text())
+    payload["results"] = {"other_suite.time_something": payload["results"].pop("cells.Fp16Membound.time_cell")}
+    result.write_text(json.dumps(payload))
+    with pytest.raises(FusedbenchError, match="none of fusedbench's suite"):
+        load_table(str(copy))
+
+
 def test_floors_need_the_ceilings_of_the_same_run():
     # This run was narrowed to one group before narrowed runs kept the ceilings: no floors.
     assert load_table(FIXTURE)["floor_s"].isna().all()
