@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 
 from fusedbench.errors import FusedbenchError
 from fusedbench.results import ENVIRONMENT_SUFFIX
-from fusedbench.suites import suite_bench_regex, suite_groups
+from fusedbench.suites import CEILINGS_REGEX, group_bench_regex, suite_groups
 
 LAUNCH_METHODS = ("forkserver", "spawn")
 
@@ -39,14 +39,13 @@ def machine_name(gpu_name: str, memory_bytes: int) -> str:
 
 def asv_command(
     *,
-    suite: str,
-    bench: str | None,
+    bench_regex: str,
     machine: str,
     commit: str,
     launch_method: str,
     python: str = sys.executable,
 ) -> list[str]:
-    """The asv invocation `fusedbench run` uses, as an argument list."""
+    """The asv invocation `fusedbench run` uses for one target, as an argument list."""
     if launch_method not in LAUNCH_METHODS:
         raise FusedbenchError(f"unknown launch method {launch_method!r}; choose from {', '.join(LAUNCH_METHODS)}")
     return [
@@ -64,9 +63,29 @@ def asv_command(
         "--launch-method",
         launch_method,
         "--bench",
-        suite_bench_regex(suite, bench),
+        bench_regex,
         "--show-stderr",
     ]
+
+
+def select_groups(suite: str, bench: str | None) -> list:
+    """The suite's groups whose class name matches `bench` (all of them without one)."""
+    groups = [g for g in suite_groups(suite) if bench is None or re.search(bench, g.name)]
+    if not groups:
+        raise FusedbenchError(f"no group of suite {suite!r} matches --bench {bench!r}; groups are named like Fp16Seed")
+    return groups
+
+
+def run_targets(suite: str, bench: str | None) -> list[tuple[str, str, int]]:
+    """(label, asv --bench regex, cells) per asv invocation: the ceilings first, then each group.
+
+    asv saves a run's results only when the run ends, so one invocation per group means an
+    interrupt loses at most the group in progress.
+    """
+    groups = select_groups(suite, bench)
+    targets = [("ceilings", CEILINGS_REGEX, 2)]
+    targets += [(g.name, group_bench_regex(g.name), g.cell_count) for g in groups]
+    return targets
 
 
 def current_commit(repo: str) -> str:
@@ -141,17 +160,15 @@ def run_suite(
     repo: str,
     echo: Callable[[str], None],
 ) -> int:
-    """Check, then time the suite with asv; returns asv's exit code (1 if the check failed)."""
+    """Check, then time the suite with asv, a group at a time; returns the worst asv exit code (1: check failed)."""
     from fusedbench.check import run_check
     from fusedbench.gpu import load_gpu_stack
-    from fusedbench.telemetry import TelemetrySampler
+    from fusedbench.telemetry import TelemetrySampler, nvml_memory_bytes
     from fusedbench.verify import Status
 
-    groups = suite_groups(suite)
+    groups = select_groups(suite, bench)  # a bad suite or --bench fails here, before any GPU work
     stack = load_gpu_stack("fusedbench run")  # raises GpuUnavailable: the CLI says what to do instead
     commit = current_commit(repo)
-    from fusedbench.telemetry import nvml_memory_bytes
-
     machine = machine_name(stack.device_name, nvml_memory_bytes())
 
     echo(f"checking the epilogs and dtypes of suite {suite!r} against float64 on {stack.device_name}")
@@ -175,20 +192,26 @@ def run_suite(
         check=True,
         capture_output=True,
     )
-    command = asv_command(suite=suite, bench=bench, machine=machine, commit=commit, launch_method=launch_method)
+    targets = run_targets(suite, bench)
     started = datetime.now(timezone.utc)
+    codes: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fusedbench-status-") as status_dir, TelemetrySampler() as telemetry:
         environment = dict(os.environ)
         environment["FUSEDBENCH_STATUS_DIR"] = status_dir
         if "PYTHONPATH" in environment:  # asv drops PYTHONPATH unless it comes as ASV_PYTHONPATH
             environment.setdefault("ASV_PYTHONPATH", environment["PYTHONPATH"])
-        cells = sum(g.cell_count for g in groups)
-        echo(f"timing suite {suite!r} ({cells} cells) as machine {machine}: {' '.join(command)}")
+        cells = sum(count for _, _, count in targets[1:])
+        echo(f"timing suite {suite!r}: {len(targets) - 1} groups, {cells} cells, as machine {machine}")
         wall = time.perf_counter()
-        try:
-            code = subprocess.run(command, cwd=repo, env=environment).returncode
-        except KeyboardInterrupt:  # asv has saved every benchmark it finished; keep the environment too
-            code = 130
+        for index, (label, regex, count) in enumerate(targets, start=1):
+            command = asv_command(bench_regex=regex, machine=machine, commit=commit, launch_method=launch_method)
+            echo(f"[{index}/{len(targets)}] {label} ({count} cells), {time.perf_counter() - wall:.0f} s in")
+            try:
+                codes[label] = subprocess.run(command, cwd=repo, env=environment).returncode
+            except KeyboardInterrupt:
+                codes[label] = 130
+                echo(f"interrupted during {label}: every group before it is saved in results/")
+                break
         wall = time.perf_counter() - wall
         statuses, measure_seconds = collect_statuses(status_dir)
     payload = {
@@ -201,7 +224,7 @@ def run_suite(
         "started": started.isoformat(),
         "wall_seconds": round(wall, 1),
         "measure_seconds": measure_seconds,  # inside asv's setup_cache; the rest of the wall is asv's processes
-        "asv_exit_code": code,
+        "asv_exit_codes": codes,
         "gpu": telemetry.device_facts(),
         "versions": software_versions(stack),
         "telemetry": telemetry.summary.to_json(),
@@ -212,7 +235,8 @@ def run_suite(
     path = os.path.join(folder, f"env-{commit[:8]}-{started:%Y%m%dT%H%M%SZ}{ENVIRONMENT_SUFFIX}")
     write_environment(path, payload)
     throttled = payload["telemetry"]["throttled"]
-    echo(f"asv finished in {wall:.0f} s (exit {code}); environment in {path}")
+    code = max(codes.values(), default=0)
+    echo(f"asv finished in {wall:.0f} s (exit codes {codes}); environment in {path}")
     if throttled:
         echo(f"warning: the GPU throttled during the run ({', '.join(throttled)}); timings may be low")
     return code

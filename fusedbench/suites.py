@@ -4,7 +4,7 @@ A group is one asv benchmark class: one dtype, one shape set, a list of epilogs 
 asv starts a process for every parameter combination, and a CUDA context plus the GPU
 libraries cost seconds to start, so each group is measured in one process (asv's
 `setup_cache`) and each cell's process only hands its recorded samples to asv. A suite is a
-list of groups, passed to asv as a `--bench` regular expression.
+list of groups; `fusedbench run` hands asv one group at a time.
 """
 
 from __future__ import annotations
@@ -85,8 +85,9 @@ def suite_groups(suite: str) -> list[BenchmarkGroup]:
         raise FusedbenchError(f"unknown suite {suite!r}; choose from {', '.join(SUITES)}") from None
 
 
-def suite_bench_regex(suite: str, extra: str | None = None) -> str:
-    """asv's --bench expression: the suite's classes, narrowed by `extra`, and always the ceilings."""
-    classes = "|".join(re.escape(group.name) for group in suite_groups(suite))
-    narrowed = "" if extra is None else f"(?=.*(?:{extra}))"
-    return rf"^(ceilings\..*|{narrowed}{BENCHMARK_MODULE}\.({classes})\..*)$"
+CEILINGS_REGEX = r"^ceilings\."
+
+
+def group_bench_regex(name: str) -> str:
+    """asv's --bench expression for one group's class."""
+    return rf"^{BENCHMARK_MODULE}\.{re.escape(name)}\."

@@ -5,8 +5,8 @@ import re
 import pytest
 
 from fusedbench.errors import FusedbenchError
-from fusedbench.run import asv_command, machine_name
-from fusedbench.suites import GROUPS, SUITES, suite_bench_regex, suite_groups
+from fusedbench.run import asv_command, machine_name, run_targets
+from fusedbench.suites import GROUPS, SUITES, suite_groups
 
 
 def test_machine_name_carries_the_gpu_model_and_memory():
@@ -15,31 +15,36 @@ def test_machine_name_carries_the_gpu_model_and_memory():
 
 
 def test_asv_runs_in_the_existing_environment_with_the_real_commit_and_samples():
-    command = asv_command(suite="quick", bench=None, machine="h200-141gb", commit="abc123", launch_method="spawn")
+    command = asv_command(bench_regex="^x", machine="h200-141gb", commit="abc123", launch_method="spawn")
     joined = " ".join(command)
-    for expected in ("asv run", "--set-commit-hash abc123", "--machine h200-141gb", "--record-samples"):
+    for expected in ("asv run", "--set-commit-hash abc123", "--machine h200-141gb", "--record-samples", "--bench ^x"):
         assert expected in joined
     assert command[command.index("--launch-method") + 1] == "spawn"
     assert command[command.index("--environment") + 1].startswith("existing:")
 
 
-def test_unknown_launch_method_and_suite_are_refused():
+def test_unknown_launch_method_suite_and_bench_are_refused():
     with pytest.raises(FusedbenchError, match="unknown launch method 'fork'"):
-        asv_command(suite="quick", bench=None, machine="m", commit="c", launch_method="fork")
+        asv_command(bench_regex="^x", machine="m", commit="c", launch_method="fork")
     with pytest.raises(FusedbenchError, match="unknown suite 'huge'; choose from quick, default, full"):
         suite_groups("huge")
+    with pytest.raises(FusedbenchError, match="no group of suite 'quick' matches --bench 'Bf16'"):
+        run_targets("quick", "Bf16")
 
 
-def test_suite_regex_selects_its_classes_and_the_ceilings_only():
-    pattern = suite_bench_regex("default")
-    assert re.search(pattern, "cells.Fp16Seed.time_cell")
-    assert re.search(pattern, "cells.Bf16Membound.time_cell")
-    assert re.search(pattern, "ceilings.GemmCeiling.time_gemm")
-    assert not re.search(pattern, "cells.Quick.time_cell")
-    assert not re.search(pattern, "cells.Fp32Llm.time_cell")
-    narrowed = suite_bench_regex("default", "Bf16")
-    assert re.search(narrowed, "cells.Bf16Seed.time_cell") and not re.search(narrowed, "cells.Fp16Seed.time_cell")
-    assert re.search(narrowed, "ceilings.CopyCeiling.time_copy")  # floors need the ceilings of every run
+def test_a_run_is_the_ceilings_then_one_asv_invocation_per_group():
+    targets = run_targets("default", None)
+    assert targets[0][0] == "ceilings" and re.search(targets[0][1], "ceilings.GemmCeiling.time_gemm")
+    assert [label for label, _, _ in targets[1:]] == list(SUITES["default"])
+    label, regex, cells = targets[1]
+    assert re.search(regex, f"cells.{label}.time_cell") and not re.search(regex, "cells.Quick.time_cell")
+    assert cells == GROUPS[label].cell_count
+    assert [label for label, _, _ in run_targets("default", "Bf16")] == [
+        "ceilings",
+        "Bf16Seed",
+        "Bf16Llm",
+        "Bf16Membound",
+    ]
 
 
 def test_default_suite_covers_every_epilog_at_16_bit_on_seed_llm_and_membound():
