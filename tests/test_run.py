@@ -53,3 +53,58 @@ def test_default_suite_covers_every_epilog_at_16_bit_on_seed_llm_and_membound():
         for shapes in ("seed", "llm", "membound"):
             assert f"{dtype}/{shapes}" in default
     assert all(len(GROUPS[name].epilogs) == 16 for name in SUITES["default"])
+
+
+class _FakeTelemetry:
+    """Stands in for the NVML sampler."""
+
+    def __init__(self):
+        from fusedbench.telemetry import TelemetrySummary
+
+        self.summary = TelemetrySummary()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def device_facts(self):
+        return {"name": "fake GPU"}
+
+
+def test_an_interrupt_keeps_finished_groups_and_the_environment(tmp_path, monkeypatch):
+    import json
+    import subprocess
+    from types import SimpleNamespace
+
+    import fusedbench.check
+    import fusedbench.gpu
+    import fusedbench.run as run
+    import fusedbench.telemetry
+
+    stack = SimpleNamespace(device_name="NVIDIA H200", cupy=None, torch=None, cublaslt_version=130100)
+    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", lambda command: stack)
+    monkeypatch.setattr(fusedbench.check, "run_check", lambda **kw: SimpleNamespace(cells=[]))
+    monkeypatch.setattr(fusedbench.telemetry, "TelemetrySampler", _FakeTelemetry)
+    monkeypatch.setattr(fusedbench.telemetry, "nvml_memory_bytes", lambda: 143771 * 2**20)
+    monkeypatch.setattr(run, "current_commit", lambda repo: "c0ffee" * 6 + "c0ff")
+    monkeypatch.setattr(run, "software_versions", lambda stack: {"cublaslt": 130100})
+    invoked = []
+
+    def fake_run(command, **kwargs):
+        if "machine" in command:
+            return SimpleNamespace(returncode=0)
+        invoked.append(command[command.index("--bench") + 1])
+        if len(invoked) == 3:  # Ctrl-C during the second group
+            raise KeyboardInterrupt
+        return SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    code = run.run_suite(suite="default", bench="Fp16", launch_method="forkserver", repo=str(tmp_path), echo=print)
+    assert code == 130
+    assert len(invoked) == 3  # ceilings, Fp16Seed, then Fp16Llm interrupted; Fp16Membound never started
+    (env_file,) = (tmp_path / "results" / "h200-141gb").iterdir()
+    payload = json.loads(env_file.read_text())
+    assert payload["asv_exit_codes"] == {"ceilings": 0, "Fp16Seed": 0, "Fp16Llm": 130}
+    assert payload["machine"] == "h200-141gb" and payload["gpu"] == {"name": "fake GPU"}
