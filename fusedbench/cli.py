@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -18,6 +17,7 @@ from rich.table import Table
 
 from fusedbench import __version__
 from fusedbench.errors import FusedbenchError
+from fusedbench.files import write_text_atomically
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -38,21 +38,6 @@ def _names(value: str) -> list[str]:
 def _console() -> Console:
     # Wide enough for the check table when output goes to a file or a CI log.
     return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
-
-
-def write_json_atomically(path: str, payload: dict) -> None:
-    """Write JSON to `path` through a temporary file in the same folder, so readers never see half."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".fusedbench-", suffix=".json")
-    try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump(payload, stream, indent=2)
-            stream.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
 
 
 def command_list(*, as_json: bool) -> int:
@@ -129,7 +114,7 @@ def command_check(
     console.print(summary_table(report.cells))
     console.print(format_totals(report.cells))
     if json_path:
-        write_json_atomically(json_path, report.to_json())
+        write_text_atomically(json_path, json.dumps(report.to_json(), indent=2) + "\n")
     return EXIT_FAILED if report.failed else EXIT_OK
 
 
@@ -156,6 +141,19 @@ def command_table(*, results_dir: str, output_format: str) -> int:
         sys.stdout.write(table.to_json(orient="records", indent=1) + "\n")
     else:
         sys.stdout.write(format_markdown(table))
+    return EXIT_OK
+
+
+def command_report(*, results_dir: str, out_dir: str, machines, commits, export: str | None) -> int:
+    """Write the HTML report of asv results."""
+    import time
+
+    from fusedbench.report import write_report
+
+    started = time.perf_counter()
+    path = write_report(results_dir=results_dir, out_dir=out_dir, machines=machines, commits=commits, export=export)
+    size = os.path.getsize(path)
+    _console().print(f"wrote {path} ({size / 2**20:.1f} MiB) in {time.perf_counter() - started:.1f} s")
     return EXIT_OK
 
 
@@ -194,6 +192,13 @@ def build_parser() -> argparse.ArgumentParser:
     table = commands.add_parser("table", help="the tidy table of asv results: a row per cell and run")
     table.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
     table.add_argument("--format", dest="output_format", choices=("csv", "json", "md"), default="csv")
+
+    report = commands.add_parser("report", help="one self-contained HTML speedup report from asv results")
+    report.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    report.add_argument("-o", "--output", dest="out_dir", default="reports", help="folder for index.html (reports)")
+    report.add_argument("--machine", action="extend", type=_names, default=[], help="only these machines")
+    report.add_argument("--commit", action="extend", type=_names, default=[], help="only these commits (prefixes)")
+    report.add_argument("--export", metavar="FILE", help="also write the tidy table to FILE (.csv or .parquet)")
     return parser
 
 
@@ -204,6 +209,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_list(as_json=args.json)
         if args.command == "table":
             return command_table(results_dir=args.results_dir, output_format=args.output_format)
+        if args.command == "report":
+            return command_report(
+                results_dir=args.results_dir,
+                out_dir=args.out_dir,
+                machines=args.machine,
+                commits=args.commit,
+                export=args.export,
+            )
         if args.command == "run":
             return command_run(suite=args.suite, bench=args.bench, launch_method=args.launch_method)
         return command_check(

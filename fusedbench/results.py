@@ -14,6 +14,7 @@ import json
 import math
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -61,9 +62,9 @@ def _asv_results(results_dir: str) -> Iterator:
             ) from None
 
 
-def load_statuses(results_dir: str) -> dict[tuple, tuple[str, str]]:
-    """(machine, commit, group, epilog, shape, provider) -> (status, reason), from `.fbenv` files."""
-    statuses = {}
+def load_environments(results_dir: str) -> list[dict]:
+    """The `.fbenv` files `fusedbench run` wrote beside asv's results, oldest first."""
+    environments = []
     for root, _, files in os.walk(results_dir):
         for name in sorted(files):
             if not name.endswith(ENVIRONMENT_SUFFIX):
@@ -72,12 +73,28 @@ def load_statuses(results_dir: str) -> dict[tuple, tuple[str, str]]:
             try:
                 with open(path) as stream:
                     payload = json.load(stream)
-                machine, commit = payload["machine"], payload["commit"]
-                for cell in payload["cells"]:
-                    key = (machine, commit, cell["group"], cell["epilog"], cell["shape"], cell["provider"])
-                    statuses[key] = (cell["status"], cell["reason"])
+                if not all(key in payload for key in ("machine", "commit", "cells")):
+                    raise KeyError("machine, commit or cells")
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise FusedbenchError(f"{path} is not a fusedbench environment file ({exc}); move it out") from None
+            environments.append(payload)
+    return sorted(environments, key=lambda payload: payload.get("started", ""))
+
+
+def statuses_of(environments: list[dict]) -> dict[tuple, tuple[str, str]]:
+    """(machine, commit, group, epilog, shape, provider) -> (status, reason); later runs win."""
+    statuses = {}
+    for payload in environments:
+        for cell in payload["cells"]:
+            key = (
+                payload["machine"],
+                payload["commit"],
+                cell["group"],
+                cell["epilog"],
+                cell["shape"],
+                cell["provider"],
+            )
+            statuses[key] = (cell["status"], cell["reason"])
     return statuses
 
 
@@ -126,15 +143,36 @@ def parse_shape(label: str) -> tuple[int, int, int]:
     return m, k, n
 
 
-def load_table(results_dir: str) -> pd.DataFrame:
-    """The tidy table of every cell in every asv results file under `results_dir`."""
+@dataclass(frozen=True)
+class ResultSet:
+    """Everything under a results folder: the cells, the ceilings of each run, and its environments."""
+
+    cells: pd.DataFrame  # COLUMNS, a row per cell and run
+    ceilings: pd.DataFrame  # machine, commit, dtype, gemm_tflops, copy_tbps
+    environments: list[dict]  # `.fbenv` payloads
+
+
+def load_results(results_dir: str) -> ResultSet:
+    """Read every asv results file (and `.fbenv` file) under `results_dir`."""
     if not os.path.isdir(results_dir):
         raise FusedbenchError(f"no results folder at {results_dir!r}; pass the folder asv writes (results/)")
-    statuses = load_statuses(results_dir)
-    rows = []
+    environments = load_environments(results_dir)
+    statuses = statuses_of(environments)
+    rows, ceiling_rows, files = [], [], 0
     for result in _asv_results(results_dir):
+        files += 1
         machine, commit = result.params["machine"], result.commit_hash
         rates, bandwidth = ceilings(result)
+        for dtype, rate in rates.items():
+            ceiling_rows.append(
+                {
+                    "machine": machine,
+                    "commit": commit,
+                    "dtype": dtype,
+                    "gemm_tflops": rate / 1e12,
+                    "copy_tbps": bandwidth / 1e12,
+                }
+            )
         for key in sorted(result.get_all_result_keys()):
             parts = key.split(".")
             if parts[0] != "cells" or parts[1] not in GROUPS:
@@ -147,11 +185,20 @@ def load_table(results_dir: str) -> pd.DataFrame:
                 _parameter_sets(result, key), result.get_result_value(key, params), stats, samples, strict=True
             ):
                 rows.append(_row(machine, commit, group, combo, value, stat, sample, statuses, rates, bandwidth))
-    if not rows and any(True for _ in _asv_results(results_dir)):
+    if not rows and files:
         raise FusedbenchError(
             f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
         )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return ResultSet(
+        cells=pd.DataFrame(rows, columns=COLUMNS),
+        ceilings=pd.DataFrame(ceiling_rows, columns=["machine", "commit", "dtype", "gemm_tflops", "copy_tbps"]),
+        environments=environments,
+    )
+
+
+def load_table(results_dir: str) -> pd.DataFrame:
+    """The tidy table of every cell in every asv results file under `results_dir`."""
+    return load_results(results_dir).cells
 
 
 def _row(machine, commit, group, combo, value, stat, sample, statuses, rates, bandwidth) -> dict:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from fusedbench.errors import FusedbenchError
+from fusedbench.files import write_text_atomically
 from fusedbench.results import ENVIRONMENT_SUFFIX
 from fusedbench.suites import CEILINGS_REGEX, group_bench_regex, suite_groups
 
@@ -145,13 +146,6 @@ def collect_statuses(folder: str) -> tuple[list[dict], dict[str, float]]:
     return records, seconds
 
 
-def write_environment(path: str, payload: dict) -> None:
-    temporary = f"{path}.tmp"
-    with open(temporary, "w") as stream:
-        json.dump(payload, stream, indent=1)
-    os.replace(temporary, path)
-
-
 def run_suite(
     *,
     suite: str,
@@ -233,7 +227,7 @@ def run_suite(
     folder = os.path.join(repo, "results", machine)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"env-{commit[:8]}-{started:%Y%m%dT%H%M%SZ}{ENVIRONMENT_SUFFIX}")
-    write_environment(path, payload)
+    write_text_atomically(path, json.dumps(payload, indent=1))
     throttled = payload["telemetry"]["throttled"]
     code = max(codes.values(), default=0)
     echo(f"asv finished in {wall:.0f} s (exit codes {codes}); environment in {path}")

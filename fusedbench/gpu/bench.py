@@ -13,6 +13,7 @@ import os
 import time
 
 from fusedbench.errors import Skipped, Unsupported
+from fusedbench.files import write_text_atomically
 from fusedbench.gpu import GpuStack, load_gpu_stack
 from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.providers import prepare_provider
@@ -112,11 +113,8 @@ def _write_status(group: BenchmarkGroup, report: dict) -> None:
         {"group": group.name, "epilog": e, "shape": s, "provider": p, "status": c["status"], "reason": c["reason"]}
         for (e, s, p), c in report["cells"].items()
     ]
-    path = os.path.join(folder, f"{group.name}.json")
-    temporary = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    with open(temporary, "w") as stream:
-        json.dump({"device": report["device"], "seconds": round(report["seconds"], 1), "cells": records}, stream)
-    os.replace(temporary, path)
+    payload = {"device": report["device"], "seconds": round(report["seconds"], 1), "cells": records}
+    write_text_atomically(os.path.join(folder, f"{group.name}.json"), json.dumps(payload))
 
 
 def measure_gemm_ceilings(dtypes: list[str], *, seed: int = 0) -> dict[str, dict]:

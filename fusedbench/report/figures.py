@@ -1,0 +1,161 @@
+"""Plotly figures of the tidy results table: pure functions from DataFrames to figures.
+
+Every number a figure shows comes from one row of `fusedbench.results` (hover text names the
+cell: machine, commit, epilog, dtype, shape, provider, samples and confidence interval).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from fusedbench.catalog import PROVIDERS
+from fusedbench.epilogs import EPILOGS
+from fusedbench.measure import NOISY_RELATIVE_IQR
+
+EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
+PROVIDER_COLORS = {
+    "textbook": "#9e9e9e",
+    "unfused": "#f4a261",
+    "fused": "#2a9d8f",
+    "fused-autotuned": "#264653",
+    "torch": "#e76f51",
+    "gemm": "#8ab17d",
+}
+BASELINES = ("textbook", "unfused")
+
+
+def shape_label(row) -> str:
+    return f"({row.m},{row.k})x({row.k},{row.n})"
+
+
+def with_shape(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells with a 'shape' label column, ordered by problem size."""
+    cells = cells.copy()
+    cells["shape"] = [shape_label(row) for row in cells.itertuples()]
+    cells["size"] = cells["m"] * cells["n"] * cells["k"]
+    return cells
+
+
+def speedups(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per workload (machine, commit, dtype, epilog, shape) with each provider's time and
+    fused's speedup over each baseline (NaN where either cell is not ok)."""
+    ok = with_shape(cells[cells["status"] == "ok"])
+    keys = ["machine", "commit", "dtype", "epilog", "shape", "size"]
+    times = ok.pivot_table(index=keys, columns="provider", values="time_s", aggfunc="first")
+    for provider in PROVIDERS:
+        if provider not in times:
+            times[provider] = np.nan
+    for baseline in BASELINES:
+        times[f"over_{baseline}"] = times[baseline] / times["fused"]
+    return times.reset_index()
+
+
+def geometric_mean(values: pd.Series) -> float:
+    values = values.dropna()
+    values = values[values > 0]
+    return float(np.exp(np.log(values).mean())) if len(values) else math.nan
+
+
+def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtype: str, baseline: str) -> go.Figure:
+    """Epilog x shape, fused's speedup over `baseline`, the value written in each cell."""
+    rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)].sort_values("size")
+    shapes = list(dict.fromkeys(rows["shape"]))
+    epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
+    z, text, hover = [], [], []
+    for epilog in epilogs:
+        z_row, text_row, hover_row = [], [], []
+        for shape in shapes:
+            match = rows[(rows["epilog"] == epilog) & (rows["shape"] == shape)]
+            value = float(match[f"over_{baseline}"].iloc[0]) if len(match) else math.nan
+            z_row.append(math.log2(value) if value > 0 else None)
+            text_row.append("" if math.isnan(value) else f"{value:.2f}x")
+            if len(match):
+                cell = match.iloc[0]
+                hover_row.append(
+                    f"{epilog} {dtype} {shape}<br>fused {cell['fused'] * 1e3:.3f} ms<br>"
+                    f"{baseline} {cell[baseline] * 1e3:.3f} ms<br>speedup {text_row[-1] or 'n/a'}"
+                )
+            else:
+                hover_row.append(f"{epilog} {dtype} {shape}: not measured")
+        z.append(z_row)
+        text.append(text_row)
+        hover.append(hover_row)
+    figure = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=shapes,
+            y=epilogs,
+            text=text,
+            texttemplate="%{text}",
+            hovertext=hover,
+            hoverinfo="text",
+            colorscale="RdBu",
+            zmid=0,
+            colorbar={"title": "log2 speedup"},
+        )
+    )
+    figure.update_layout(
+        title=f"{machine} {dtype}: fused over {baseline} (>1x: fusion pays)",
+        height=120 + 28 * len(epilogs),
+        yaxis={"autorange": "reversed"},
+        margin={"l": 140},
+    )
+    return figure
+
+
+def ladder_figure(cells: pd.DataFrame, *, machine: str, dtype: str, shape: str) -> go.Figure:
+    """Every provider's time per epilog at one shape, with asv's 99% confidence interval."""
+    rows = with_shape(cells)
+    rows = rows[(rows["machine"] == machine) & (rows["dtype"] == dtype) & (rows["shape"] == shape)]
+    figure = go.Figure()
+    for provider in PROVIDERS:
+        part = rows[(rows["provider"] == provider) & (rows["status"] == "ok")]
+        part = part.set_index("epilog").reindex([e for e in EPILOG_ORDER if e in set(part["epilog"])])
+        figure.add_bar(
+            name=provider,
+            x=list(part.index),
+            y=part["time_s"] * 1e3,
+            marker_color=PROVIDER_COLORS[provider],
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": (part["ci_high_s"] - part["time_s"]) * 1e3,
+                "arrayminus": (part["time_s"] - part["ci_low_s"]) * 1e3,
+            },
+            customdata=np.stack([part["samples"], part["rel_iqr"]], axis=-1) if len(part) else None,
+            hovertemplate="%{x} " + provider + ": %{y:.3f} ms<br>samples %{customdata[0]}, "
+            "relative IQR %{customdata[1]:.1%}<extra></extra>",
+        )
+    figure.update_layout(
+        title=f"{machine} {dtype} {shape}: the provider ladder (ms, log scale, 99% CI)",
+        barmode="group",
+        yaxis={"title": "ms", "type": "log"},  # textbook cells are 10-100x the rest
+        height=460,
+    )
+    return figure
+
+
+def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtype: str) -> go.Figure:
+    """What each fused epilog costs over the plain GEMM: (fused - gemm) / gemm, per shape."""
+    rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)].sort_values("size")
+    figure = go.Figure()
+    for shape in dict.fromkeys(rows["shape"]):
+        part = rows[rows["shape"] == shape].set_index("epilog")
+        part = part.reindex([e for e in EPILOG_ORDER if e in part.index])
+        figure.add_bar(name=shape, x=list(part.index), y=(part["fused"] - part["gemm"]) / part["gemm"] * 100)
+    figure.update_layout(
+        title=f"{machine} {dtype}: the epilog's own cost, fused - gemm, as % of gemm",
+        barmode="group",
+        yaxis_title="% of the GEMM alone",
+        height=420,
+    )
+    return figure
+
+
+def noisy_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    """Cells whose relative IQR is above NOISY_RELATIVE_IQR: shown, flagged, never hidden."""
+    return cells[(cells["status"] == "ok") & (cells["rel_iqr"] > NOISY_RELATIVE_IQR)]

@@ -1,0 +1,94 @@
+"""The HTML report's structure, from the real H200 results kept in tests/fixtures (no GPU)."""
+
+import json
+import math
+import os
+import re
+
+import pytest
+
+from fusedbench.cli import main
+from fusedbench.errors import FusedbenchError
+from fusedbench.report import render_report, write_report
+from fusedbench.report.figures import geometric_mean, ladder_figure, speedup_heatmap, speedups
+from fusedbench.results import load_results
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
+MACHINE = "h200-141gb"
+
+
+@pytest.fixture(scope="module")
+def results():
+    return load_results(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def page(results):
+    return render_report(results)
+
+
+def test_plotly_is_embedded_once_and_nothing_is_fetched(page):
+    assert page.count("plotly.js v") <= 2  # the bundle names itself in its banner
+    assert page.count("<script type='text/javascript'>") == 1
+    assert not re.search(r"<script[^>]+src=", page)
+    assert not re.search(r"<link[^>]+href=[\"']http", page)  # the bundle's own URLs are code, not requests
+
+
+def test_the_report_has_a_section_per_machine_with_headline_and_environment(page):
+    assert f"<h2>{MACHINE}" in page
+    assert "Headline" in page and "Environment" in page
+    assert "NVIDIA H200" in page and "130100" in page  # GPU and cuBLASLt from the .fbenv file
+
+
+def test_figures_cover_both_baselines_the_epilog_cost_and_each_shape(page):
+    titles = [json.loads(f'"{t}"') for t in re.findall(r'"title":\{"text":"([^"]+)"', page)]
+    assert f"{MACHINE} fp16: fused over textbook (>1x: fusion pays)" in titles
+    assert f"{MACHINE} fp16: fused over unfused (>1x: fusion pays)" in titles
+    assert any("the epilog's own cost" in t for t in titles)
+    assert sum("the provider ladder" in t for t in titles) == 4  # the four membound shapes
+
+
+def test_unsupported_cells_are_listed_with_their_reason(page):
+    assert "Cells that did not run (40)" in page
+    assert "torch has no op for DRELU_BGRAD" in page
+
+
+def test_heatmap_values_are_the_tables_speedups(results):
+    table = speedups(results.cells)
+    figure = speedup_heatmap(table, machine=MACHINE, dtype="fp16", baseline="unfused")
+    heatmap = figure.data[0]
+    row = list(heatmap.y).index("RELU_BIAS")
+    column = list(heatmap.x).index("(16384,256)x(256,16384)")
+    cells = results.cells.query("epilog == 'RELU_BIAS' and m == 16384 and k == 256 and n == 16384")
+    times = dict(zip(cells["provider"], cells["time_s"], strict=True))
+    assert heatmap.text[row][column] == f"{times['unfused'] / times['fused']:.2f}x"
+    assert heatmap.z[row][column] == pytest.approx(math.log2(times["unfused"] / times["fused"]))
+
+
+def test_ladder_has_a_bar_per_provider_with_confidence_intervals(results):
+    figure = ladder_figure(results.cells, machine=MACHINE, dtype="fp16", shape="(16384,256)x(256,16384)")
+    assert [trace.name for trace in figure.data] == ["textbook", "unfused", "fused", "fused-autotuned", "torch", "gemm"]
+    fused = figure.data[2]
+    assert len(fused.x) == 16 and all(v > 0 for v in fused.error_y.array)
+    assert len(figure.data[4].x) == 6  # the torch peer covers six epilogs
+
+
+def test_geometric_mean_ignores_missing_cells():
+    import pandas as pd
+
+    assert geometric_mean(pd.Series([2.0, 8.0, float("nan")])) == pytest.approx(4.0)
+    assert math.isnan(geometric_mean(pd.Series([], dtype=float)))
+
+
+def test_report_command_writes_index_html_and_the_export(tmp_path, capsys):
+    assert main(["report", FIXTURE, "-o", str(tmp_path), "--export", str(tmp_path / "cells.csv")]) == 0
+    assert (tmp_path / "index.html").stat().st_size > 1_000_000
+    assert (tmp_path / "cells.csv").read_text().startswith("machine,commit,epilog")
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_bad_selections_and_exports_are_one_line_errors(tmp_path, capsys):
+    with pytest.raises(FusedbenchError, match="no cells for machines"):
+        write_report(results_dir=FIXTURE, out_dir=str(tmp_path), machines=["h100-80gb-hbm3"])
+    assert main(["report", FIXTURE, "-o", str(tmp_path), "--export", "cells.xlsx"]) == 2
+    assert capsys.readouterr().err.startswith("error: --export 'cells.xlsx': name a .csv or .parquet file")
