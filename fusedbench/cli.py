@@ -144,14 +144,16 @@ def command_table(*, results_dir: str, output_format: str) -> int:
     return EXIT_OK
 
 
-def command_report(*, results_dir: str, out_dir: str, machines, commits, export: str | None) -> int:
+def command_report(*, results_dir: str, out_dir: str, machines, commits, export: str | None, png: bool) -> int:
     """Write the HTML report of asv results."""
     import time
 
     from fusedbench.report import write_report
 
     started = time.perf_counter()
-    path = write_report(results_dir=results_dir, out_dir=out_dir, machines=machines, commits=commits, export=export)
+    path = write_report(
+        results_dir=results_dir, out_dir=out_dir, machines=machines, commits=commits, export=export, png=png
+    )
     size = os.path.getsize(path)
     _console().print(f"wrote {path} ({size / 2**20:.1f} MiB) in {time.perf_counter() - started:.1f} s")
     return EXIT_OK
@@ -199,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--machine", action="extend", type=_names, default=[], help="only these machines")
     report.add_argument("--commit", action="extend", type=_names, default=[], help="only these commits (prefixes)")
     report.add_argument("--export", metavar="FILE", help="also write the tidy table to FILE (.csv or .parquet)")
+    report.add_argument("--png", action="store_true", help="also write PNGs of the key figures (needs kaleido)")
     return parser
 
 
@@ -216,6 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 machines=args.machine,
                 commits=args.commit,
                 export=args.export,
+                png=args.png,
             )
         if args.command == "run":
             return command_run(suite=args.suite, bench=args.bench, launch_method=args.launch_method)

@@ -7,10 +7,11 @@ import re
 
 import pytest
 
+from fusedbench.catalog import PROVIDERS
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
-from fusedbench.report import render_report, write_report
-from fusedbench.report.figures import geometric_mean, ladder_figure, speedup_heatmap, speedups
+from fusedbench.report import key_figures, render_report, write_pngs, write_report
+from fusedbench.report.figures import geometric_mean, ladder_figure, roofline_figure, speedup_heatmap, speedups
 from fusedbench.results import load_results
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
@@ -92,3 +93,49 @@ def test_bad_selections_and_exports_are_one_line_errors(tmp_path, capsys):
         write_report(results_dir=FIXTURE, out_dir=str(tmp_path), machines=["h100-80gb-hbm3"])
     assert main(["report", FIXTURE, "-o", str(tmp_path), "--export", "cells.xlsx"]) == 2
     assert capsys.readouterr().err.startswith("error: --export 'cells.xlsx': name a .csv or .parquet file")
+
+
+def test_roofline_draws_the_roof_only_with_the_runs_ceilings(results):
+    import pandas as pd
+
+    without = roofline_figure(results.cells, results.ceilings, machine=MACHINE, dtype="fp16")
+    assert "no ceilings measured" in without.layout.title.text
+    assert [trace.name for trace in without.data] == list(PROVIDERS)
+    # Synthetic ceilings for this test only: a 700 TFLOP/s GEMM and 4 TB/s of copy bandwidth.
+    ceilings = pd.DataFrame(
+        [{"machine": MACHINE, "commit": "x", "dtype": "fp16", "gemm_tflops": 700.0, "copy_tbps": 4.0}]
+    )
+    with_roof = roofline_figure(results.cells, ceilings, machine=MACHINE, dtype="fp16")
+    roof = with_roof.data[-1]
+    assert roof.name.startswith("roof") and max(roof.y) == pytest.approx(700.0)
+    assert min(roof.y) == pytest.approx(4.0 * min(roof.x))
+
+
+def test_machines_side_by_side_and_history_appear_with_a_second_machine_and_commit(results):
+    import dataclasses
+
+    import pandas as pd
+
+    # A synthetic second machine and a second commit: relabelled copies of the real cells.
+    other = results.cells.assign(machine="h100-80gb-hbm3")
+    older = results.cells.assign(commit="0" * 40)
+    cells = pd.concat([older, results.cells, other], ignore_index=True)
+    page = render_report(dataclasses.replace(results, cells=cells))
+    assert "Machines side by side" in page
+    assert "fused's speedups across commits" in page
+    assert page.count("<h2>") == 3  # two machines and the side-by-side section
+
+
+def test_key_figures_are_the_fused_over_unfused_heatmaps(results):
+    figures = key_figures(results)
+    assert list(figures) == [f"{MACHINE}-fp16-fused-over-unfused.png"]
+
+
+def test_png_snapshots_render_from_the_same_figures(tmp_path, results):
+    import shutil
+
+    if shutil.which("chromium") is None and os.environ.get("FUSEDBENCH_REQUIRE_BROWSER") != "1":
+        pytest.skip("needs Debian's chromium for kaleido")
+    (path,) = write_pngs(key_figures(results), str(tmp_path))
+    with open(path, "rb") as stream:
+        assert stream.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -62,7 +62,7 @@ def test_every_figure_renders_offline_without_console_errors(tmp_path):
         drawn = page.eval_on_selector_all(".plotly-graph-div svg.main-svg", "svgs => svgs.length")
         heatmap_cells = page.eval_on_selector_all(".plotly-graph-div .hm, .plotly-graph-div image", "n => n.length")
         browser.close()
-    assert figures == 2 + 1 + 4  # two heatmaps, the epilog cost, four ladders
+    assert figures == 2 + 1 + 1 + 4  # two heatmaps, the epilog cost, the roofline, four ladders
     assert drawn >= figures
     assert heatmap_cells >= 2
     assert errors == []

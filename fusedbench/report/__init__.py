@@ -15,8 +15,11 @@ from fusedbench.report.figures import (
     BASELINES,
     epilog_cost_figure,
     geometric_mean,
+    history_figure,
     ladder_figure,
+    machines_figure,
     noisy_cells,
+    roofline_figure,
     speedup_heatmap,
     speedups,
     with_shape,
@@ -51,12 +54,12 @@ def select(results: ResultSet, *, machines: list[str] | None, commits: list[str]
     return cells
 
 
-def latest_commit(cells: pd.DataFrame, environments: list[dict], machine: str) -> str:
-    """The machine's most recent run (by its environment file), else any of its commits."""
-    runs = [env for env in environments if env["machine"] == machine and env["commit"] in set(cells["commit"])]
-    if runs:
-        return runs[-1]["commit"]
-    return sorted(set(cells[cells["machine"] == machine]["commit"]))[-1]
+def commits_in_order(cells: pd.DataFrame, environments: list[dict], machine: str) -> list[str]:
+    """A machine's commits, oldest run first (by environment file; commits without one come first)."""
+    present = list(dict.fromkeys(cells[cells["machine"] == machine]["commit"]))
+    ordered = [env["commit"] for env in environments if env["machine"] == machine and env["commit"] in present]
+    ordered = list(dict.fromkeys(reversed(ordered)))[::-1]  # keep each commit's latest run
+    return [c for c in present if c not in ordered] + ordered
 
 
 def _table(frame: pd.DataFrame) -> str:
@@ -107,10 +110,12 @@ def environment_card(environments: list[dict], machine: str, commit: str) -> str
 def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     """The whole report as one HTML string."""
     cells = select(results, machines=machines, commits=commits)
-    sections = []
+    sections, latest = [], []
     for machine in dict.fromkeys(cells["machine"]):
-        commit = latest_commit(cells, results.environments, machine)
+        history = commits_in_order(cells, results.environments, machine)
+        commit = history[-1]
         current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
+        latest.append(current)
         table = speedups(current)
         sections.append(f"<h2>{html.escape(machine)} <span class='muted'>commit {commit[:8]}</span></h2>")
         sections.append("<div class='card'><h3>Headline</h3>" + headline(current, table, machine) + "</div>")
@@ -123,6 +128,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
             for baseline in BASELINES:
                 sections.append(_figure(speedup_heatmap(table, machine=machine, dtype=dtype, baseline=baseline)))
             sections.append(_figure(epilog_cost_figure(table, machine=machine, dtype=dtype)))
+            sections.append(_figure(roofline_figure(current, results.ceilings, machine=machine, dtype=dtype)))
             shaped = with_shape(current[current["dtype"] == dtype]).sort_values("size")
             for shape in dict.fromkeys(shaped["shape"]):
                 sections.append(_figure(ladder_figure(current, machine=machine, dtype=dtype, shape=shape)))
@@ -138,6 +144,15 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         sections.append(f"<h3>Noisy cells ({len(noisy)}: relative IQR above 10%)</h3>")
         columns = ["epilog", "dtype", "m", "k", "n", "provider", "time_s", "rel_iqr", "samples"]
         sections.append(_table(noisy[columns]) if len(noisy) else "<p>None.</p>")
+        if len(history) > 1:
+            every = speedups(cells[cells["machine"] == machine])
+            sections.append(_figure(history_figure(every, machine=machine, commits=history)))
+    newest = speedups(pd.concat(latest))
+    if newest["machine"].nunique() > 1:
+        sections.append("<h2>Machines side by side</h2>")
+        for dtype in dict.fromkeys(newest["dtype"]):
+            for baseline in BASELINES:
+                sections.append(_figure(machines_figure(newest, dtype=dtype, baseline=baseline)))
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>fusedbench report</title>"
         f"<style>{_STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
@@ -149,14 +164,54 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     )
 
 
-def write_report(*, results_dir: str, out_dir: str, machines=None, commits=None, export: str | None = None) -> str:
-    """Write `out_dir/index.html` atomically (and the tidy table to `export`, CSV or Parquet)."""
+def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str, go.Figure]:
+    """The figures worth a PNG for the README: each machine's fused-over-unfused heatmap per dtype."""
+    cells = select(results, machines=machines, commits=commits)
+    figures = {}
+    for machine in dict.fromkeys(cells["machine"]):
+        commit = commits_in_order(cells, results.environments, machine)[-1]
+        table = speedups(cells[(cells["machine"] == machine) & (cells["commit"] == commit)])
+        for dtype in dict.fromkeys(table["dtype"]):
+            figure = speedup_heatmap(table, machine=machine, dtype=dtype, baseline="unfused")
+            figures[f"{machine}-{dtype}-fused-over-unfused.png"] = figure
+    return figures
+
+
+def write_pngs(figures: dict[str, go.Figure], out_dir: str) -> list[str]:
+    """Render figures to PNG with kaleido (which drives a local Chrome or Chromium)."""
+    paths = []
+    for name, figure in figures.items():
+        path = os.path.join(out_dir, name)
+        try:
+            image = figure.to_image(format="png", width=1100, scale=1)
+        except Exception as exc:  # kaleido missing, or no Chrome for it to drive
+            raise FusedbenchError(f"--png needs kaleido and Chrome or Chromium ({type(exc).__name__}: {exc})") from None
+        temporary = f"{path}.tmp"
+        with open(temporary, "wb") as stream:
+            stream.write(image)
+        os.replace(temporary, path)
+        paths.append(path)
+    return paths
+
+
+def write_report(
+    *,
+    results_dir: str,
+    out_dir: str,
+    machines=None,
+    commits=None,
+    export: str | None = None,
+    png: bool = False,
+) -> str:
+    """Write `out_dir/index.html` atomically (the tidy table to `export`, CSV or Parquet; PNGs if asked)."""
     if export and not export.endswith((".csv", ".parquet")):
         raise FusedbenchError(f"--export {export!r}: name a .csv or .parquet file")
     results = load_results(results_dir)
     page = render_report(results, machines=machines, commits=commits)
     path = os.path.join(out_dir, REPORT_NAME)
     write_text_atomically(path, page)
+    if png:
+        write_pngs(key_figures(results, machines=machines, commits=commits), out_dir)
     if export:
         cells = select(results, machines=machines, commits=commits)
         if export.endswith(".csv"):

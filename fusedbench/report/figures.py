@@ -13,10 +13,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from fusedbench.catalog import PROVIDERS
+from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.measure import NOISY_RELATIVE_IQR
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
+EPILOGS_BY_NAME = {spec.name: spec for spec in EPILOGS.values()}
+ITEMSIZES = {name: (spec.operand_itemsize, spec.result_itemsize) for name, spec in DTYPES.items()}
 PROVIDER_COLORS = {
     "textbook": "#9e9e9e",
     "unfused": "#f4a261",
@@ -159,3 +162,83 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtype: str) -> go.F
 def noisy_cells(cells: pd.DataFrame) -> pd.DataFrame:
     """Cells whose relative IQR is above NOISY_RELATIVE_IQR: shown, flagged, never hidden."""
     return cells[(cells["status"] == "ok") & (cells["rel_iqr"] > NOISY_RELATIVE_IQR)]
+
+
+def roofline_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, dtype: str) -> go.Figure:
+    """Achieved TFLOP/s against arithmetic intensity (FLOPs per fused byte), under the run's ceilings."""
+    rows = with_shape(cells[(cells["machine"] == machine) & (cells["dtype"] == dtype) & (cells["status"] == "ok")])
+    specs = [EPILOGS_BY_NAME[row.epilog] for row in rows.itertuples()]
+    rows = rows.assign(
+        intensity=[
+            spec.flops(r.m, r.k, r.n) / spec.fused_bytes(r.m, r.k, r.n, *ITEMSIZES[dtype])
+            for spec, r in zip(specs, rows.itertuples(), strict=True)
+        ]
+    )
+    figure = go.Figure()
+    for provider in PROVIDERS:
+        part = rows[rows["provider"] == provider]
+        figure.add_scatter(
+            name=provider,
+            x=part["intensity"],
+            y=part["tflops"],
+            mode="markers",
+            marker={"color": PROVIDER_COLORS[provider], "size": 7},
+            text=[f"{r.epilog} {r.shape}" for r in part.itertuples()],
+            hovertemplate="%{text} " + provider + "<br>%{y:.0f} TFLOP/s at %{x:.0f} FLOP/B<extra></extra>",
+        )
+    ceiling = ceilings[(ceilings["machine"] == machine) & (ceilings["dtype"] == dtype)]
+    title = f"{machine} {dtype}: achieved TFLOP/s against arithmetic intensity"
+    if len(ceiling) and len(rows):
+        rate, bandwidth = float(ceiling["gemm_tflops"].iloc[-1]), float(ceiling["copy_tbps"].iloc[-1])
+        span = np.geomspace(max(rows["intensity"].min() / 2, 1.0), rows["intensity"].max() * 2, 64)
+        figure.add_scatter(
+            name="roof: min(GEMM rate, bandwidth x intensity)",
+            x=span,
+            y=np.minimum(rate, bandwidth * span),
+            mode="lines",
+            line={"color": "black", "dash": "dash"},
+        )
+    else:
+        title += " (no ceilings measured in this run)"
+    figure.update_layout(
+        title=title,
+        xaxis={"title": "FLOP per byte the fused kernel must move", "type": "log"},
+        yaxis={"title": "TFLOP/s", "type": "log"},
+        height=460,
+    )
+    return figure
+
+
+def machines_figure(table: pd.DataFrame, *, dtype: str, baseline: str) -> go.Figure:
+    """Machines side by side: fused's geometric-mean speedup over `baseline` per epilog (over shapes)."""
+    rows = table[table["dtype"] == dtype]
+    figure = go.Figure()
+    for machine in dict.fromkeys(rows["machine"]):
+        per_epilog = rows[rows["machine"] == machine].groupby("epilog")[f"over_{baseline}"].apply(geometric_mean)
+        per_epilog = per_epilog.reindex([e for e in EPILOG_ORDER if e in per_epilog.index])
+        figure.add_bar(name=machine, x=list(per_epilog.index), y=per_epilog.values)
+    figure.add_hline(y=1.0, line_dash="dot")
+    figure.update_layout(
+        title=f"{dtype}: fused over {baseline}, machines side by side (geometric mean over shapes)",
+        barmode="group",
+        yaxis_title="speedup",
+        height=420,
+    )
+    return figure
+
+
+def history_figure(table: pd.DataFrame, *, machine: str, commits: list[str]) -> go.Figure:
+    """A machine's geometric-mean speedups per dtype across commits, in run order."""
+    rows = table[table["machine"] == machine]
+    figure = go.Figure()
+    for dtype in dict.fromkeys(rows["dtype"]):
+        for baseline in BASELINES:
+            means = [
+                geometric_mean(rows[(rows["dtype"] == dtype) & (rows["commit"] == c)][f"over_{baseline}"])
+                for c in commits
+            ]
+            figure.add_scatter(
+                name=f"{dtype} over {baseline}", x=[c[:8] for c in commits], y=means, mode="lines+markers"
+            )
+    figure.update_layout(title=f"{machine}: fused's speedups across commits", yaxis_title="geometric mean speedup")
+    return figure
