@@ -139,3 +139,29 @@ def test_png_snapshots_render_from_the_same_figures(tmp_path, results):
     (path,) = write_pngs(key_figures(results), str(tmp_path))
     with open(path, "rb") as stream:
         assert stream.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_heatmap_hover_names_times_intervals_and_samples(results):
+    figure = speedup_heatmap(speedups(results.cells), machine=MACHINE, dtype="fp16", baseline="textbook")
+    hover = figure.data[0].hovertext[0][0]
+    assert hover.startswith("DEFAULT fp16 (16384,256)x(256,16384)")
+    assert "99% CI" in hover and "10 samples" in hover and "textbook" in hover
+
+
+def test_failed_unsupported_and_skipped_cells_are_all_listed_with_reasons(tmp_path, results):
+    import json
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    (env,) = [copy / MACHINE / n for n in os.listdir(copy / MACHINE) if n.endswith(".fbenv")]
+    payload = json.loads(env.read_text())
+    refused = [c for c in payload["cells"] if c["status"] == "unsupported"]
+    # Synthetic statuses for this test only: one cell failed, one skipped, the rest as recorded.
+    refused[0].update(status="failed", reason="RuntimeError: synthetic failure")
+    refused[1].update(status="skipped", reason="needs about 900 GiB, 139 GiB free")
+    env.write_text(json.dumps(payload))
+    page = render_report(load_results(str(copy)))
+    for text in ("RuntimeError: synthetic failure", "needs about 900 GiB, 139 GiB free", "torch has no op for"):
+        assert text in page
+    assert ">failed<" in page and ">skipped<" in page and ">unsupported<" in page

@@ -48,19 +48,37 @@ def speedups(cells: pd.DataFrame) -> pd.DataFrame:
     fused's speedup over each baseline (NaN where either cell is not ok)."""
     ok = with_shape(cells[cells["status"] == "ok"])
     keys = ["machine", "commit", "dtype", "epilog", "shape", "size"]
-    times = ok.pivot_table(index=keys, columns="provider", values="time_s", aggfunc="first")
+    wide = ok.pivot_table(
+        index=keys, columns="provider", values=["time_s", "ci_low_s", "ci_high_s", "samples"], aggfunc="first"
+    )
+    table = pd.DataFrame(index=wide.index)
     for provider in PROVIDERS:
-        if provider not in times:
-            times[provider] = np.nan
+        for value, column in (
+            ("time_s", provider),
+            ("ci_low_s", f"{provider}_ci_low"),
+            ("ci_high_s", f"{provider}_ci_high"),
+            ("samples", f"{provider}_samples"),
+        ):
+            table[column] = wide[(value, provider)] if (value, provider) in wide.columns else np.nan
     for baseline in BASELINES:
-        times[f"over_{baseline}"] = times[baseline] / times["fused"]
-    return times.reset_index()
+        table[f"over_{baseline}"] = table[baseline] / table["fused"]
+    return table.reset_index()
 
 
 def geometric_mean(values: pd.Series) -> float:
     values = values.dropna()
     values = values[values > 0]
     return float(np.exp(np.log(values).mean())) if len(values) else math.nan
+
+
+def _timing(cell, provider: str) -> str:
+    """'fused 26.0 ms (99% CI 25.8-26.3, 10 samples)' for one cell of a speedups row."""
+    if math.isnan(cell[provider]):
+        return f"{provider}: not measured"
+    return (
+        f"{provider} {cell[provider] * 1e3:.3f} ms (99% CI {cell[f'{provider}_ci_low'] * 1e3:.3f}-"
+        f"{cell[f'{provider}_ci_high'] * 1e3:.3f}, {int(cell[f'{provider}_samples'])} samples)"
+    )
 
 
 def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtype: str, baseline: str) -> go.Figure:
@@ -79,8 +97,8 @@ def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtype: str, baseline: 
             if len(match):
                 cell = match.iloc[0]
                 hover_row.append(
-                    f"{epilog} {dtype} {shape}<br>fused {cell['fused'] * 1e3:.3f} ms<br>"
-                    f"{baseline} {cell[baseline] * 1e3:.3f} ms<br>speedup {text_row[-1] or 'n/a'}"
+                    f"{epilog} {dtype} {shape}<br>{_timing(cell, 'fused')}<br>{_timing(cell, baseline)}"
+                    f"<br>speedup {text_row[-1] or 'n/a'}"
                 )
             else:
                 hover_row.append(f"{epilog} {dtype} {shape}: not measured")
