@@ -166,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("list", help="print the catalog of epilogs, dtypes, shapes and providers")
     listing.add_argument("--json", action="store_true", help="print it as one JSON object")
+    listing.set_defaults(handler=lambda a: command_list(as_json=a.json))
 
     check = commands.add_parser("check", help="verify every provider against float64 references on the GPU")
     check.add_argument("--shapes", default="small", help="shape set to check on (default: small)")
@@ -180,6 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--seed", type=int, default=None, help="seed for the random operands (default: fresh each run)")
     check.add_argument("--json", dest="json_path", metavar="FILE", help="also write every cell as JSON to FILE")
+    check.set_defaults(
+        handler=lambda a: command_check(
+            shapes=a.shapes,
+            epilogs=a.epilog,
+            dtypes=a.dtype,
+            providers=a.provider,
+            seed=a.seed,
+            json_path=a.json_path,
+        )
+    )
 
     run = commands.add_parser("run", help="the main job: check, then time a suite with asv (run from the checkout)")
     run.add_argument("--suite", default="default", help="quick, default or full (default: default)")
@@ -190,10 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("forkserver", "spawn"),
         help="how asv starts a benchmark process (default: forkserver; see docs/architecture.md)",
     )
+    run.set_defaults(handler=lambda a: command_run(suite=a.suite, bench=a.bench, launch_method=a.launch_method))
 
     table = commands.add_parser("table", help="the tidy table of asv results: a row per cell and run")
     table.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
     table.add_argument("--format", dest="output_format", choices=("csv", "json", "md"), default="csv")
+    table.set_defaults(handler=lambda a: command_table(results_dir=a.results_dir, output_format=a.output_format))
 
     report = commands.add_parser("report", help="one self-contained HTML speedup report from asv results")
     report.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
@@ -202,35 +215,23 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--commit", action="extend", type=_names, default=[], help="only these commits (prefixes)")
     report.add_argument("--export", metavar="FILE", help="also write the tidy table to FILE (.csv or .parquet)")
     report.add_argument("--png", action="store_true", help="also write PNGs of the key figures (needs kaleido)")
+    report.set_defaults(
+        handler=lambda a: command_report(
+            results_dir=a.results_dir,
+            out_dir=a.out_dir,
+            machines=a.machine,
+            commits=a.commit,
+            export=a.export,
+            png=a.png,
+        )
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "list":
-            return command_list(as_json=args.json)
-        if args.command == "table":
-            return command_table(results_dir=args.results_dir, output_format=args.output_format)
-        if args.command == "report":
-            return command_report(
-                results_dir=args.results_dir,
-                out_dir=args.out_dir,
-                machines=args.machine,
-                commits=args.commit,
-                export=args.export,
-                png=args.png,
-            )
-        if args.command == "run":
-            return command_run(suite=args.suite, bench=args.bench, launch_method=args.launch_method)
-        return command_check(
-            shapes=args.shapes,
-            epilogs=args.epilog,
-            dtypes=args.dtype,
-            providers=args.provider,
-            seed=args.seed,
-            json_path=args.json_path,
-        )
+        return args.handler(args)
     except FusedbenchError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_USAGE
