@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -22,7 +23,13 @@ from datetime import datetime, timezone
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import write_text_atomically
 from fusedbench.results import ENVIRONMENT_SUFFIX
-from fusedbench.suites import CEILINGS_REGEX, group_bench_regex, suite_groups
+from fusedbench.suites import (
+    CEILINGS_REGEX,
+    PROGRESS_SUFFIX,
+    STATUS_DIR_VARIABLE,
+    group_bench_regex,
+    suite_groups,
+)
 
 LAUNCH_METHODS = ("forkserver", "spawn")
 
@@ -146,6 +153,45 @@ def collect_statuses(folder: str) -> tuple[list[dict], dict[str, float]]:
     return records, seconds
 
 
+def progress_line(folder: str) -> str | None:
+    """'measuring Fp16Seed: 36/96 cells (RELU_BIAS/fp16/...)' from the newest progress file, if any."""
+    newest, payload = -1.0, None
+    for name in os.listdir(folder):
+        if name.endswith(PROGRESS_SUFFIX):
+            path = os.path.join(folder, name)
+            try:
+                modified = os.path.getmtime(path)
+                if modified > newest:
+                    with open(path) as stream:
+                        newest, payload = modified, json.load(stream)
+            except (OSError, ValueError):
+                continue  # being replaced right now; the next poll reads it
+    if payload is None:
+        return None
+    return f"measuring {payload['group']}: {payload['done']}/{payload['total']} cells ({payload['last']})"
+
+
+class ProgressEcho(threading.Thread):
+    """Echoes the measurement's progress every `interval` seconds while asv is quiet in setup_cache."""
+
+    def __init__(self, folder: str, echo: Callable[[str], None], interval: float = 15.0):
+        super().__init__(daemon=True)
+        self._folder, self._echo, self._interval = folder, echo, interval
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        last = None
+        while not self._stopping.wait(self._interval):
+            line = progress_line(self._folder)
+            if line is not None and line != last:
+                self._echo(f"  {line}")
+                last = line
+
+    def stop(self) -> None:
+        self._stopping.set()  # (Thread has a _stop of its own)
+        self.join()
+
+
 def run_suite(
     *,
     suite: str,
@@ -191,12 +237,14 @@ def run_suite(
     codes: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fusedbench-status-") as status_dir, TelemetrySampler() as telemetry:
         environment = dict(os.environ)
-        environment["FUSEDBENCH_STATUS_DIR"] = status_dir
+        environment[STATUS_DIR_VARIABLE] = status_dir
         if "PYTHONPATH" in environment:  # asv drops PYTHONPATH unless it comes as ASV_PYTHONPATH
             environment.setdefault("ASV_PYTHONPATH", environment["PYTHONPATH"])
         cells = sum(count for _, _, count in targets[1:])
         echo(f"timing suite {suite!r}: {len(targets) - 1} groups, {cells} cells, as machine {machine}")
         wall = time.perf_counter()
+        progress = ProgressEcho(status_dir, echo)
+        progress.start()
         for index, (label, regex, count) in enumerate(targets, start=1):
             command = asv_command(bench_regex=regex, machine=machine, commit=commit, launch_method=launch_method)
             echo(f"[{index}/{len(targets)}] {label} ({count} cells), {time.perf_counter() - wall:.0f} s in")
@@ -206,6 +254,7 @@ def run_suite(
                 codes[label] = 130
                 echo(f"interrupted during {label}: every group before it is saved in results/")
                 break
+        progress.stop()
         wall = time.perf_counter() - wall
         statuses, measure_seconds = collect_statuses(status_dir)
     payload = {

@@ -20,6 +20,11 @@ from fusedbench.shapes import SHAPE_SETS, shape_set
 
 BENCHMARK_MODULE = "cells"  # benchmarks/cells.py
 
+# `fusedbench run` cannot see inside asv's setup_cache: the measurement leaves each group's cell
+# statuses (<group>.json) and progress (<group>.progress) in the folder this variable names.
+STATUS_DIR_VARIABLE = "FUSEDBENCH_STATUS_DIR"
+PROGRESS_SUFFIX = ".progress"
+
 
 @dataclass(frozen=True)
 class BenchmarkGroup:

@@ -108,3 +108,19 @@ def test_an_interrupt_keeps_finished_groups_and_the_environment(tmp_path, monkey
     payload = json.loads(env_file.read_text())
     assert payload["asv_exit_codes"] == {"ceilings": 0, "Fp16Seed": 0, "Fp16Llm": 130}
     assert payload["machine"] == "h200-141gb" and payload["gpu"] == {"name": "fake GPU"}
+
+
+def test_progress_line_reads_the_newest_group_file(tmp_path):
+    import json
+    import os
+    import time
+
+    from fusedbench.run import progress_line
+
+    assert progress_line(str(tmp_path)) is None
+    (tmp_path / "Fp16Seed.progress").write_text(json.dumps({"group": "Fp16Seed", "done": 96, "total": 96, "last": "a"}))
+    older = time.time() - 60
+    os.utime(tmp_path / "Fp16Seed.progress", (older, older))
+    (tmp_path / "Fp16Llm.progress").write_text(json.dumps({"group": "Fp16Llm", "done": 36, "total": 864, "last": "b"}))
+    (tmp_path / "Fp16Seed.json").write_text("{}")  # statuses are not progress
+    assert progress_line(str(tmp_path)) == "measuring Fp16Llm: 36/864 cells (b)"

@@ -25,12 +25,11 @@ from fusedbench.measure import (
     L2Flusher,
     sample_timings,
 )
-from fusedbench.suites import BenchmarkGroup
+from fusedbench.suites import PROGRESS_SUFFIX, STATUS_DIR_VARIABLE, BenchmarkGroup
 
 WARMUP_CALLS = 2  # on top of the warm-up call in prepare_provider
 WARMUP_SECONDS = 0.05  # per cell, on top of the calls: keeps the SM clock up between cells
 MEMORY_HEADROOM = 4  # D-sized temporaries the textbook provider allocates, beyond the operands
-STATUS_DIR_VARIABLE = "FUSEDBENCH_STATUS_DIR"  # where `fusedbench run` collects skip reasons
 
 
 def _free_bytes(stack: GpuStack) -> int:
@@ -74,6 +73,7 @@ def measure_group(group: BenchmarkGroup, *, seed: int = 0) -> dict:
         for key, provider in zip(keys, group.providers, strict=True):
             cells[key] = _measure_cell(stack, operands, provider, clock, flush)
         del operands
+        _write_progress(group, len(cells), workload.label)
     report = {"device": stack.device_name, "cells": cells, "seconds": time.perf_counter() - started}
     _write_status(group, report)
     return report
@@ -102,6 +102,14 @@ def _measure_cell(stack: GpuStack, operands, provider: str, clock, flush) -> dic
     finally:
         prepared.release()
     return _cell("ok", samples=samples)
+
+
+def _write_progress(group: BenchmarkGroup, done: int, last: str) -> None:
+    """Tell `fusedbench run`, which cannot see inside asv's setup_cache, how far the group is."""
+    folder = os.environ.get(STATUS_DIR_VARIABLE)
+    if folder:
+        payload = {"group": group.name, "done": done, "total": group.cell_count, "last": last}
+        write_text_atomically(os.path.join(folder, f"{group.name}{PROGRESS_SUFFIX}"), json.dumps(payload))
 
 
 def _write_status(group: BenchmarkGroup, report: dict) -> None:
