@@ -194,7 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="the main job: check, then time a suite with asv (run from the checkout)")
     run.add_argument("--suite", default="default", help="quick, default or full (default: default)")
-    run.add_argument("--bench", default=None, metavar="REGEX", help="only the benchmarks whose names match REGEX")
+    run.add_argument(
+        "--bench",
+        default=None,
+        metavar="REGEX",
+        help="only the groups whose class name matches REGEX (e.g. Bf16, Seed)",
+    )
     run.add_argument(
         "--launch-method",
         default="forkserver",
