@@ -21,7 +21,7 @@ import pandas as pd
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import epilog_spec
 from fusedbench.errors import FusedbenchError
-from fusedbench.measure import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE
+from fusedbench.measure import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, Timing
 from fusedbench.suites import GROUPS
 
 COLUMNS = [
@@ -128,13 +128,6 @@ def ceilings(result) -> tuple[dict[str, float], float]:
     return rates, 2 * CEILING_COPY_BYTES / copy  # read once and written once
 
 
-def _relative_iqr(stat, median: float) -> float:
-    """(q75 - q25) / median from asv's statistics; above NOISY_RELATIVE_IQR a cell is too noisy to trust."""
-    if not stat or stat.get("q_25") is None or stat.get("q_75") is None or not median > 0:
-        return math.nan
-    return (float(stat["q_75"]) - float(stat["q_25"])) / median
-
-
 def parse_shape(label: str) -> tuple[int, int, int]:
     """'(M,K)x(K,N)' -> (M, K, N)."""
     left, right = label.split(")x(")
@@ -229,7 +222,7 @@ def _row(machine, commit, group, combo, value, stat, sample, statuses, rates, ba
         "ci_low_s": _number(stat.get("ci_99_a")) if stat else math.nan,
         "ci_high_s": _number(stat.get("ci_99_b")) if stat else math.nan,
         "samples": len(sample) if sample else 0,
-        "rel_iqr": _relative_iqr(stat, time),
+        "rel_iqr": Timing(tuple(sample), cold_l2=True).relative_iqr if sample else math.nan,
         "tflops": flops / time / 1e12 if time > 0 else math.nan,
         "floor_s": floor,
     }

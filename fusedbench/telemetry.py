@@ -76,15 +76,14 @@ class TelemetrySummary:
         return throttle_names(mask)
 
     def to_json(self) -> dict:
-        seen = self.samples
         return {
             "before": None if self.before is None else asdict(self.before),
             "after": None if self.after is None else asdict(self.after),
             "samples": len(self.samples),
-            "max_temperature_c": max((s.temperature_c for s in seen), default=None),
-            "max_power_w": max((s.power_w for s in seen), default=None),
-            "min_sm_clock_mhz": min((s.sm_clock_mhz for s in seen), default=None),
-            "max_sm_clock_mhz": max((s.sm_clock_mhz for s in seen), default=None),
+            "max_temperature_c": max((s.temperature_c for s in self.samples), default=None),
+            "max_power_w": max((s.power_w for s in self.samples), default=None),
+            "min_sm_clock_mhz": min((s.sm_clock_mhz for s in self.samples), default=None),
+            "max_sm_clock_mhz": max((s.sm_clock_mhz for s in self.samples), default=None),
             "throttled": self.throttled,
         }
 
