@@ -2,8 +2,8 @@
 
 Environment check, `fusedbench check` on the epilogs and dtypes the suite will time, asv with
 the flags its results need (existing environment, the real commit, recorded samples, a
-machine name that carries the GPU), telemetry around the run, and every cell's status and
-reason beside asv's results (asv keeps timings, not reasons).
+machine name that carries the GPU), telemetry around the run, every cell's status and
+reason beside asv's results (asv keeps timings, not reasons), and then the HTML report.
 """
 
 from __future__ import annotations
@@ -282,4 +282,17 @@ def run_suite(
     echo(f"asv finished in {wall:.0f} s (exit codes {codes}); environment in {path}")
     if throttled:
         echo(f"warning: the GPU throttled during the run ({', '.join(throttled)}); timings may be low")
+    write_run_report(repo, echo)
     return code
+
+
+def write_run_report(repo: str, echo: Callable[[str], None]) -> None:
+    """The HTML report of everything in results/ (this run and any before it), as `fusedbench report` writes it."""
+    from fusedbench.report import write_report
+
+    try:
+        path = write_report(results_dir=os.path.join(repo, "results"), out_dir=os.path.join(repo, "reports"))
+    except FusedbenchError as exc:  # e.g. interrupted before any group finished
+        echo(f"no report written: {exc}")
+    else:
+        echo(f"report: {path}")

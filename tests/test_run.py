@@ -1,12 +1,16 @@
 """`fusedbench run`'s pure parts: machine names, the asv command line, suites."""
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
 from fusedbench.errors import FusedbenchError
 from fusedbench.run import asv_command, machine_name, run_targets
 from fusedbench.suites import GROUPS, SUITES, suite_groups
+
+FIXTURE_RESULTS = Path(__file__).parent / "fixtures" / "results-h200"
 
 
 def test_machine_name_carries_the_gpu_model_and_memory():
@@ -90,9 +94,12 @@ def test_an_interrupt_keeps_finished_groups_and_the_environment(tmp_path, monkey
     monkeypatch.setattr(fusedbench.telemetry, "nvml_memory_bytes", lambda: 143771 * 2**20)
     monkeypatch.setattr(run, "current_commit", lambda repo: "c0ffee" * 6 + "c0ff")
     monkeypatch.setattr(run, "software_versions", lambda stack: {"cublaslt": 130100})
-    invoked = []
+    invoked, echoed = [], []
+    real_run = subprocess.run
 
     def fake_run(command, **kwargs):
+        if "asv" not in command:  # e.g. platform.processor() running `uname -p`
+            return real_run(command, **kwargs)
         if "machine" in command:
             return SimpleNamespace(returncode=0)
         invoked.append(command[command.index("--bench") + 1])
@@ -101,13 +108,25 @@ def test_an_interrupt_keeps_finished_groups_and_the_environment(tmp_path, monkey
         return SimpleNamespace(returncode=0)
 
     monkeypatch.setattr(subprocess, "run", fake_run)
-    code = run.run_suite(suite="default", bench="Fp16", launch_method="forkserver", repo=str(tmp_path), echo=print)
+    shutil.copytree(FIXTURE_RESULTS, tmp_path / "results")  # an earlier run's results, for the report
+    code = run.run_suite(suite="default", bench="Fp16", launch_method="forkserver", repo=str(tmp_path), echo=echoed.append)
     assert code == 130
     assert len(invoked) == 3  # ceilings, Fp16Seed, then Fp16Llm interrupted; Fp16Membound never started
-    (env_file,) = (tmp_path / "results" / "h200-141gb").iterdir()
+    (env_file,) = [p for p in (tmp_path / "results" / "h200-141gb").glob("*.fbenv") if "c0ffeec0" in p.name]
     payload = json.loads(env_file.read_text())
     assert payload["asv_exit_codes"] == {"ceilings": 0, "Fp16Seed": 0, "Fp16Llm": 130}
     assert payload["machine"] == "h200-141gb" and payload["gpu"] == {"name": "fake GPU"}
+    assert echoed[-1] == f"report: {tmp_path / 'reports' / 'index.html'}"
+    assert (tmp_path / "reports" / "index.html").stat().st_size > 1_000_000
+
+
+def test_a_run_with_no_results_yet_says_so_instead_of_a_report(tmp_path):
+    from fusedbench.run import write_run_report
+
+    (tmp_path / "results").mkdir()
+    echoed = []
+    write_run_report(str(tmp_path), echoed.append)
+    assert echoed == ["no report written: no fusedbench results yet; `fusedbench run` on a GPU machine writes them"]
 
 
 def test_progress_line_reads_the_newest_group_file(tmp_path):

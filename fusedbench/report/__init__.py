@@ -42,6 +42,8 @@ th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; 
 def select(results: ResultSet, *, machines: list[str] | None, commits: list[str] | None) -> pd.DataFrame:
     """The cells of the chosen machines and commits (prefixes allowed), with a clear error if none."""
     cells = results.cells
+    if cells.empty:
+        raise FusedbenchError("no fusedbench results yet; `fusedbench run` on a GPU machine writes them")
     if machines:
         cells = cells[cells["machine"].isin(machines)]
     if commits:
