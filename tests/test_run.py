@@ -109,7 +109,9 @@ def test_an_interrupt_keeps_finished_groups_and_the_environment(tmp_path, monkey
 
     monkeypatch.setattr(subprocess, "run", fake_run)
     shutil.copytree(FIXTURE_RESULTS, tmp_path / "results")  # an earlier run's results, for the report
-    code = run.run_suite(suite="default", bench="Fp16", launch_method="forkserver", repo=str(tmp_path), echo=echoed.append)
+    code = run.run_suite(
+        suite="default", bench="Fp16", launch_method="forkserver", repo=str(tmp_path), echo=echoed.append
+    )
     assert code == 130
     assert len(invoked) == 3  # ceilings, Fp16Seed, then Fp16Llm interrupted; Fp16Membound never started
     (env_file,) = [p for p in (tmp_path / "results" / "h200-141gb").glob("*.fbenv") if "c0ffeec0" in p.name]
