@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fusedbench.dtypes import DTYPES, DTypeSpec, dtype_spec
 from fusedbench.epilogs import EPILOGS, EpilogSpec, epilog_spec
 from fusedbench.errors import FusedbenchError
-from fusedbench.shapes import SHAPE_SETS, Shape
+from fusedbench.shapes import SHAPE_SETS, Shape, shape_label
 
 # The provider ladder, cheapest to write first. Each is prepared once (allocation, planning)
 # and then run many times with nothing but the work in the hot call.
@@ -35,7 +35,7 @@ class Workload:
 
     @property
     def shape(self) -> str:
-        return f"({self.m},{self.k})x({self.k},{self.n})"
+        return shape_label(self.m, self.k, self.n)
 
     @property
     def label(self) -> str:

@@ -18,6 +18,7 @@ from rich.table import Table
 from fusedbench import __version__
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import write_text_atomically
+from fusedbench.shapes import shape_label
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -71,8 +72,7 @@ def command_list(*, as_json: bool) -> int:
         shapes.add_column(column, overflow="fold")
     for name, members in catalog["shape_details"].items():
         for s in members:
-            m, k, n = s["mkn"]
-            shapes.add_row(name, f"({m},{k})x({k},{n})", s["label"], s["source"])
+            shapes.add_row(name, shape_label(*s["mkn"]), s["label"], s["source"])
     providers = Table(title="providers")
     for column in ("name", "what"):
         providers.add_column(column, overflow="fold")

@@ -8,7 +8,7 @@ Samples are kept raw (seconds, one per call); statistics are derived from them.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -61,38 +61,61 @@ class Timing:
         return self.relative_iqr > NOISY_RELATIVE_IQR
 
 
-def sample_timings(
-    run: Callable[[], object],
+def sample_interleaved(
+    runs: Mapping[str, Callable[[], object]],
     *,
     clock: Clock,
     samples: int,
     warmup: int,
     warmup_seconds: float = 0.0,
     between_samples: Callable[[], None] | None = None,
-) -> list[float]:
-    """Warm up, then call `run` `samples` times, each call timed alone by `clock`.
+) -> dict[str, list[float] | Exception]:
+    """Time several ways of doing one piece of work in rounds: each round calls each run once.
 
-    Warm-up lasts at least `warmup` calls and `warmup_seconds` of measured time (the GPU raises
-    its clocks only under load); each warm-up call is timed too, so no queue of calls builds up
-    ahead of the GPU. `between_samples` (an L2 flush) runs before every timed call, outside the
-    timed region.
+    A GPU at its power cap changes clock within seconds, so consecutive samples of one run
+    drift together; interleaving spreads that drift over every run, which keeps their
+    comparison fair (a fused epilog against the GEMM alone differs by a few per cent). Warm-up
+    lasts at least `warmup` rounds and `warmup_seconds` of measured time; every call is timed
+    alone, so no queue of calls builds up ahead of the GPU. `between_samples` (an L2 flush)
+    runs before every timed call of the sampling rounds, outside the timed region. A run that
+    raises is dropped from later rounds; its exception is its result.
     """
     if samples < 1 or warmup < 0:
         raise ValueError(f"need samples >= 1 and warmup >= 0, got samples={samples}, warmup={warmup}")
-    calls, spent = 0, 0.0
-    while calls < warmup or spent < warmup_seconds:
-        clock.start()
-        run()
-        spent += clock.stop()
-        calls += 1
-    timings = []
+    results: dict[str, list[float] | Exception] = {name: [] for name in runs}
+
+    def one_round(before: Callable[[], None] | None) -> float:
+        spent = 0.0
+        for name, run in runs.items():
+            timings = results[name]
+            if isinstance(timings, Exception):
+                continue
+            if before is not None:
+                before()
+            clock.start()
+            try:
+                run()
+            except Exception as exc:
+                clock.stop()
+                results[name] = exc
+                continue
+            elapsed = clock.stop()
+            spent += elapsed
+            timings.append(elapsed)
+        return spent
+
+    rounds, spent = 0, 0.0
+    while rounds < warmup or spent < warmup_seconds:
+        spent += one_round(None)
+        rounds += 1
+        if all(isinstance(r, Exception) for r in results.values()):
+            return results
+    for timings in results.values():
+        if not isinstance(timings, Exception):
+            timings.clear()  # warm-up calls are not samples
     for _ in range(samples):
-        if between_samples is not None:
-            between_samples()
-        clock.start()
-        run()
-        timings.append(clock.stop())
-    return timings
+        one_round(between_samples)
+    return results
 
 
 class CudaEventClock:

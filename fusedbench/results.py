@@ -4,6 +4,9 @@ asv's own loader parses the files; fusedbench adds what asv does not keep: each 
 and shape (from its benchmark class and parameters), the status and reason of cells asv
 skipped (from the `.fbenv` file `fusedbench run` writes beside asv's), and, from the ceilings
 measured in the same run, each cell's TFLOP/s and floor, max(FLOPs / rate, bytes / bandwidth).
+The rate is the best the run measured: the ceiling GEMM's, or the fastest cell's FLOP/s where
+one ran faster (large LLM shapes beat the 8192^3 ceiling GEMM by a few per cent, an autotuned
+algorithm beats the default one), so no cell's floor is above a time the GPU was seen to reach.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from fusedbench.dtypes import dtype_spec
-from fusedbench.epilogs import epilog_spec
+from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, Timing
+from fusedbench.shapes import shape_label
 from fusedbench.suites import GROUPS
 
 COLUMNS = [
@@ -42,6 +46,8 @@ COLUMNS = [
     "rel_iqr",
     "tflops",
     "floor_s",
+    "flops",  # the least work the provider does: the gemm provider's is the GEMM alone
+    "bytes",  # what a fused kernel must move: operands, D, bias, aux
 ]
 ENVIRONMENT_SUFFIX = ".fbenv"  # JSON beside asv's results; not *.json, which asv would try to load
 NO_REASON = "asv skipped it; no reason was recorded (runs through `fusedbench run` keep them)"
@@ -141,7 +147,7 @@ class ResultSet:
     """Everything under a results folder: the cells, the ceilings of each run, and its environments."""
 
     cells: pd.DataFrame  # COLUMNS, a row per cell and run
-    ceilings: pd.DataFrame  # machine, commit, dtype, gemm_tflops, copy_tbps
+    ceilings: pd.DataFrame  # CEILING_COLUMNS: the best GEMM rate (and where it was reached), copy bandwidth
     environments: list[dict]  # `.fbenv` payloads
 
 
@@ -158,13 +164,8 @@ def load_results(results_dir: str) -> ResultSet:
         rates, bandwidth = ceilings(result)
         for dtype, rate in rates.items():
             ceiling_rows.append(
-                {
-                    "machine": machine,
-                    "commit": commit,
-                    "dtype": dtype,
-                    "gemm_tflops": rate / 1e12,
-                    "copy_tbps": bandwidth / 1e12,
-                }
+                {"machine": machine, "commit": commit, "dtype": dtype, "gemm_tflops": rate / 1e12}
+                | {"gemm_at": f"{shape_label(*CEILING_GEMM_SHAPE)} ceiling", "copy_tbps": bandwidth / 1e12}
             )
         for key in sorted(result.get_all_result_keys()):
             parts = key.split(".")
@@ -177,16 +178,46 @@ def load_results(results_dir: str) -> ResultSet:
             for combo, value, stat, sample in zip(
                 _parameter_sets(result, key), result.get_result_value(key, params), stats, samples, strict=True
             ):
-                rows.append(_row(machine, commit, group, combo, value, stat, sample, statuses, rates, bandwidth))
+                rows.append(_row(machine, commit, group, combo, value, stat, sample, statuses))
     if not rows and files:
         raise FusedbenchError(
             f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
         )
-    return ResultSet(
-        cells=pd.DataFrame(rows, columns=COLUMNS),
-        ceilings=pd.DataFrame(ceiling_rows, columns=["machine", "commit", "dtype", "gemm_tflops", "copy_tbps"]),
-        environments=environments,
+    work = pd.DataFrame(rows, columns=COLUMNS)
+    roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
+    return ResultSet(cells=with_floors(work, roofs)[COLUMNS], ceilings=roofs, environments=environments)
+
+
+CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
+
+
+def best_gemm_rates(work: pd.DataFrame, ceiling_rows: pd.DataFrame) -> pd.DataFrame:
+    """Each run's ceilings, the GEMM rate raised to the fastest cell's FLOP/s where one beat the ceiling GEMM."""
+    roofs = ceiling_rows.copy()
+    timed = work[work["status"] == "ok"]
+    for index, roof in roofs.iterrows():
+        mine = timed[(timed["machine"] == roof["machine"]) & (timed["commit"] == roof["commit"])]
+        mine = mine[mine["dtype"] == roof["dtype"]]
+        if mine.empty:
+            continue
+        rates = mine["flops"] / mine["time_s"] / 1e12
+        best = rates.idxmax()
+        if rates[best] > roof["gemm_tflops"]:
+            cell = mine.loc[best]
+            at = f"{shape_label(cell['m'], cell['k'], cell['n'])} {cell['epilog']} {cell['provider']}"
+            roofs.loc[index, ["gemm_tflops", "gemm_at"]] = rates[best], at
+    return roofs
+
+
+def with_floors(work: pd.DataFrame, roofs: pd.DataFrame) -> pd.DataFrame:
+    """`floor_s` = max(flops / GEMM rate, bytes / copy bandwidth) of the cell's run; NaN without its ceilings."""
+    keyed = work.drop(columns="floor_s").merge(
+        roofs[["machine", "commit", "dtype", "gemm_tflops", "copy_tbps"]], how="left", on=["machine", "commit", "dtype"]
     )
+    floors = pd.concat(
+        [keyed["flops"] / (keyed["gemm_tflops"] * 1e12), keyed["bytes"] / (keyed["copy_tbps"] * 1e12)], axis=1
+    ).max(axis=1, skipna=False)
+    return keyed.assign(floor_s=floors.to_numpy())
 
 
 def load_table(results_dir: str) -> pd.DataFrame:
@@ -194,9 +225,11 @@ def load_table(results_dir: str) -> pd.DataFrame:
     return load_results(results_dir).cells
 
 
-def _row(machine, commit, group, combo, value, stat, sample, statuses, rates, bandwidth) -> dict:
+def _row(machine, commit, group, combo, value, stat, sample, statuses) -> dict:
+    """One cell of one run (its floor comes later, from the run's ceilings)."""
     epilog, shape, provider = combo
-    spec, dtype = epilog_spec(epilog), group.dtype
+    dtype = group.dtype
+    spec = EPILOGS[Epilog.DEFAULT] if provider == "gemm" else epilog_spec(epilog)
     m, k, n = parse_shape(shape)
     time = _number(value)
     if math.isnan(time):
@@ -205,8 +238,6 @@ def _row(machine, commit, group, combo, value, stat, sample, statuses, rates, ba
         status, reason = "ok", ""
     flops = spec.flops(m, k, n)
     itemsizes = dtype_spec(dtype).operand_itemsize, dtype_spec(dtype).result_itemsize
-    bounds = (flops / rates.get(dtype, math.nan), spec.fused_bytes(m, k, n, *itemsizes) / bandwidth)
-    floor = math.nan if any(math.isnan(b) for b in bounds) else max(bounds)  # unknown without both ceilings
     return {
         "machine": machine,
         "commit": commit,
@@ -224,7 +255,9 @@ def _row(machine, commit, group, combo, value, stat, sample, statuses, rates, ba
         "samples": len(sample) if sample else 0,
         "rel_iqr": Timing(tuple(sample), cold_l2=True).relative_iqr if sample else math.nan,
         "tflops": flops / time / 1e12 if time > 0 else math.nan,
-        "floor_s": floor,
+        "floor_s": math.nan,  # with_floors() fills it from the run's ceilings
+        "flops": flops,
+        "bytes": spec.fused_bytes(m, k, n, *itemsizes),
     }
 
 

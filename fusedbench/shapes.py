@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from fusedbench.errors import FusedbenchError
 
 
+def shape_label(m: int, k: int, n: int) -> str:
+    """(M, K, N) -> '(M,K)x(K,N)': how shapes are written everywhere, asv parameters included."""
+    return f"({m},{k})x({k},{n})"
+
+
 @dataclass(frozen=True)
 class Shape:
     """One GEMM shape, with where it comes from."""
@@ -27,7 +32,7 @@ class Shape:
         return self.m, self.k, self.n
 
     def __str__(self) -> str:
-        return f"({self.m},{self.k})x({self.k},{self.n})"
+        return shape_label(self.m, self.k, self.n)
 
 
 _LLAMA3_8B = "meta-llama/Meta-Llama-3-8B config.json: hidden 4096, intermediate 14336, 8 KV heads x 128"

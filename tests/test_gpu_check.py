@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusedbench.catalog import Workload
+from fusedbench.catalog import PROVIDERS, Workload
 from fusedbench.check import run_check
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec
@@ -129,3 +129,24 @@ def test_reference_inputs_round_trip_the_relu_mask(gpu_stack):
     inputs: ReferenceInputs = operands.reference_inputs()
     negative = operands.relu_negative.cpu().numpy()
     np.testing.assert_array_equal(inputs.relu_mask, ~negative)
+
+
+def test_a_group_is_measured_in_rounds_with_every_cell_timed_or_refused(gpu_stack, tmp_path, monkeypatch):
+    import json
+
+    from fusedbench.gpu.bench import measure_group
+    from fusedbench.measure import SAMPLES
+    from fusedbench.suites import STATUS_DIR_VARIABLE, BenchmarkGroup
+
+    monkeypatch.setenv(STATUS_DIR_VARIABLE, str(tmp_path))
+    group = BenchmarkGroup("Fp16Small", "fp16", "small", ("RELU_BIAS", "DGELU_BGRAD"), tuple(PROVIDERS))
+    report = measure_group(group)
+    assert len(report["cells"]) == group.cell_count
+    for (epilog, _, provider), cell in report["cells"].items():
+        if provider == "torch" and epilog == "DGELU_BGRAD":
+            assert cell["status"] == "unsupported" and "torch has no op" in cell["reason"]
+        else:
+            assert cell["status"] == "ok", cell["reason"]
+            assert len(cell["samples"]) == SAMPLES and all(0 < s < 1 for s in cell["samples"])
+    written = json.loads((tmp_path / "Fp16Small.json").read_text())
+    assert len(written["cells"]) == group.cell_count

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fusedbench.measure import ReplayClock, Timing, sample_timings
+from fusedbench.measure import ReplayClock, Timing, sample_interleaved
 
 
 class FakeClock:
@@ -20,22 +20,51 @@ class FakeClock:
         return next(self._durations)
 
 
-def test_warmup_calls_are_untimed_and_each_sample_times_one_call():
+def test_providers_are_timed_in_rounds_after_untimed_warmup_rounds():
     log = []
-    samples = sample_timings(
-        lambda: log.append("run"),
-        clock=FakeClock([9.0, 9.0, 9.0, 0.5, 0.25], log),
+    samples = sample_interleaved(
+        {"a": lambda: log.append("a"), "b": lambda: log.append("b")},
+        clock=FakeClock([9.0, 9.0, 0.5, 1.5, 0.25, 1.25], log),
         samples=2,
-        warmup=3,
+        warmup=1,
         between_samples=lambda: log.append("flush"),
     )
-    assert samples == [0.5, 0.25]
-    assert log == ["start", "run", "stop"] * 3 + ["flush", "start", "run", "stop"] * 2
+    assert samples == {"a": [0.5, 0.25], "b": [1.5, 1.25]}
+    warmup = ["start", "a", "stop", "start", "b", "stop"]
+    one_round = ["flush", "start", "a", "stop", "flush", "start", "b", "stop"]
+    assert log == warmup + one_round * 2
 
 
 def test_the_loop_refuses_zero_samples():
     with pytest.raises(ValueError, match="samples=0"):
-        sample_timings(lambda: None, clock=FakeClock([], []), samples=0, warmup=0)
+        sample_interleaved({"a": lambda: None}, clock=FakeClock([], []), samples=0, warmup=0)
+
+
+def test_a_run_that_raises_is_dropped_and_the_others_keep_their_samples():
+    calls = {"good": 0, "bad": 0}
+
+    def good():
+        calls["good"] += 1
+
+    def bad():
+        calls["bad"] += 1
+        if calls["bad"] == 2:  # fails in its first sampling round
+            raise RuntimeError("illegal memory access")
+
+    samples = sample_interleaved(
+        {"good": good, "bad": bad}, clock=FakeClock([1.0] * 10, []), samples=3, warmup=1, warmup_seconds=0.0
+    )
+    assert samples["good"] == [1.0, 1.0, 1.0]
+    assert isinstance(samples["bad"], RuntimeError) and calls["bad"] == 2
+
+
+def test_warmup_stops_when_every_run_has_failed():
+    def bad():
+        raise RuntimeError("no")
+
+    samples = sample_interleaved({"bad": bad}, clock=FakeClock([1.0] * 3, []), samples=2, warmup=1, warmup_seconds=5.0)
+    assert isinstance(samples["bad"], RuntimeError)
+    assert sample_interleaved({}, clock=FakeClock([], []), samples=2, warmup=1, warmup_seconds=5.0) == {}
 
 
 def test_median_and_relative_iqr_come_from_the_raw_samples():
@@ -53,15 +82,15 @@ def test_a_tight_spread_is_not_noisy():
 
 def test_warmup_lasts_at_least_the_given_measured_time():
     calls = []
-    samples = sample_timings(
-        lambda: calls.append(1),
+    samples = sample_interleaved(
+        {"a": lambda: calls.append(1)},
         clock=FakeClock([0.1, 0.1, 0.1, 0.1, 7.0], []),
         samples=1,
         warmup=1,
         warmup_seconds=0.35,
     )
     assert len(calls) == 4 + 1  # warm-up until 0.4 s of GPU time, then the one timed call
-    assert samples == [7.0]
+    assert samples == {"a": [7.0]}
 
 
 def test_replay_clock_turns_each_call_into_the_next_recorded_sample():

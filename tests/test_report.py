@@ -102,13 +102,19 @@ def test_roofline_draws_the_roof_only_with_the_runs_ceilings(results):
     assert "no ceilings measured" in without.layout.title.text
     assert [trace.name for trace in without.data] == list(PROVIDERS)
     # Synthetic ceilings for this test only: a 700 TFLOP/s GEMM and 4 TB/s of copy bandwidth.
-    ceilings = pd.DataFrame(
-        [{"machine": MACHINE, "commit": "x", "dtype": "fp16", "gemm_tflops": 700.0, "copy_tbps": 4.0}]
+    (commit,) = set(results.cells["commit"])
+    roof_row = {"machine": MACHINE, "dtype": "fp16", "gemm_tflops": 700.0, "gemm_at": "somewhere", "copy_tbps": 4.0}
+    other_commit = roofline_figure(
+        results.cells, pd.DataFrame([roof_row | {"commit": "0" * 40}]), machine=MACHINE, dtype="fp16"
     )
-    with_roof = roofline_figure(results.cells, ceilings, machine=MACHINE, dtype="fp16")
+    assert "no ceilings measured" in other_commit.layout.title.text  # another run's roof is not this run's
+    with_roof = roofline_figure(
+        results.cells, pd.DataFrame([roof_row | {"commit": commit}]), machine=MACHINE, dtype="fp16"
+    )
     roof = with_roof.data[-1]
     assert roof.name.startswith("roof") and max(roof.y) == pytest.approx(700.0)
     assert min(roof.y) == pytest.approx(4.0 * min(roof.x))
+    assert "700 TFLOP/s (at somewhere), copy 4.00 TB/s" in with_roof.layout.title.text
 
 
 def test_machines_side_by_side_and_history_appear_with_a_second_machine_and_commit(results):

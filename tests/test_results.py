@@ -88,6 +88,40 @@ def test_floors_need_the_ceilings_of_the_same_run():
     assert load_table(FIXTURE)["floor_s"].isna().all()
 
 
+def _cell(provider, m, k, n, time_s, flops, bytes_, commit="c1"):
+    return {"machine": MACHINE, "commit": commit, "dtype": "fp16", "epilog": "BIAS", "provider": provider} | {
+        "status": "ok", "m": m, "k": k, "n": n, "time_s": time_s, "flops": flops, "bytes": bytes_, "floor_s": math.nan
+    }  # fmt: skip
+
+
+def test_the_roof_is_the_fastest_gemm_the_run_measured_and_floors_follow_it():
+    import pandas as pd
+
+    from fusedbench.results import CEILING_COLUMNS, best_gemm_rates, with_floors
+
+    ceiling = pd.DataFrame(
+        [[MACHINE, "c1", "fp16", 700.0, "(8192,8192)x(8192,8192) ceiling", 3.0]], columns=CEILING_COLUMNS
+    )
+    work = pd.DataFrame(
+        [
+            _cell("gemm", 8192, 8192, 65536, 1e-3, 750e9, 1e9),
+            _cell("gemm", 16384, 256, 16384, 1e-3, 100e9, 1e9),  # slow, memory-bound: no roof
+            _cell("fused", 8192, 8192, 65536, 1e-3, 760e9, 3e9),  # 760 TFLOP/s: beats the ceiling GEMM
+            _cell("gemm", 8192, 8192, 65536, 1e-4, 750e9, 1e9, commit="c2"),  # another run: not this roof
+        ]
+    )
+    roofs = best_gemm_rates(work, ceiling)
+    assert roofs.loc[0, "gemm_tflops"] == pytest.approx(760.0)
+    assert roofs.loc[0, "gemm_at"] == "(8192,8192)x(8192,65536) BIAS fused"
+    floors = with_floors(work, roofs)["floor_s"]
+    assert floors[0] == pytest.approx(750e9 / 760e12)
+    assert floors[2] == pytest.approx(1e-3)  # max(1 ms of FLOPs, 3 GB / 3 TB/s = 1 ms): the cell is at its floor
+    assert floors[1] == pytest.approx(1e9 / 3e12)  # memory-bound: bytes over bandwidth
+    assert math.isnan(floors[3])  # run c2 measured no ceilings
+    slower = best_gemm_rates(work[work["provider"] == "gemm"].assign(time_s=2e-3), ceiling)
+    assert slower.loc[0, "gemm_tflops"] == 700.0 and slower.loc[0, "gemm_at"].endswith("ceiling")
+
+
 def test_a_corrupt_results_file_is_one_line_naming_the_file(tmp_path, capsys):
     copy = tmp_path / "results"
     shutil.copytree(FIXTURE, copy)

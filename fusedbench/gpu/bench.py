@@ -1,8 +1,9 @@
 """Measure a benchmark group on the GPU: every provider of every workload, in one CUDA context.
 
-Called from asv's `setup_cache` (benchmarks/cells.py). Each cell is prepared once, warmed up,
-then timed call by call with CUDA events, L2 flushed before every sample (every cell is
-measured cold). The result is plain data (picklable) that asv hands to each cell's process.
+Called from asv's `setup_cache` (benchmarks/cells.py). A workload's providers are prepared
+together, warmed up, then timed in interleaved rounds (one call of each per round) with CUDA
+events, L2 flushed before every sample (every cell is measured cold). The result is plain data
+(picklable) that asv hands to each cell's process.
 """
 
 from __future__ import annotations
@@ -23,15 +24,15 @@ from fusedbench.measure import (
     SAMPLES,
     CudaEventClock,
     L2Flusher,
-    sample_timings,
+    sample_interleaved,
 )
 from fusedbench.suites import PROGRESS_SUFFIX, STATUS_DIR_VARIABLE, BenchmarkGroup
 
-WARMUP_CALLS = 1  # per cell, on top of the warm-up call in prepare_provider
-# Per workload, before its first cell: raises the SM clock after the host-side set-up. The
-# workload's other cells follow with the GPU still busy, so they need only the calls.
-WARMUP_SECONDS = 0.05
-MEMORY_HEADROOM = 4  # D-sized temporaries the textbook provider allocates, beyond the operands
+WARMUP_ROUNDS = 1  # one call of every provider, on top of the warm-up call in prepare_provider
+WARMUP_SECONDS = 0.05  # and at least this much GPU time: raises the SM clock after the host-side set-up
+# D-sized buffers beyond the operands while a workload's providers are all prepared: the
+# textbook's temporaries, the unfused pass's aux buffer, the aux outputs nvmath allocates per call.
+MEMORY_HEADROOM = 6
 
 
 def _free_bytes(stack: GpuStack) -> int:
@@ -74,9 +75,8 @@ def measure_group(group: BenchmarkGroup, *, seed: int = 0) -> dict:
         except Skipped as exc:
             cells.update((key, _cell("skipped", exc.reason)) for key in keys)
             continue
-        for position, (key, provider) in enumerate(zip(keys, group.providers, strict=True)):
-            warmup_seconds = WARMUP_SECONDS if position == 0 else 0.0
-            cells[key] = _measure_cell(stack, operands, provider, clock, flush, warmup_seconds)
+        measured = _measure_workload(stack, operands, group.providers, clock, flush)
+        cells.update((key, measured[provider]) for key, provider in zip(keys, group.providers, strict=True))
         del operands
         _write_progress(group, len(cells), workload.label)
     report = {"device": stack.device_name, "cells": cells, "seconds": time.perf_counter() - started}
@@ -84,29 +84,36 @@ def measure_group(group: BenchmarkGroup, *, seed: int = 0) -> dict:
     return report
 
 
-def _measure_cell(stack: GpuStack, operands, provider: str, clock, flush, warmup_seconds: float) -> dict:
+def _measure_workload(stack: GpuStack, operands, providers, clock, flush) -> dict[str, dict]:
+    """Prepare every provider of one workload, then time them together (`sample_interleaved`)."""
+    cells, prepared = {}, {}
     try:
-        prepared = prepare_provider(provider, stack, operands)
-    except Unsupported as exc:
-        return _cell("unsupported", exc.reason)
-    except Skipped as exc:
-        return _cell("skipped", exc.reason)
-    except Exception as exc:  # reported as a failed cell, never hidden
-        return _cell("failed", f"{type(exc).__name__}: {exc}")
-    try:
-        samples = sample_timings(
-            prepared.run,
+        for provider in providers:
+            try:
+                prepared[provider] = prepare_provider(provider, stack, operands)
+            except Unsupported as exc:
+                cells[provider] = _cell("unsupported", exc.reason)
+            except Skipped as exc:
+                cells[provider] = _cell("skipped", exc.reason)
+            except Exception as exc:  # reported as a failed cell, never hidden
+                cells[provider] = _cell("failed", f"{type(exc).__name__}: {exc}")
+        timed = sample_interleaved(
+            {provider: ready.run for provider, ready in prepared.items()},
             clock=clock,
             samples=SAMPLES,
-            warmup=WARMUP_CALLS,
-            warmup_seconds=warmup_seconds,
+            warmup=WARMUP_ROUNDS,
+            warmup_seconds=WARMUP_SECONDS,
             between_samples=flush,
         )
-    except Exception as exc:
-        return _cell("failed", f"{type(exc).__name__}: {exc}")
     finally:
-        prepared.release()
-    return _cell("ok", samples=samples)
+        for ready in prepared.values():
+            ready.release()
+    for provider, samples in timed.items():
+        if isinstance(samples, Exception):
+            cells[provider] = _cell("failed", f"{type(samples).__name__}: {samples}")
+        else:
+            cells[provider] = _cell("ok", samples=samples)
+    return cells
 
 
 def _write_progress(group: BenchmarkGroup, done: int, last: str) -> None:
@@ -146,7 +153,7 @@ def measure_gemm_ceilings(dtypes: list[str], *, seed: int = 0) -> dict[str, dict
         except Skipped as exc:
             cells[dtype] = _cell("skipped", exc.reason)
             continue
-        cells[dtype] = _measure_cell(stack, operands, "gemm", clock, flush, WARMUP_SECONDS)
+        cells[dtype] = _measure_workload(stack, operands, ["gemm"], clock, flush)["gemm"]
         del operands
     return cells
 
@@ -157,12 +164,14 @@ def measure_copy_ceiling() -> dict:
     clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
     source = stack.cupy.empty(CEILING_COPY_BYTES, dtype=stack.cupy.uint8)
     target = stack.cupy.empty_like(source)
-    samples = sample_timings(
-        lambda: target.__setitem__(Ellipsis, source),
+    samples = sample_interleaved(
+        {"copy": lambda: target.__setitem__(Ellipsis, source)},
         clock=clock,
         samples=SAMPLES,
-        warmup=WARMUP_CALLS,
+        warmup=WARMUP_ROUNDS,
         warmup_seconds=WARMUP_SECONDS,
         between_samples=flush,
-    )
+    )["copy"]
+    if isinstance(samples, Exception):
+        return _cell("failed", f"{type(samples).__name__}: {samples}")
     return _cell("ok", samples=samples)

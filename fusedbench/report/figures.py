@@ -13,13 +13,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from fusedbench.catalog import PROVIDERS
-from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.measure import NOISY_RELATIVE_IQR
+from fusedbench.shapes import shape_label
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
-EPILOGS_BY_NAME = {spec.name: spec for spec in EPILOGS.values()}
-ITEMSIZES = {name: (spec.operand_itemsize, spec.result_itemsize) for name, spec in DTYPES.items()}
 PROVIDER_COLORS = {
     "textbook": "#9e9e9e",
     "unfused": "#f4a261",
@@ -31,14 +29,10 @@ PROVIDER_COLORS = {
 BASELINES = ("textbook", "unfused")
 
 
-def shape_label(row) -> str:
-    return f"({row.m},{row.k})x({row.k},{row.n})"
-
-
 def with_shape(cells: pd.DataFrame) -> pd.DataFrame:
     """The cells with a 'shape' label column, ordered by problem size."""
     cells = cells.copy()
-    cells["shape"] = [shape_label(row) for row in cells.itertuples()]
+    cells["shape"] = [shape_label(row.m, row.k, row.n) for row in cells.itertuples()]
     cells["size"] = cells["m"] * cells["n"] * cells["k"]
     return cells
 
@@ -185,13 +179,7 @@ def noisy_cells(cells: pd.DataFrame) -> pd.DataFrame:
 def roofline_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, dtype: str) -> go.Figure:
     """Achieved TFLOP/s against arithmetic intensity (FLOPs per fused byte), under the run's ceilings."""
     rows = with_shape(cells[(cells["machine"] == machine) & (cells["dtype"] == dtype) & (cells["status"] == "ok")])
-    specs = [EPILOGS_BY_NAME[row.epilog] for row in rows.itertuples()]
-    rows = rows.assign(
-        intensity=[
-            spec.flops(r.m, r.k, r.n) / spec.fused_bytes(r.m, r.k, r.n, *ITEMSIZES[dtype])
-            for spec, r in zip(specs, rows.itertuples(), strict=True)
-        ]
-    )
+    rows = rows.assign(intensity=rows["flops"] / rows["bytes"])
     figure = go.Figure()
     for provider in PROVIDERS:
         part = rows[rows["provider"] == provider]
@@ -204,11 +192,15 @@ def roofline_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str
             text=[f"{r.epilog} {r.shape}" for r in part.itertuples()],
             hovertemplate="%{text} " + provider + "<br>%{y:.0f} TFLOP/s at %{x:.0f} FLOP/B<extra></extra>",
         )
-    ceiling = ceilings[(ceilings["machine"] == machine) & (ceilings["dtype"] == dtype)]
+    ceiling = ceilings[
+        (ceilings["machine"] == machine) & (ceilings["dtype"] == dtype) & ceilings["commit"].isin(set(rows["commit"]))
+    ]
     title = f"{machine} {dtype}: achieved TFLOP/s against arithmetic intensity"
     if len(ceiling) and len(rows):
-        rate, bandwidth = float(ceiling["gemm_tflops"].iloc[-1]), float(ceiling["copy_tbps"].iloc[-1])
+        roof = ceiling.iloc[-1]
+        rate, bandwidth = float(roof["gemm_tflops"]), float(roof["copy_tbps"])
         span = np.geomspace(max(rows["intensity"].min() / 2, 1.0), rows["intensity"].max() * 2, 64)
+        title += f"<br><sup>roof: best GEMM {rate:.0f} TFLOP/s (at {roof['gemm_at']}), copy {bandwidth:.2f} TB/s</sup>"
         figure.add_scatter(
             name="roof: min(GEMM rate, bandwidth x intensity)",
             x=span,
