@@ -35,6 +35,25 @@ def test_providers_are_timed_in_rounds_after_untimed_warmup_rounds():
     assert log == warmup + one_round * 2
 
 
+def test_each_sampling_round_runs_every_provider_once_in_its_own_order():
+    log = []
+    names = ["textbook", "unfused", "fused", "fused-autotuned", "torch", "gemm"]
+    runs = {name: (lambda name=name: log.append(name)) for name in names}
+    durations = {name: float(index) for index, name in enumerate(names)}  # each provider's own time
+    clock = FakeClock(iter(lambda: durations[log[-1]], None), [])
+    samples = sample_interleaved(runs, clock=clock, samples=10, warmup=1)
+    assert samples == {name: [durations[name]] * 10 for name in names}  # every sample is its own run's
+    warmup, rounds = log[:6], [log[6 + 6 * r : 12 + 6 * r] for r in range(10)]
+    assert warmup == names
+    assert all(sorted(one) == sorted(names) for one in rounds)
+    assert len({tuple(one) for one in rounds}) > 5  # orders differ from round to round
+    assert {one[0] for one in rounds} != {names[0]}  # the first provider is not always first
+    again = []
+    runs_again = {name: (lambda name=name: again.append(name)) for name in names}
+    sample_interleaved(runs_again, clock=FakeClock(iter(lambda: 1.0, None), []), samples=10, warmup=1)
+    assert again == log  # the same order seed gives the same orders: runs are repeatable
+
+
 def test_the_loop_refuses_zero_samples():
     with pytest.raises(ValueError, match="samples=0"):
         sample_interleaved({"a": lambda: None}, clock=FakeClock([], []), samples=0, warmup=0)

@@ -1,8 +1,8 @@
 """Measure a benchmark group on the GPU: every provider of every workload, in one CUDA context.
 
 Called from asv's `setup_cache` (benchmarks/cells.py). A workload's providers are prepared
-together, warmed up, then timed in interleaved rounds (one call of each per round) with CUDA
-events, L2 flushed before every sample (every cell is measured cold). The result is plain data
+together, warmed up, then timed in interleaved rounds (one call of each per round, in a
+shuffled order) with CUDA events, L2 flushed before every sample (every cell is measured cold). The result is plain data
 (picklable) that asv hands to each cell's process.
 """
 
@@ -75,7 +75,7 @@ def measure_group(group: BenchmarkGroup, *, seed: int = 0) -> dict:
         except Skipped as exc:
             cells.update((key, _cell("skipped", exc.reason)) for key in keys)
             continue
-        measured = _measure_workload(stack, operands, group.providers, clock, flush)
+        measured = _measure_workload(stack, operands, group.providers, clock, flush, order_seed=seed + index)
         cells.update((key, measured[provider]) for key, provider in zip(keys, group.providers, strict=True))
         del operands
         _write_progress(group, len(cells), workload.label)
@@ -84,7 +84,7 @@ def measure_group(group: BenchmarkGroup, *, seed: int = 0) -> dict:
     return report
 
 
-def _measure_workload(stack: GpuStack, operands, providers, clock, flush) -> dict[str, dict]:
+def _measure_workload(stack: GpuStack, operands, providers, clock, flush, order_seed: int = 0) -> dict[str, dict]:
     """Prepare every provider of one workload, then time them together (`sample_interleaved`)."""
     cells, prepared = {}, {}
     try:
@@ -104,6 +104,7 @@ def _measure_workload(stack: GpuStack, operands, providers, clock, flush) -> dic
             warmup=WARMUP_ROUNDS,
             warmup_seconds=WARMUP_SECONDS,
             between_samples=flush,
+            order_seed=order_seed,
         )
     finally:
         for ready in prepared.values():
