@@ -38,7 +38,19 @@ def test_plotly_is_embedded_once_and_nothing_is_fetched(page):
 def test_the_report_has_a_section_per_machine_with_headline_and_environment(page):
     assert f"<h2>{MACHINE}" in page
     assert "Headline" in page and "Environment" in page
-    assert "NVIDIA H200" in page and "130100" in page  # GPU and cuBLASLt from the .fbenv file
+    assert "NVIDIA H200" in page and "<td>13.1.0</td>" in page  # GPU and cuBLASLt 130100 from the .fbenv file
+
+
+def test_the_headline_counts_fusion_inversions_and_names_the_worst(results):
+    from fusedbench.report import headline
+
+    table = speedups(results.cells)
+    inverted = table[table["over_unfused"] < 0.95]
+    worst = table.loc[table["over_unfused"].idxmin()]
+    text = headline(results.cells, table, MACHINE)
+    assert f"<td>{len(inverted)} of {table['over_unfused'].notna().sum()}</td>" in text
+    assert f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x" in text
+    assert worst["epilog"] in ("DRELU_BGRAD", "DGELU_BGRAD")  # cuBLASLt's fused bias gradients lose here
 
 
 def test_figures_cover_both_baselines_the_epilog_cost_and_each_shape(page):
@@ -130,6 +142,7 @@ def test_machines_side_by_side_and_history_appear_with_a_second_machine_and_comm
     assert "Machines side by side" in page
     assert "fused's speedups across commits" in page
     assert page.count("<h2>") == 3  # two machines and the side-by-side section
+    assert f"{MACHINE} (37415b86)" in page and "h100-80gb-hbm3 (37415b86)" in page  # bars name their commits
 
 
 def test_key_figures_are_the_fused_over_unfused_heatmaps(results):
@@ -152,6 +165,19 @@ def test_heatmap_hover_names_times_intervals_and_samples(results):
     hover = figure.data[0].hovertext[0][0]
     assert hover.startswith("DEFAULT fp16 (16384,256)x(256,16384)")
     assert "99% CI" in hover and "10 samples" in hover and "textbook" in hover
+
+
+def test_the_epilog_cost_heatmap_writes_fused_minus_gemm_in_each_cell(results):
+    from fusedbench.report.figures import epilog_cost_figure
+
+    table = speedups(results.cells)
+    figure = epilog_cost_figure(table, machine=MACHINE, dtype="fp16")
+    heatmap = figure.data[0]
+    row = list(heatmap.y).index("GELU_BIAS")
+    column = list(heatmap.x).index("(16384,256)x(256,16384)")
+    cell = table[(table["epilog"] == "GELU_BIAS") & (table["shape"] == "(16384,256)x(256,16384)")].iloc[0]
+    assert heatmap.text[row][column] == f"{(cell['fused'] - cell['gemm']) / cell['gemm'] * 100:+.0f}%"
+    assert "gemm" in heatmap.hovertext[row][column] and "epilog cost" in heatmap.hovertext[row][column]
 
 
 def test_failed_unsupported_and_skipped_cells_are_all_listed_with_reasons(tmp_path, results):

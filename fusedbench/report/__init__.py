@@ -72,20 +72,37 @@ def _figure(figure: go.Figure) -> str:
     return figure.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
 
 
+# A fused epilog this much slower than the unfused GEMM + pass is a fusion inversion.
+INVERSION = 0.95
+
+
 def headline(cells: pd.DataFrame, table: pd.DataFrame, machine: str) -> str:
-    """Geometric-mean speedups per dtype, and how many cells are in each status."""
+    """Per dtype: geometric-mean speedups, the fusion inversions and the worst one, and the cell statuses."""
     rows = []
     for dtype in dict.fromkeys(table[table["machine"] == machine]["dtype"]):
         part = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
         counts = cells[(cells["machine"] == machine) & (cells["dtype"] == dtype)]["status"].value_counts()
+        inversions = part[part["over_unfused"] < INVERSION]
+        worst = part.loc[part["over_unfused"].idxmin()] if part["over_unfused"].notna().any() else None
         rows.append(
             {
                 "dtype": dtype,
-                **{f"fused over {b} (geomean)": geometric_mean(part[f"over_{b}"]) for b in BASELINES},
+                **{f"fused over {b} (geomean)": f"{geometric_mean(part[f'over_{b}']):.2f}x" for b in BASELINES},
+                f"fused < {INVERSION:g}x unfused": f"{len(inversions)} of {part['over_unfused'].notna().sum()}",
+                "worst": "" if worst is None else f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x",
                 **{status.value: int(counts.get(status.value, 0)) for status in Status},
             }
         )
     return _table(pd.DataFrame(rows))
+
+
+def _version(number) -> str:
+    """CUDA's packed versions, readable: 13020 -> '13.2', 130100 (cuBLASLt) -> '13.1.0'."""
+    if not isinstance(number, int):
+        return str(number)
+    if number >= 100000:
+        return f"{number // 10000}.{number // 100 % 100}.{number % 100}"
+    return f"{number // 1000}.{number % 1000 // 10}"
 
 
 def environment_card(environments: list[dict], machine: str, commit: str) -> str:
@@ -93,11 +110,14 @@ def environment_card(environments: list[dict], machine: str, commit: str) -> str
     if not runs:
         return "<p class='muted'>No environment recorded (results not written by <code>fusedbench run</code>).</p>"
     env = runs[-1]
-    telemetry = env.get("telemetry", {})
+    telemetry, gpu = env.get("telemetry", {}), env.get("gpu", {})
+    memory = gpu.get("memory_total_bytes")
     facts = {
-        "GPU": env.get("gpu", {}).get("name"),
-        "driver": env.get("gpu", {}).get("driver"),
-        **{k: v for k, v in env.get("versions", {}).items()},
+        "GPU": gpu.get("name"),
+        "memory (GiB)": f"{memory / 2**30:.1f}" if memory else None,
+        "max SM clock (MHz)": gpu.get("max_sm_clock_mhz"),
+        "driver": gpu.get("driver"),
+        **{k: _version(v) if k.startswith(("cuda", "cublas")) else v for k, v in env.get("versions", {}).items()},
         "SM clock under load (MHz)": f"{telemetry.get('min_sm_clock_mhz')}-{telemetry.get('max_sm_clock_mhz')}",
         "max temperature (C)": telemetry.get("max_temperature_c"),
         "max power (W)": telemetry.get("max_power_w"),

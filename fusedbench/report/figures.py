@@ -75,51 +75,60 @@ def _timing(cell, provider: str) -> str:
     )
 
 
-def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtype: str, baseline: str) -> go.Figure:
-    """Epilog x shape, fused's speedup over `baseline`, the value written in each cell."""
-    rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)].sort_values("size")
+def _epilog_by_shape(rows: pd.DataFrame, column: str, *, label, hover, z, colorbar: str, title: str) -> go.Figure:
+    """An epilog x shape heatmap of `column`, each cell's label written in it and its timings on hover."""
+    rows = rows.sort_values("size")
     shapes = list(dict.fromkeys(rows["shape"]))
     epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
-    z, text, hover = [], [], []
+    cells = {(row["epilog"], row["shape"]): row for _, row in rows.iterrows()}
+    grid, text, hovers = [], [], []
     for epilog in epilogs:
-        z_row, text_row, hover_row = [], [], []
-        for shape in shapes:
-            match = rows[(rows["epilog"] == epilog) & (rows["shape"] == shape)]
-            value = float(match[f"over_{baseline}"].iloc[0]) if len(match) else math.nan
-            z_row.append(math.log2(value) if value > 0 else None)
-            text_row.append("" if math.isnan(value) else f"{value:.2f}x")
-            if len(match):
-                cell = match.iloc[0]
-                hover_row.append(
-                    f"{epilog} {dtype} {shape}<br>{_timing(cell, 'fused')}<br>{_timing(cell, baseline)}"
-                    f"<br>speedup {text_row[-1] or 'n/a'}"
-                )
-            else:
-                hover_row.append(f"{epilog} {dtype} {shape}: not measured")
-        z.append(z_row)
-        text.append(text_row)
-        hover.append(hover_row)
+        values = [cells[(epilog, shape)][column] if (epilog, shape) in cells else math.nan for shape in shapes]
+        grid.append([None if math.isnan(v) else z(v) for v in values])
+        text.append(["" if math.isnan(v) else label(v) for v in values])
+        hovers.append(
+            [
+                f"{epilog} {cells[(epilog, shape)]['dtype']} {shape}<br>{hover(cells[(epilog, shape)])}"
+                if (epilog, shape) in cells
+                else f"{epilog} {shape}: not measured"
+                for shape in shapes
+            ]
+        )
     figure = go.Figure(
         go.Heatmap(
-            z=z,
+            z=grid,
             x=shapes,
             y=epilogs,
             text=text,
             texttemplate="%{text}",
-            hovertext=hover,
+            hovertext=hovers,
             hoverinfo="text",
             colorscale="RdBu",
             zmid=0,
-            colorbar={"title": "log2 speedup"},
+            colorbar={"title": colorbar},
         )
     )
     figure.update_layout(
-        title=f"{machine} {dtype}: fused over {baseline} (>1x: fusion pays)",
-        height=120 + 28 * len(epilogs),
-        yaxis={"autorange": "reversed"},
-        margin={"l": 140},
+        title=title, height=120 + 28 * len(epilogs), yaxis={"autorange": "reversed"}, margin={"l": 140}
     )
     return figure
+
+
+def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtype: str, baseline: str) -> go.Figure:
+    """Epilog x shape, fused's speedup over `baseline`, the value written in each cell."""
+    rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
+    return _epilog_by_shape(
+        rows,
+        f"over_{baseline}",
+        label=lambda v: f"{v:.2f}x",
+        hover=lambda cell: (
+            f"{_timing(cell, 'fused')}<br>{_timing(cell, baseline)}<br>speedup "
+            + (f"{cell[f'over_{baseline}']:.2f}x" if cell[f"over_{baseline}"] > 0 else "n/a")
+        ),
+        z=lambda v: math.log2(v) if v > 0 else None,
+        colorbar="log2 speedup",
+        title=f"{machine} {dtype}: fused over {baseline} (>1x: fusion pays)",
+    )
 
 
 def ladder_figure(cells: pd.DataFrame, *, machine: str, dtype: str, shape: str) -> go.Figure:
@@ -155,20 +164,20 @@ def ladder_figure(cells: pd.DataFrame, *, machine: str, dtype: str, shape: str) 
 
 
 def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtype: str) -> go.Figure:
-    """What each fused epilog costs over the plain GEMM: (fused - gemm) / gemm, per shape."""
-    rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)].sort_values("size")
-    figure = go.Figure()
-    for shape in dict.fromkeys(rows["shape"]):
-        part = rows[rows["shape"] == shape].set_index("epilog")
-        part = part.reindex([e for e in EPILOG_ORDER if e in part.index])
-        figure.add_bar(name=shape, x=list(part.index), y=(part["fused"] - part["gemm"]) / part["gemm"] * 100)
-    figure.update_layout(
+    """What each fused epilog costs over the plain GEMM of its workload: (fused - gemm) / gemm, in %."""
+    rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
+    rows = rows.assign(cost_pct=(rows["fused"] - rows["gemm"]) / rows["gemm"] * 100)
+    return _epilog_by_shape(
+        rows,
+        "cost_pct",
+        label=lambda v: f"{v:+.0f}%",
+        hover=lambda cell: (
+            f"{_timing(cell, 'fused')}<br>{_timing(cell, 'gemm')}<br>epilog cost {cell['cost_pct']:+.1f}%"
+        ),
+        z=lambda v: -math.log2(1 + max(v, -90.0) / 100),  # blue: as cheap as the GEMM; red: costly
+        colorbar="-log2(fused/gemm)",
         title=f"{machine} {dtype}: the epilog's own cost, fused - gemm, as % of gemm",
-        barmode="group",
-        yaxis_title="% of the GEMM alone",
-        height=420,
     )
-    return figure
 
 
 def noisy_cells(cells: pd.DataFrame) -> pd.DataFrame:
@@ -226,7 +235,8 @@ def machines_figure(table: pd.DataFrame, *, dtype: str, baseline: str) -> go.Fig
     for machine in dict.fromkeys(rows["machine"]):
         per_epilog = rows[rows["machine"] == machine].groupby("epilog")[f"over_{baseline}"].apply(geometric_mean)
         per_epilog = per_epilog.reindex([e for e in EPILOG_ORDER if e in per_epilog.index])
-        figure.add_bar(name=machine, x=list(per_epilog.index), y=per_epilog.values)
+        commits = ", ".join(sorted({c[:8] for c in rows[rows["machine"] == machine]["commit"]}))
+        figure.add_bar(name=f"{machine} ({commits})", x=list(per_epilog.index), y=per_epilog.values)
     figure.add_hline(y=1.0, line_dash="dot")
     figure.update_layout(
         title=f"{dtype}: fused over {baseline}, machines side by side (geometric mean over shapes)",
