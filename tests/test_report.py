@@ -5,6 +5,7 @@ import math
 import os
 import re
 
+import numpy as np
 import pytest
 
 from fusedbench.catalog import PROVIDERS
@@ -84,6 +85,18 @@ def test_ladder_has_a_bar_per_provider_with_confidence_intervals(results):
     fused = figure.data[2]
     assert len(fused.x) == 16 and all(v > 0 for v in fused.error_y.array)
     assert len(figure.data[4].x) == 6  # the torch peer covers six epilogs
+
+
+def test_ladder_draws_each_workloads_floor_when_the_run_measured_ceilings(results):
+    shape = "(16384,256)x(256,16384)"
+    # Synthetic floors for this test only: 0.1 ms per workload, 0.05 ms for the GEMM alone.
+    cells = results.cells.assign(floor_s=np.where(results.cells["provider"] == "gemm", 0.05e-3, 0.1e-3))
+    figure = ladder_figure(cells, machine=MACHINE, dtype="fp16", shape=shape)
+    floor = figure.data[-1]
+    assert floor.name.startswith("floor") and len(floor.x) == 16
+    assert all(y == pytest.approx(0.1) for y in floor.y)  # the workload's floor, not the gemm cell's
+    fused = figure.data[2]
+    assert fused.customdata[0][2] == pytest.approx(fused.y[0] / 0.1)  # hover: time over floor
 
 
 def test_geometric_mean_ignores_missing_cells():

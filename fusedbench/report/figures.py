@@ -132,7 +132,7 @@ def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtype: str, baseline: 
 
 
 def ladder_figure(cells: pd.DataFrame, *, machine: str, dtype: str, shape: str) -> go.Figure:
-    """Every provider's time per epilog at one shape, with asv's 99% confidence interval."""
+    """Every provider's time per epilog at one shape, with asv's 99% confidence interval and the floor."""
     rows = with_shape(cells)
     rows = rows[(rows["machine"] == machine) & (rows["dtype"] == dtype) & (rows["shape"] == shape)]
     figure = go.Figure()
@@ -150,9 +150,23 @@ def ladder_figure(cells: pd.DataFrame, *, machine: str, dtype: str, shape: str) 
                 "array": (part["ci_high_s"] - part["time_s"]) * 1e3,
                 "arrayminus": (part["time_s"] - part["ci_low_s"]) * 1e3,
             },
-            customdata=np.stack([part["samples"], part["rel_iqr"]], axis=-1) if len(part) else None,
-            hovertemplate="%{x} " + provider + ": %{y:.3f} ms<br>samples %{customdata[0]}, "
-            "relative IQR %{customdata[1]:.1%}<extra></extra>",
+            customdata=np.stack([part["samples"], part["rel_iqr"], part["time_s"] / part["floor_s"]], axis=-1)
+            if len(part)
+            else None,
+            hovertemplate="%{x} " + provider + ": %{y:.3f} ms, %{customdata[2]:.2f}x its floor<br>"
+            "samples %{customdata[0]}, relative IQR %{customdata[1]:.1%}<extra></extra>",
+        )
+    # The workload's floor (the epilog's FLOPs and bytes under the run's ceilings); the gemm cell's own is lower.
+    floors = rows[rows["provider"] != "gemm"].groupby("epilog")["floor_s"].first().dropna()
+    floors = floors.reindex([e for e in EPILOG_ORDER if e in floors.index])
+    if len(floors):
+        figure.add_scatter(
+            name="floor: max(FLOPs / GEMM rate, bytes / copy bandwidth)",
+            x=list(floors.index),
+            y=floors.values * 1e3,
+            mode="markers",
+            marker={"symbol": "line-ew-open", "size": 60, "color": "black", "line": {"width": 2}},
+            hovertemplate="%{x} floor: %{y:.3f} ms<extra></extra>",
         )
     figure.update_layout(
         title=f"{machine} {dtype} {shape}: the provider ladder (ms, log scale, 99% CI)",
