@@ -4,29 +4,11 @@ fusedbench table turns them into TFLOP/s and TB/s, and each cell's floor into
 max(FLOPs / rate, bytes / bandwidth). Measured in `setup_cache`, replayed like the cells.
 """
 
+from benchmarks._replayed import CLOCK, Replayed
 from fusedbench.dtypes import DTYPES
-from fusedbench.measure import SAMPLES, ReplayClock
-
-_CLOCK = ReplayClock()
 
 
-class _Replayed:
-    timer = staticmethod(_CLOCK.now)
-    number = 1
-    repeat = (SAMPLES, SAMPLES, 600.0)
-    rounds = 1
-    warmup_time = 0.0
-    min_run_count = 1
-    timeout = 600.0
-
-    @staticmethod
-    def replay(name, cell):
-        if cell["status"] != "ok":
-            raise NotImplementedError(f"{cell['status']}: {cell['reason']}")
-        _CLOCK.load(name, cell["samples"])
-
-
-class GemmCeiling(_Replayed):
+class GemmCeiling(Replayed):
     """A dense GEMM of fusedbench.measure.CEILING_GEMM_SHAPE, no epilog, per dtype."""
 
     params = (list(DTYPES),)
@@ -41,10 +23,10 @@ class GemmCeiling(_Replayed):
         self.replay(dtype, measured[dtype])
 
     def time_gemm(self, measured, dtype):
-        _CLOCK.advance()
+        CLOCK.advance()
 
 
-class CopyCeiling(_Replayed):
+class CopyCeiling(Replayed):
     """A device-to-device copy of fusedbench.measure.CEILING_COPY_BYTES (read once, written once)."""
 
     def setup_cache(self):
@@ -56,4 +38,4 @@ class CopyCeiling(_Replayed):
         self.replay("copy", measured)
 
     def time_copy(self, measured):
-        _CLOCK.advance()
+        CLOCK.advance()

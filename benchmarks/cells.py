@@ -10,10 +10,9 @@ asv keys a setup_cache by its source line, so every class defines its own (one s
 definition would make asv measure one group and hand its cache to all).
 """
 
-from fusedbench.measure import SAMPLES, ReplayClock
+from benchmarks._replayed import CLOCK, Replayed
+from fusedbench.measure import SAMPLES
 from fusedbench.suites import GROUPS
-
-_CLOCK = ReplayClock()
 
 
 def _measure(group_name: str):
@@ -22,14 +21,9 @@ def _measure(group_name: str):
     return measure_group(GROUPS[group_name])
 
 
-class _Cells:
+class _Cells(Replayed):
     param_names = ("epilog", "shape", "provider")
-    timer = staticmethod(_CLOCK.now)
-    number = 1  # one recorded call per sample
-    repeat = (SAMPLES, SAMPLES, 3600.0)  # exactly the recorded samples
-    rounds = 1
-    warmup_time = 0.0  # cells were warmed up when they were measured
-    min_run_count = 1
+    repeat = (SAMPLES, SAMPLES, 3600.0)
     timeout = 3600.0  # setup_cache measures the whole group
 
     def __init_subclass__(cls) -> None:
@@ -37,13 +31,10 @@ class _Cells:
         cls.params = (list(group.epilogs), group.shape_labels, list(group.providers))
 
     def setup(self, measured, epilog, shape, provider):
-        cell = measured["cells"][(epilog, shape, provider)]
-        if cell["status"] != "ok":
-            raise NotImplementedError(f"{cell['status']}: {cell['reason']}")
-        _CLOCK.load((epilog, shape, provider), cell["samples"])
+        self.replay((epilog, shape, provider), measured["cells"][(epilog, shape, provider)])
 
     def time_cell(self, measured, epilog, shape, provider):
-        _CLOCK.advance()
+        CLOCK.advance()
 
 
 class Quick(_Cells):

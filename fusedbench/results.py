@@ -49,6 +49,7 @@ COLUMNS = [
     "flops",  # the least work the provider does: the gemm provider's is the GEMM alone
     "bytes",  # what a fused kernel must move: operands, D, bias, aux
 ]
+CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
 ENVIRONMENT_SUFFIX = ".fbenv"  # JSON beside asv's results; not *.json, which asv would try to load
 NO_REASON = "asv skipped it; no reason was recorded (runs through `fusedbench run` keep them)"
 
@@ -164,8 +165,14 @@ def load_results(results_dir: str) -> ResultSet:
         rates, bandwidth = ceilings(result)
         for dtype, rate in rates.items():
             ceiling_rows.append(
-                {"machine": machine, "commit": commit, "dtype": dtype, "gemm_tflops": rate / 1e12}
-                | {"gemm_at": f"{shape_label(*CEILING_GEMM_SHAPE)} ceiling", "copy_tbps": bandwidth / 1e12}
+                {
+                    "machine": machine,
+                    "commit": commit,
+                    "dtype": dtype,
+                    "gemm_tflops": rate / 1e12,
+                    "gemm_at": f"{shape_label(*CEILING_GEMM_SHAPE)} ceiling",
+                    "copy_tbps": bandwidth / 1e12,
+                }
             )
         for key in sorted(result.get_all_result_keys()):
             parts = key.split(".")
@@ -188,16 +195,13 @@ def load_results(results_dir: str) -> ResultSet:
     return ResultSet(cells=with_floors(work, roofs)[COLUMNS], ceilings=roofs, environments=environments)
 
 
-CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
-
-
 def best_gemm_rates(work: pd.DataFrame, ceiling_rows: pd.DataFrame) -> pd.DataFrame:
     """Each run's ceilings, the GEMM rate raised to the fastest cell's FLOP/s where one beat the ceiling GEMM."""
     roofs = ceiling_rows.copy()
     timed = work[work["status"] == "ok"]
     for index, roof in roofs.iterrows():
-        mine = timed[(timed["machine"] == roof["machine"]) & (timed["commit"] == roof["commit"])]
-        mine = mine[mine["dtype"] == roof["dtype"]]
+        run = ["machine", "commit", "dtype"]
+        mine = timed[(timed[run] == roof[run]).all(axis=1)]
         if mine.empty:
             continue
         rates = mine["flops"] / mine["time_s"] / 1e12
