@@ -192,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
 
-    run = commands.add_parser("run", help="the main job: check, then time a suite with asv (run from the checkout)")
+    run = commands.add_parser(
+        "run", help="the main job: check, time a suite with asv, write the report (run from the checkout)"
+    )
     run.add_argument("--suite", default="default", help="quick, default or full (default: default)")
     run.add_argument(
         "--bench",
