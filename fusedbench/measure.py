@@ -7,6 +7,7 @@ Samples are kept raw (seconds, one per call); statistics are derived from them.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -28,6 +29,11 @@ CEILING_COPY_BYTES = 2 << 30
 # Timed calls per benchmarked cell: enough for asv's confidence intervals and its Mann-Whitney
 # test, few enough that the default suite fits in ten minutes on one H100.
 SAMPLES = 10
+
+# How `sample_interleaved` orders its calls, recorded with every run (`.fbenv`): sample i of every
+# provider of a workload comes from round i, so providers can be compared round by round.
+SAMPLING = "williams-rounds"
+PAIRED_SAMPLINGS = frozenset({SAMPLING})
 
 
 class Clock(Protocol):
@@ -62,6 +68,44 @@ class Timing:
         return self.relative_iqr > NOISY_RELATIVE_IQR
 
 
+def median_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float]:
+    """A distribution-free interval for the median: the widest-inward pair of order statistics
+    whose binomial coverage is at least `confidence` (the 2nd and 9th of 10 values cover 97.9%).
+    NaNs for fewer than 6 values, which no pair covers at 95%."""
+    ordered = sorted(values)
+    count = len(ordered)
+
+    def outside(k: int) -> float:
+        """The chance that the median lies below ordered[k] or above ordered[count - 1 - k]."""
+        return 2 * sum(math.comb(count, i) for i in range(k + 1)) / 2**count
+
+    if count == 0 or outside(0) > 1 - confidence:
+        return math.nan, math.nan
+    k = 0
+    while k + 1 < count - 2 - k and outside(k + 1) <= 1 - confidence:
+        k += 1
+    return ordered[k], ordered[count - 1 - k]
+
+
+def carryover_balanced_orders(count: int) -> list[list[int]]:
+    """Williams' design: orders of `count` items in which every item directly follows every other
+    equally often (once in `count` orders for an even count; twice in 2 x `count` for an odd one).
+
+    What ran just before a call moves its time (at a power cap, a GEMM after a memory-bound pass
+    starts with power to spare), so balanced predecessors keep that out of comparisons.
+    """
+    first, low, high = [0], 1, count - 1
+    for position in range(1, count):
+        if position % 2:
+            first.append(low)
+            low += 1
+        else:
+            first.append(high)
+            high -= 1
+    orders = [[(item + shift) % count for item in first] for shift in range(count)]
+    return orders + [order[::-1] for order in orders] if count % 2 else orders
+
+
 def sample_interleaved(
     runs: Mapping[str, Callable[[], object]],
     *,
@@ -75,25 +119,24 @@ def sample_interleaved(
     """Time several ways of doing one piece of work in rounds: each round calls each run once.
 
     A GPU at its power cap changes clock within seconds, so consecutive samples of one run
-    drift together; interleaving spreads that drift over every run. What ran just before a
-    call matters too (a GEMM after a memory-bound pass starts with power to spare: 5-9% faster
-    on an H100 at the seed shape), so each sampling round runs in its own order, shuffled
-    from `order_seed`. Warm-up lasts at least `warmup` rounds and `warmup_seconds` of measured
-    time; every call is timed alone, so no queue of calls builds up ahead of the GPU.
-    `between_samples` (an L2 flush) runs before every timed call of the sampling rounds,
-    outside the timed region. A run that raises is dropped from later rounds; its exception
-    is its result.
+    drift together; interleaving spreads that drift over every run, and sample i of every run
+    comes from round i (`SAMPLING`), so runs can be compared round by round. What ran just
+    before a call matters too (a GEMM after a memory-bound pass starts with power to spare:
+    2-4% faster on an H100 at the seed shape), so the rounds follow a carryover-balanced
+    design, each run taking its place in it from `order_seed`. Warm-up lasts at least `warmup`
+    rounds and `warmup_seconds` of measured time; every call is timed alone, so no queue of
+    calls builds up ahead of the GPU. `between_samples` (an L2 flush) runs before every timed
+    call of the sampling rounds, outside the timed region. A run that raises is dropped from
+    later rounds; its exception is its result.
     """
     if samples < 1 or warmup < 0:
         raise ValueError(f"need samples >= 1 and warmup >= 0, got samples={samples}, warmup={warmup}")
     results: dict[str, list[float] | Exception] = {name: [] for name in runs}
-    shuffler = random.Random(order_seed)
+    if not runs:
+        return results
 
-    def one_round(sampling: bool) -> float:
+    def one_round(order: list[str], sampling: bool) -> float:
         spent = 0.0
-        order = list(runs)
-        if sampling:
-            shuffler.shuffle(order)
         for name in order:
             run, timings = runs[name], results[name]
             if isinstance(timings, Exception):
@@ -114,15 +157,18 @@ def sample_interleaved(
 
     rounds, spent = 0, 0.0
     while rounds < warmup or spent < warmup_seconds:
-        spent += one_round(sampling=False)
+        spent += one_round(list(runs), sampling=False)
         rounds += 1
         if all(isinstance(r, Exception) for r in results.values()):
             return results
     for timings in results.values():
         if not isinstance(timings, Exception):
             timings.clear()  # warm-up calls are not samples
-    for _ in range(samples):
-        one_round(sampling=True)
+    places = list(runs)
+    random.Random(order_seed).shuffle(places)
+    orders = [[places[item] for item in order] for order in carryover_balanced_orders(len(places))]
+    for index in range(samples):
+        one_round(orders[index % len(orders)], sampling=True)
     return results
 
 

@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 import os
+import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ import pandas as pd
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec
 from fusedbench.errors import FusedbenchError
-from fusedbench.measure import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, Timing
+from fusedbench.measure import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, PAIRED_SAMPLINGS, Timing, median_interval
 from fusedbench.shapes import shape_label
 from fusedbench.suites import GROUPS
 
@@ -48,6 +49,9 @@ COLUMNS = [
     "floor_s",
     "flops",  # the least work the provider does: the gemm provider's is the GEMM alone
     "bytes",  # what a fused kernel must move: operands, D, bias, aux
+    "gemm_ratio",  # time over the plain GEMM of the same workload (1.03: the epilog costs 3%)
+    "gemm_ratio_low",  # its 95% interval where the run paired samples by round; NaN where not
+    "gemm_ratio_high",
 ]
 CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
 ENVIRONMENT_SUFFIX = ".fbenv"  # JSON beside asv's results; not *.json, which asv would try to load
@@ -158,7 +162,8 @@ def load_results(results_dir: str) -> ResultSet:
         raise FusedbenchError(f"no results folder at {results_dir!r}; pass the folder asv writes (results/)")
     environments = load_environments(results_dir)
     statuses = statuses_of(environments)
-    rows, ceiling_rows, files = [], [], 0
+    paired_runs = {(env["machine"], env["commit"]) for env in environments if env.get("sampling") in PAIRED_SAMPLINGS}
+    rows, raw_samples, ceiling_rows, files = [], [], [], 0
     for result in _asv_results(results_dir):
         files += 1
         machine, commit = result.params["machine"], result.commit_hash
@@ -186,13 +191,41 @@ def load_results(results_dir: str) -> ResultSet:
                 _parameter_sets(result, key), result.get_result_value(key, params), stats, samples, strict=True
             ):
                 rows.append(_row(machine, commit, group, combo, value, stat, sample, statuses))
+                raw_samples.append(sample or [])
     if not rows and files:
         raise FusedbenchError(
             f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
         )
-    work = pd.DataFrame(rows, columns=COLUMNS)
+    work = with_gemm_ratios(pd.DataFrame(rows, columns=COLUMNS), raw_samples, paired_runs)
     roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
     return ResultSet(cells=with_floors(work, roofs)[COLUMNS], ceilings=roofs, environments=environments)
+
+
+def with_gemm_ratios(work: pd.DataFrame, raw_samples: list[list[float]], paired_runs: set[tuple]) -> pd.DataFrame:
+    """Fill `gemm_ratio`: each ok cell's time over its workload's plain GEMM.
+
+    Where the run sampled in rounds (`paired_runs`, from its `.fbenv`), the ratio is the median
+    of round-by-round ratios, with a distribution-free interval: both calls of a round saw the
+    same clock, so the power cap's drift cancels. Elsewhere it is the ratio of the medians.
+    """
+    work = work.copy()
+    ratios = [(math.nan, math.nan, math.nan)] * len(work)
+    workload = ["machine", "commit", "dtype", "epilog", "m", "k", "n"]
+    for key, indices in work[work["status"] == "ok"].groupby(workload).groups.items():
+        gemm = [i for i in indices if work.at[i, "provider"] == "gemm"]
+        if not gemm:
+            continue
+        base = raw_samples[gemm[0]]
+        for i in indices:
+            mine = raw_samples[i]
+            if (key[0], key[1]) in paired_runs and len(mine) == len(base):
+                per_round = [a / b for a, b in zip(mine, base, strict=True)]
+                ratios[i] = (statistics.median(per_round), *median_interval(per_round))
+            else:
+                ratios[i] = (work.at[i, "time_s"] / work.at[gemm[0], "time_s"], math.nan, math.nan)
+    columns = ["gemm_ratio", "gemm_ratio_low", "gemm_ratio_high"]
+    work[columns] = pd.DataFrame(ratios, index=work.index, columns=columns)
+    return work
 
 
 def best_gemm_rates(work: pd.DataFrame, ceiling_rows: pd.DataFrame) -> pd.DataFrame:
@@ -262,6 +295,9 @@ def _row(machine, commit, group, combo, value, stat, sample, statuses) -> dict:
         "floor_s": math.nan,  # with_floors() fills it from the run's ceilings
         "flops": flops,
         "bytes": spec.fused_bytes(m, k, n, *itemsizes),
+        "gemm_ratio": math.nan,  # with_gemm_ratios() fills it from the workload's gemm cell
+        "gemm_ratio_low": math.nan,
+        "gemm_ratio_high": math.nan,
     }
 
 

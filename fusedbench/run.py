@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import write_text_atomically
+from fusedbench.measure import SAMPLING
 from fusedbench.results import ENVIRONMENT_SUFFIX
 from fusedbench.suites import (
     CEILINGS_REGEX,
@@ -258,12 +259,13 @@ def run_suite(
         wall = time.perf_counter() - wall
         statuses, measure_seconds = collect_statuses(status_dir)
     payload = {
-        "format": "fusedbench-environment/1",
+        "format": "fusedbench-environment/2",
         "machine": machine,
         "commit": commit,
         "suite": suite,
         "bench": bench,
         "launch_method": launch_method,
+        "sampling": SAMPLING,  # /2: how samples were ordered; `fusedbench.results` pairs them by round
         "started": started.isoformat(),
         "wall_seconds": round(wall, 1),
         "measure_seconds": measure_seconds,  # inside asv's setup_cache; the rest of the wall is asv's processes
@@ -281,7 +283,10 @@ def run_suite(
     code = max(codes.values(), default=0)
     echo(f"asv finished in {wall:.0f} s (exit codes {codes}); environment in {path}")
     if throttled:
-        echo(f"warning: the GPU throttled during the run ({', '.join(throttled)}); timings may be low")
+        echo(
+            f"warning: the GPU throttled during the run ({', '.join(throttled)}); "
+            "its timings are slower than the GPU's unthrottled best"
+        )
     write_run_report(repo, echo)
     return code
 

@@ -1,8 +1,11 @@
 """The sampling loop and timing statistics, driven by a fake clock (no GPU)."""
 
+import math
+from collections import Counter
+
 import pytest
 
-from fusedbench.measure import ReplayClock, Timing, sample_interleaved
+from fusedbench.measure import ReplayClock, Timing, carryover_balanced_orders, median_interval, sample_interleaved
 
 
 class FakeClock:
@@ -29,10 +32,13 @@ def test_providers_are_timed_in_rounds_after_untimed_warmup_rounds():
         warmup=1,
         between_samples=lambda: log.append("flush"),
     )
-    assert samples == {"a": [0.5, 0.25], "b": [1.5, 1.25]}
     warmup = ["start", "a", "stop", "start", "b", "stop"]
-    one_round = ["flush", "start", "a", "stop", "flush", "start", "b", "stop"]
-    assert log == warmup + one_round * 2
+    first, second = log[8], log[12]  # each round: flush, start, run, stop twice
+    assert {first, second} == {"a", "b"}
+    one_round = ["flush", "start", first, "stop", "flush", "start", second, "stop"]
+    other_round = ["flush", "start", second, "stop", "flush", "start", first, "stop"]
+    assert log == warmup + one_round + other_round  # with two runs, each goes first once
+    assert samples == {first: [0.5, 1.25], second: [1.5, 0.25]}  # sample i comes from round i
 
 
 def test_each_sampling_round_runs_every_provider_once_in_its_own_order():
@@ -41,17 +47,41 @@ def test_each_sampling_round_runs_every_provider_once_in_its_own_order():
     runs = {name: (lambda name=name: log.append(name)) for name in names}
     durations = {name: float(index) for index, name in enumerate(names)}  # each provider's own time
     clock = FakeClock(iter(lambda: durations[log[-1]], None), [])
-    samples = sample_interleaved(runs, clock=clock, samples=10, warmup=1)
-    assert samples == {name: [durations[name]] * 10 for name in names}  # every sample is its own run's
-    warmup, rounds = log[:6], [log[6 + 6 * r : 12 + 6 * r] for r in range(10)]
+    samples = sample_interleaved(runs, clock=clock, samples=12, warmup=1)
+    assert samples == {name: [durations[name]] * 12 for name in names}  # every sample is its own run's
+    warmup, rounds = log[:6], [log[6 + 6 * r : 12 + 6 * r] for r in range(12)]
     assert warmup == names
     assert all(sorted(one) == sorted(names) for one in rounds)
-    assert len({tuple(one) for one in rounds}) > 5  # orders differ from round to round
-    assert {one[0] for one in rounds} != {names[0]}  # the first provider is not always first
+    assert {one[0] for one in rounds} == set(names)  # every provider goes first in some round
+    predecessors = Counter((one[i], one[i + 1]) for one in rounds for i in range(5))
+    assert set(predecessors.values()) == {2} and len(predecessors) == 6 * 5  # balanced over 12 rounds
     again = []
     runs_again = {name: (lambda name=name: again.append(name)) for name in names}
-    sample_interleaved(runs_again, clock=FakeClock(iter(lambda: 1.0, None), []), samples=10, warmup=1)
+    sample_interleaved(runs_again, clock=FakeClock(iter(lambda: 1.0, None), []), samples=12, warmup=1)
     assert again == log  # the same order seed gives the same orders: runs are repeatable
+    other = []
+    runs_other = {name: (lambda name=name: other.append(name)) for name in names}
+    sample_interleaved(runs_other, clock=FakeClock(iter(lambda: 1.0, None), []), samples=12, warmup=1, order_seed=1)
+    assert other != log  # another workload's seed gives the providers other places in the design
+
+
+@pytest.mark.parametrize("count", range(1, 9))
+def test_carryover_balanced_orders_let_every_item_follow_every_other_equally_often(count):
+    orders = carryover_balanced_orders(count)
+    assert len(orders) == (2 * count if count % 2 else count)
+    assert all(sorted(order) == list(range(count)) for order in orders)
+    follows = Counter((order[i], order[i + 1]) for order in orders for i in range(count - 1))
+    assert len(follows) == count * (count - 1)  # every ordered pair of distinct items
+    assert len(set(follows.values())) <= 1  # ... equally often
+
+
+def test_the_median_interval_is_the_binomial_order_statistics():
+    values = [float(v) for v in range(10, 0, -1)]
+    assert median_interval(values) == (2.0, 9.0)  # 97.9% coverage; (3rd, 8th) would be 89%
+    assert median_interval(range(20)) == (5, 14)
+    low, high = median_interval(range(5))
+    assert math.isnan(low) and math.isnan(high)  # no pair of 5 values covers 95%
+    assert all(math.isnan(v) for v in median_interval([]))
 
 
 def test_the_loop_refuses_zero_samples():

@@ -190,7 +190,22 @@ def test_the_epilog_cost_heatmap_writes_fused_minus_gemm_in_each_cell(results):
     column = list(heatmap.x).index("(16384,256)x(256,16384)")
     cell = table[(table["epilog"] == "GELU_BIAS") & (table["shape"] == "(16384,256)x(256,16384)")].iloc[0]
     assert heatmap.text[row][column] == f"{(cell['fused'] - cell['gemm']) / cell['gemm'] * 100:+.0f}%"
-    assert "gemm" in heatmap.hovertext[row][column] and "epilog cost" in heatmap.hovertext[row][column]
+    hover = heatmap.hovertext[row][column]
+    assert "gemm" in hover and "epilog cost" in hover
+    assert "from the two medians" in hover  # this run did not sample in rounds: no interval is claimed
+
+
+def test_the_epilog_cost_of_a_run_sampled_in_rounds_gives_its_interval(results):
+    from fusedbench.report.figures import epilog_cost_figure
+
+    cells = results.cells.copy()
+    ok = cells["status"] == "ok"
+    cells.loc[ok, ["gemm_ratio", "gemm_ratio_low", "gemm_ratio_high"]] = [1.03, 0.99, 1.08]
+    figure = epilog_cost_figure(speedups(cells), machine=MACHINE, dtype="fp16")
+    heatmap = figure.data[0]
+    row, column = list(heatmap.y).index("GELU_BIAS"), list(heatmap.x).index("(16384,256)x(256,16384)")
+    assert heatmap.text[row][column] == "+3%"
+    assert "round-by-round ratios, 95% interval -1.0% to +8.0%" in heatmap.hovertext[row][column]
 
 
 def test_failed_unsupported_and_skipped_cells_are_all_listed_with_reasons(tmp_path, results):

@@ -122,6 +122,45 @@ def test_the_roof_is_the_fastest_gemm_the_run_measured_and_floors_follow_it():
     assert slower.loc[0, "gemm_tflops"] == 700.0 and slower.loc[0, "gemm_at"].endswith("ceiling")
 
 
+def _raw_samples(results_dir, epilog, shape, provider):
+    """One cell's samples straight from asv's file, in the order asv recorded them."""
+    import ast
+    import itertools
+
+    (name,) = [n for n in os.listdir(os.path.join(results_dir, MACHINE)) if n.startswith("37415b86-")]
+    with open(os.path.join(results_dir, MACHINE, name)) as stream:
+        data = json.load(stream)
+    result = dict(zip(data["result_columns"], data["results"]["cells.Fp16Membound.time_cell"], strict=False))
+    combos = [tuple(ast.literal_eval(v) for v in combo) for combo in itertools.product(*result["params"])]
+    return result["samples"][combos.index((epilog, shape, provider))]
+
+
+def test_runs_that_sampled_in_rounds_compare_each_provider_to_the_gemm_round_by_round(tmp_path):
+    import statistics
+
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    (env,) = [copy / MACHINE / n for n in os.listdir(copy / MACHINE) if n.endswith(".fbenv")]
+    env.write_text(json.dumps(json.loads(env.read_text()) | {"sampling": "williams-rounds"}))
+    table = load_table(str(copy)).set_index(["epilog", "m", "k", "n", "provider"])
+    shape = "(16384,256)x(256,16384)"
+    fused, gemm = (_raw_samples(copy, "GELU_BIAS", shape, p) for p in ("fused", "gemm"))
+    per_round = sorted(f / g for f, g in zip(fused, gemm, strict=True))
+    row = table.loc[("GELU_BIAS", 16384, 256, 16384, "fused")]
+    assert row["gemm_ratio"] == pytest.approx(statistics.median(per_round))
+    assert (row["gemm_ratio_low"], row["gemm_ratio_high"]) == pytest.approx((per_round[1], per_round[8]))
+    assert table.loc[("GELU_BIAS", 16384, 256, 16384, "gemm"), "gemm_ratio"] == 1.0
+    assert table.query("status == 'ok'")["gemm_ratio"].notna().all()
+    assert table.query("status != 'ok'")["gemm_ratio"].isna().all()
+
+
+def test_runs_that_did_not_sample_in_rounds_compare_the_medians_and_claim_no_interval():
+    table = load_table(FIXTURE).set_index(["epilog", "m", "k", "n", "provider"])
+    fused, gemm = (table.loc[("GELU_BIAS", 16384, 256, 16384, p)] for p in ("fused", "gemm"))
+    assert fused["gemm_ratio"] == pytest.approx(fused["time_s"] / gemm["time_s"])
+    assert table["gemm_ratio_low"].isna().all() and table["gemm_ratio_high"].isna().all()
+
+
 def test_a_corrupt_results_file_is_one_line_naming_the_file(tmp_path, capsys):
     copy = tmp_path / "results"
     shutil.copytree(FIXTURE, copy)

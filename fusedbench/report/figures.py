@@ -42,18 +42,20 @@ def speedups(cells: pd.DataFrame) -> pd.DataFrame:
     fused's speedup over each baseline (NaN where either cell is not ok)."""
     ok = with_shape(cells[cells["status"] == "ok"])
     keys = ["machine", "commit", "dtype", "epilog", "shape", "size"]
-    wide = ok.pivot_table(
-        index=keys, columns="provider", values=["time_s", "ci_low_s", "ci_high_s", "samples"], aggfunc="first"
-    )
+    columns = {
+        "time_s": "",
+        "ci_low_s": "_ci_low",
+        "ci_high_s": "_ci_high",
+        "samples": "_samples",
+        "gemm_ratio": "_gemm_ratio",
+        "gemm_ratio_low": "_gemm_ratio_low",
+        "gemm_ratio_high": "_gemm_ratio_high",
+    }
+    wide = ok.pivot_table(index=keys, columns="provider", values=list(columns), aggfunc="first")
     table = pd.DataFrame(index=wide.index)
     for provider in PROVIDERS:
-        for value, column in (
-            ("time_s", provider),
-            ("ci_low_s", f"{provider}_ci_low"),
-            ("ci_high_s", f"{provider}_ci_high"),
-            ("samples", f"{provider}_samples"),
-        ):
-            table[column] = wide[(value, provider)] if (value, provider) in wide.columns else np.nan
+        for value, suffix in columns.items():
+            table[provider + suffix] = wide[(value, provider)] if (value, provider) in wide.columns else np.nan
     for baseline in BASELINES:
         table[f"over_{baseline}"] = table[baseline] / table["fused"]
     return table.reset_index()
@@ -177,16 +179,25 @@ def ladder_figure(cells: pd.DataFrame, *, machine: str, dtype: str, shape: str) 
     return figure
 
 
+def _cost_interval(cell) -> str:
+    """How the epilog cost was estimated: paired by round with its interval, or from the medians."""
+    low, high = cell["fused_gemm_ratio_low"], cell["fused_gemm_ratio_high"]
+    if math.isnan(low):
+        return "from the two medians (this run did not pair samples by round)"
+    return f"median of round-by-round ratios, 95% interval {(low - 1) * 100:+.1f}% to {(high - 1) * 100:+.1f}%"
+
+
 def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtype: str) -> go.Figure:
-    """What each fused epilog costs over the plain GEMM of its workload: (fused - gemm) / gemm, in %."""
+    """What each fused epilog costs over the plain GEMM of its workload: fused / gemm - 1, in %."""
     rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
-    rows = rows.assign(cost_pct=(rows["fused"] - rows["gemm"]) / rows["gemm"] * 100)
+    rows = rows.assign(cost_pct=(rows["fused_gemm_ratio"] - 1) * 100)
     return _epilog_by_shape(
         rows,
         "cost_pct",
         label=lambda v: f"{v:+.0f}%",
         hover=lambda cell: (
-            f"{_timing(cell, 'fused')}<br>{_timing(cell, 'gemm')}<br>epilog cost {cell['cost_pct']:+.1f}%"
+            f"{_timing(cell, 'fused')}<br>{_timing(cell, 'gemm')}<br>epilog cost {cell['cost_pct']:+.1f}%, "
+            + _cost_interval(cell)
         ),
         z=lambda v: -math.log2(1 + max(v, -90.0) / 100),  # blue: as cheap as the GEMM; red: costly
         colorbar="-log2(fused/gemm)",
