@@ -118,6 +118,7 @@ def test_an_interrupt_keeps_finished_groups_and_the_environment(tmp_path, monkey
     payload = json.loads(env_file.read_text())
     assert payload["asv_exit_codes"] == {"ceilings": 0, "Fp16Seed": 0, "Fp16Llm": 130}
     assert payload["machine"] == "h200-141gb" and payload["gpu"] == {"name": "fake GPU"}
+    assert payload["sampling"] == "williams-rounds"  # tells the results loader it may pair samples by round
     assert echoed[-1] == f"report: {tmp_path / 'reports' / 'index.html'}"
     assert (tmp_path / "reports" / "index.html").stat().st_size > 1_000_000
 
