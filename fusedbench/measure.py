@@ -69,9 +69,9 @@ class Timing:
 
 
 def median_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float]:
-    """A distribution-free interval for the median: the widest-inward pair of order statistics
-    whose binomial coverage is at least `confidence` (the 2nd and 9th of 10 values cover 97.9%).
-    NaNs for fewer than 6 values, which no pair covers at 95%."""
+    """A distribution-free interval for the median: the narrowest symmetric pair of order
+    statistics whose binomial coverage is at least `confidence` (the 2nd and 9th of 10 values
+    cover 97.9%; the 3rd and 8th only 89%). NaNs for fewer than 6 values at 95%."""
     ordered = sorted(values)
     count = len(ordered)
 
@@ -122,7 +122,7 @@ def sample_interleaved(
     drift together; interleaving spreads that drift over every run, and sample i of every run
     comes from round i (`SAMPLING`), so runs can be compared round by round. What ran just
     before a call matters too (a GEMM after a memory-bound pass starts with power to spare:
-    2-4% faster on an H100 at the seed shape), so the rounds follow a carryover-balanced
+    2-6% faster on an H100 or H200 at the seed shape), so the rounds follow a carryover-balanced
     design, each run taking its place in it from `order_seed`. Warm-up lasts at least `warmup`
     rounds and `warmup_seconds` of measured time; every call is timed alone, so no queue of
     calls builds up ahead of the GPU. `between_samples` (an L2 flush) runs before every timed
