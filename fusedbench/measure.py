@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 # A spread wider than this (interquartile range over median) makes a cell's timing too noisy
@@ -44,28 +43,12 @@ class Clock(Protocol):
     def stop(self) -> float: ...
 
 
-@dataclass(frozen=True)
-class Timing:
-    """Raw per-call samples of one cell, in seconds, and whether L2 was flushed before each."""
-
-    samples: tuple[float, ...]
-    cold_l2: bool
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-    @property
-    def relative_iqr(self) -> float:
-        """(q3 - q1) / median; 0 for fewer than two samples."""
-        if len(self.samples) < 2:
-            return 0.0
-        q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
-        return (q3 - q1) / self.median
-
-    @property
-    def noisy(self) -> bool:
-        return self.relative_iqr > NOISY_RELATIVE_IQR
+def relative_iqr(samples: Sequence[float]) -> float:
+    """(q3 - q1) / median of a cell's raw samples, the spread it is flagged noisy by; 0 for fewer than two."""
+    if len(samples) < 2:
+        return 0.0
+    q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return (q3 - q1) / median
 
 
 def median_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float]:

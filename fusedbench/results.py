@@ -25,7 +25,7 @@ import pandas as pd
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec
 from fusedbench.errors import FusedbenchError
-from fusedbench.measure import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, PAIRED_SAMPLINGS, Timing, median_interval
+from fusedbench.measure import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, PAIRED_SAMPLINGS, median_interval, relative_iqr
 from fusedbench.shapes import shape_label
 from fusedbench.suites import GROUPS
 
@@ -290,7 +290,7 @@ def _row(machine, commit, group, combo, value, stat, sample, statuses) -> dict:
         "ci_low_s": _number(stat.get("ci_99_a")) if stat else math.nan,
         "ci_high_s": _number(stat.get("ci_99_b")) if stat else math.nan,
         "samples": len(sample) if sample else 0,
-        "rel_iqr": Timing(tuple(sample), cold_l2=True).relative_iqr if sample else math.nan,
+        "rel_iqr": relative_iqr(sample) if sample else math.nan,
         "tflops": flops / time / 1e12 if time > 0 else math.nan,
         "floor_s": math.nan,  # with_floors() fills it from the run's ceilings
         "flops": flops,

@@ -5,7 +5,14 @@ from collections import Counter
 
 import pytest
 
-from fusedbench.measure import ReplayClock, Timing, carryover_balanced_orders, median_interval, sample_interleaved
+from fusedbench.measure import (
+    NOISY_RELATIVE_IQR,
+    ReplayClock,
+    carryover_balanced_orders,
+    median_interval,
+    relative_iqr,
+    sample_interleaved,
+)
 
 
 class FakeClock:
@@ -116,17 +123,16 @@ def test_warmup_stops_when_every_run_has_failed():
     assert sample_interleaved({}, clock=FakeClock([], []), samples=2, warmup=1, warmup_seconds=5.0) == {}
 
 
-def test_median_and_relative_iqr_come_from_the_raw_samples():
-    timing = Timing(samples=(1.0, 2.0, 3.0, 4.0, 5.0), cold_l2=True)
-    assert timing.median == 3.0
-    assert timing.relative_iqr == pytest.approx((4.0 - 2.0) / 3.0)
-    assert timing.noisy
+def test_relative_iqr_comes_from_the_raw_samples_around_their_median():
+    samples = (1.0, 2.0, 3.0, 4.0, 5.0)
+    assert relative_iqr(samples) == pytest.approx((4.0 - 2.0) / 3.0)  # median 3
+    assert relative_iqr([2 * s for s in samples]) == pytest.approx(relative_iqr(samples))  # relative to the median
+    assert relative_iqr(samples) > NOISY_RELATIVE_IQR
 
 
 def test_a_tight_spread_is_not_noisy():
-    timing = Timing(samples=(1.00, 1.01, 0.99, 1.00), cold_l2=False)
-    assert not timing.noisy
-    assert Timing(samples=(2.0,), cold_l2=True).relative_iqr == 0.0
+    assert relative_iqr((1.00, 1.01, 0.99, 1.00)) <= NOISY_RELATIVE_IQR
+    assert relative_iqr((2.0,)) == 0.0
 
 
 def test_warmup_lasts_at_least_the_given_measured_time():

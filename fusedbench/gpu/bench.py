@@ -2,8 +2,8 @@
 
 Called from asv's `setup_cache` (benchmarks/cells.py). A workload's providers are prepared
 together, warmed up, then timed in interleaved rounds (one call of each per round, in a
-shuffled order) with CUDA events, L2 flushed before every sample (every cell is measured cold). The result is plain data
-(picklable) that asv hands to each cell's process.
+carryover-balanced order) with CUDA events, L2 flushed before every sample (every cell is
+measured cold). The result is plain data (picklable) that asv hands to each cell's process.
 """
 
 from __future__ import annotations
