@@ -1,13 +1,22 @@
 """The base of every fusedbench asv class: asv times nothing itself, it replays recorded GPU samples.
 
-Each class measures on the GPU in its `setup_cache`; `setup` loads one cell's samples into the
-shared `ReplayClock`, and each call of the timed method advances it by one sample, so asv
-records exactly the GPU-event samples.
+Each class measures on the GPU in its `setup_cache` (fusedbench.asv_bridge), which returns a
+`GroupCache`; `setup` loads one cell's samples into the shared `ReplayClock`, and each call of
+the timed method advances it by one sample, so asv records exactly the GPU-event samples. A cell
+that was not timed is an asv skip (n/a) raised from the timed method, which asv does not print:
+its status and reason are in the group's record beside asv's results.
 """
 
-from fusedbench.measure import SAMPLES, ReplayClock
+import os
+
+from asv_runner.benchmarks.mark import SkipNotImplemented
+
+from fusedbench.asv_bridge import ReplayClock, say_why_not
+from fusedbench.sampling import SAMPLES
 
 CLOCK = ReplayClock()
+# The checkout this suite belongs to: where asv.conf.json, and so asv's results, are.
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Replayed:
@@ -19,9 +28,15 @@ class Replayed:
     min_run_count = 1
     timeout = 600.0  # setup_cache measures on the GPU
 
-    @staticmethod
-    def replay(key, cell) -> None:
-        """Hand `cell`'s samples to asv, or make it an asv skip that names its status and reason."""
-        if cell["status"] != "ok":
-            raise NotImplementedError(f"{cell['status']}: {cell['reason']}")
-        CLOCK.load(key, cell["samples"])
+    def replay(self, cache, key, *, first: bool) -> None:
+        """Hand the cell `key` of `cache` to asv's timer, or mark it to be skipped."""
+        say_why_not(cache, first)
+        self._cell = cache.cells.get(key)
+        if self._cell is not None and self._cell.ok:
+            CLOCK.load(key, self._cell.samples)
+
+    def advance(self) -> None:
+        """One timed call: the next recorded sample, or asv's skip for a cell that was not timed."""
+        if self._cell is None or not self._cell.ok:
+            raise SkipNotImplemented("not timed; `fusedbench table` gives the cell's status and reason")
+        CLOCK.advance()

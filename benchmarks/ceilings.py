@@ -4,38 +4,42 @@ fusedbench table turns them into TFLOP/s and TB/s, and each cell's floor into
 max(FLOPs / rate, bytes / bandwidth). Measured in `setup_cache`, replayed like the cells.
 """
 
-from benchmarks._replayed import CLOCK, Replayed
+from benchmarks._replayed import CHECKOUT, Replayed
 from fusedbench.dtypes import DTYPES
+from fusedbench.suites import ASV_VERSIONS
 
 
 class GemmCeiling(Replayed):
-    """A dense GEMM of fusedbench.measure.CEILING_GEMM_SHAPE, no epilog, per dtype."""
+    """A dense GEMM of fusedbench.suites.CEILING_GEMM_SHAPE, no epilog, per dtype."""
 
     params = (list(DTYPES),)
     param_names = ("dtype",)
+    version = ASV_VERSIONS["GemmCeiling"]
 
     def setup_cache(self):
-        from fusedbench.gpu.bench import measure_gemm_ceilings
+        from fusedbench.asv_bridge import measure_ceilings_for_asv
 
-        return measure_gemm_ceilings(list(DTYPES))
+        return measure_ceilings_for_asv("gemm", CHECKOUT, list(DTYPES))
 
-    def setup(self, measured, dtype):
-        self.replay(dtype, measured[dtype])
+    def setup(self, cache, dtype):
+        self.replay(cache, (dtype, "", "gemm"), first=dtype == self.params[0][0])
 
-    def time_gemm(self, measured, dtype):
-        CLOCK.advance()
+    def time_gemm(self, cache, dtype):
+        self.advance()
 
 
 class CopyCeiling(Replayed):
-    """A device-to-device copy of fusedbench.measure.CEILING_COPY_BYTES (read once, written once)."""
+    """A device-to-device copy of fusedbench.suites.CEILING_COPY_BYTES (read once, written once)."""
+
+    version = ASV_VERSIONS["CopyCeiling"]
 
     def setup_cache(self):
-        from fusedbench.gpu.bench import measure_copy_ceiling
+        from fusedbench.asv_bridge import measure_ceilings_for_asv
 
-        return measure_copy_ceiling()
+        return measure_ceilings_for_asv("copy", CHECKOUT)
 
-    def setup(self, measured):
-        self.replay("copy", measured)
+    def setup(self, cache):
+        self.replay(cache, ("copy", "", "copy"), first=True)
 
-    def time_copy(self, measured):
-        CLOCK.advance()
+    def time_copy(self, cache):
+        self.advance()

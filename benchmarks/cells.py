@@ -2,23 +2,24 @@
 
 asv runs each parameter combination in a fresh process, and a CUDA context with the GPU
 libraries costs seconds to start, so each class measures all its cells once, in
-`setup_cache`, with CUDA events (fusedbench.gpu.bench); every cell's process then hands its
-recorded samples to asv through a replay timer. Cells that cannot run are asv skips, and
-`fusedbench run` keeps their reasons.
+`setup_cache`, with CUDA events (fusedbench.asv_bridge, fusedbench.gpu.bench), and records
+every cell's status and reason beside asv's results; every cell's process then hands its
+recorded samples to asv through a replay timer. Cells that were not timed are asv skips.
 
 asv keys a setup_cache by its source line, so every class defines its own (one shared
-definition would make asv measure one group and hand its cache to all).
+definition would make asv measure one group and hand its cache to all). Each class carries the
+explicit asv `version` of its group (fusedbench.suites.ASV_VERSIONS).
 """
 
-from benchmarks._replayed import CLOCK, Replayed
-from fusedbench.measure import SAMPLES
+from benchmarks._replayed import CHECKOUT, Replayed
+from fusedbench.sampling import SAMPLES
 from fusedbench.suites import GROUPS
 
 
 def _measure(group_name: str):
-    from fusedbench.gpu.bench import measure_group
+    from fusedbench.asv_bridge import measure_for_asv
 
-    return measure_group(GROUPS[group_name])
+    return measure_for_asv(group_name, CHECKOUT)
 
 
 class _Cells(Replayed):
@@ -29,12 +30,14 @@ class _Cells(Replayed):
     def __init_subclass__(cls) -> None:
         group = GROUPS[cls.__name__]
         cls.params = (list(group.epilogs), group.shape_labels, list(group.providers))
+        cls.version = group.asv_version
 
-    def setup(self, measured, epilog, shape, provider):
-        self.replay((epilog, shape, provider), measured["cells"][(epilog, shape, provider)])
+    def setup(self, cache, epilog, shape, provider):
+        first = (epilog, shape, provider) == tuple(values[0] for values in self.params)
+        self.replay(cache, (epilog, shape, provider), first=first)
 
-    def time_cell(self, measured, epilog, shape, provider):
-        CLOCK.advance()
+    def time_cell(self, cache, epilog, shape, provider):
+        self.advance()
 
 
 class Quick(_Cells):

@@ -1,41 +1,23 @@
 """`fusedbench check`: verify every provider x epilog x dtype on small shapes against float64.
 
-The cell records and their tables are pure (tested without a GPU); `run_check` loads the GPU
-stack lazily and hands each workload to `fusedbench.gpu.checking`.
+The report and its tables are pure (tested without a GPU); `run_check` loads the GPU stack
+lazily and hands each workload to `fusedbench.gpu.checking`, which returns `model.Cell`s.
 """
 
 from __future__ import annotations
 
 import math
 import secrets
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from rich.markup import escape
 from rich.table import Table
 
-from fusedbench.catalog import build_workloads, select_providers
+from fusedbench.model import Cell, Status, count_by_status, format_counts
+from fusedbench.providers import select_providers
 from fusedbench.shapes import shape_set
-from fusedbench.verify import Status
-
-
-@dataclass(frozen=True)
-class CellResult:
-    """One verified cell: (epilog, dtype, shape, provider), its status and largest output error."""
-
-    epilog: str
-    dtype: str
-    shape: str
-    provider: str
-    status: Status
-    error: float | None = None  # max over outputs of max |out - ref| / max |ref|
-    reason: str = ""
-
-    def to_json(self) -> dict:
-        record = asdict(self)
-        record["status"] = self.status.value
-        record["error"] = None if self.error is None or math.isinf(self.error) else self.error
-        return record
+from fusedbench.workloads import build_workloads
 
 
 @dataclass(frozen=True)
@@ -45,7 +27,7 @@ class CheckReport:
     device: str
     cublaslt_version: int
     seed: int
-    cells: list[CellResult]
+    cells: list[Cell]
 
     @property
     def failed(self) -> bool:
@@ -56,14 +38,9 @@ class CheckReport:
             "device": self.device,
             "cublaslt_version": self.cublaslt_version,
             "seed": self.seed,
-            "counts": {status.value: n for status, n in status_counts(self.cells).items()},
+            "counts": {status.value: n for status, n in count_by_status(self.cells).items()},
             "cells": [cell.to_json() for cell in self.cells],
         }
-
-
-def status_counts(cells: Sequence[CellResult]) -> dict[Status, int]:
-    counts = Counter(cell.status for cell in cells)
-    return {status: counts.get(status, 0) for status in Status}
 
 
 def run_check(
@@ -73,7 +50,7 @@ def run_check(
     dtypes: Sequence[str] | None = None,
     providers: Sequence[str] | None = None,
     seed: int | None = None,
-    on_cell: Callable[[CellResult], None] | None = None,
+    on_cell: Callable[[Cell], None] | None = None,
 ) -> CheckReport:
     """Verify the selected cells on the GPU (raises GpuUnavailable without one)."""
     workloads = build_workloads(epilogs=epilogs, dtypes=dtypes, shapes=shape_set(shapes))
@@ -84,7 +61,7 @@ def run_check(
     from fusedbench.gpu.checking import check_workload
 
     seed = secrets.randbits(31) if seed is None else seed
-    cells: list[CellResult] = []
+    cells: list[Cell] = []
     for index, workload in enumerate(workloads):
         for cell in check_workload(stack, workload, provider_names, seed + index):
             cells.append(cell)
@@ -96,20 +73,20 @@ def run_check(
 _STYLES = {Status.OK: "green", Status.UNSUPPORTED: "yellow", Status.SKIPPED: "cyan", Status.FAILED: "bold red"}
 
 
-def format_cell(cell: CellResult) -> str:
+def format_cell(cell: Cell) -> str:
     """'ok 3.1e-04', 'unsupported', 'skipped' or 'FAILED 2.0e-01' (error as max relative error)."""
     if cell.status in (Status.UNSUPPORTED, Status.SKIPPED):
         return cell.status.value
     error = "inf" if cell.error is None or math.isinf(cell.error) else f"{cell.error:.1e}"
-    return f"{'ok' if cell.status is Status.OK else 'FAILED'} {error}"
+    return f"{cell.status.value if cell.ok else cell.status.value.upper()} {error}"
 
 
-def cell_table(cells: Sequence[CellResult]) -> Table:
+def cell_table(cells: Sequence[Cell]) -> Table:
     """One row per (epilog, dtype, shape), one column per provider: status and max relative error."""
-    providers = list(dict.fromkeys(cell.provider for cell in cells))
-    rows: dict[tuple[str, str, str], dict[str, CellResult]] = {}
+    providers = list(dict.fromkeys(cell.key.provider for cell in cells))
+    rows: dict[tuple[str, str, str], dict[str, Cell]] = {}
     for cell in cells:
-        rows.setdefault((cell.epilog, cell.dtype, cell.shape), {})[cell.provider] = cell
+        rows.setdefault((cell.key.epilog, cell.key.dtype, cell.key.shape), {})[cell.key.provider] = cell
     table = Table(title="fusedbench check: status and max relative error against float64")
     for column in ("epilog", "dtype", "shape", *providers):
         table.add_column(column, no_wrap=True)
@@ -122,40 +99,42 @@ def cell_table(cells: Sequence[CellResult]) -> Table:
     return table
 
 
-def summary_table(cells: Sequence[CellResult]) -> Table:
+def summary_table(cells: Sequence[Cell]) -> Table:
     """Counts ok / unsupported / skipped / failed per dtype and provider."""
-    providers = list(dict.fromkeys(cell.provider for cell in cells))
-    dtypes = list(dict.fromkeys(cell.dtype for cell in cells))
-    table = Table(title="cells: ok / unsupported / skipped / failed")
+    providers = list(dict.fromkeys(cell.key.provider for cell in cells))
+    dtypes = list(dict.fromkeys(cell.key.dtype for cell in cells))
+    table = Table(title="cells: " + " / ".join(status.value for status in Status))
     for column in ("dtype", *providers):
         table.add_column(column, no_wrap=True)
     for dtype in dtypes:
         counts = []
         for provider in providers:
-            c = status_counts([cell for cell in cells if cell.dtype == dtype and cell.provider == provider])
-            counts.append("/".join(str(c[s]) for s in Status))
+            c = count_by_status([cell for cell in cells if cell.key.dtype == dtype and cell.key.provider == provider])
+            counts.append("/".join(str(n) for n in c.values()))
         table.add_row(dtype, *counts)
     return table
 
 
-def format_totals(cells: Sequence[CellResult]) -> str:
+def format_totals(cells: Sequence[Cell]) -> str:
     """'all N cells: a ok, b unsupported, c skipped, d failed'."""
-    counts = ", ".join(f"{n} {status.value}" for status, n in status_counts(cells).items())
-    return f"all {len(cells)} cells: {counts}"
+    return f"all {len(cells)} cells: {format_counts(count_by_status(cells))}"
 
 
-def reason_table(cells: Sequence[CellResult]) -> Table | None:
+def reason_table(cells: Sequence[Cell]) -> Table | None:
     """Each distinct reason a cell was not ok, with its dtypes and cell count (None if all passed)."""
-    grouped: dict[tuple[str, str, str], list[CellResult]] = {}
+    grouped: dict[tuple[Status, str, str], list[Cell]] = {}
     for cell in cells:
-        if cell.status is not Status.OK:
-            grouped.setdefault((cell.status.value, cell.provider, cell.reason), []).append(cell)
+        if not cell.ok:
+            grouped.setdefault((cell.status, cell.key.provider, cell.reason), []).append(cell)
     if not grouped:
         return None
     table = Table(title="why cells were not ok")
     for column in ("status", "provider", "dtypes", "cells", "reason"):
         table.add_column(column, overflow="fold")
-    for (status, provider, reason), members in sorted(grouped.items()):
-        dtypes = ",".join(dict.fromkeys(cell.dtype for cell in members))
-        table.add_row(f"[{_STYLES[Status(status)]}]{status}[/]", provider, dtypes, str(len(members)), reason)
+    order = list(Status)
+    for (status, provider, reason), members in sorted(
+        grouped.items(), key=lambda item: (order.index(item[0][0]), item[0][1:])
+    ):
+        dtypes = ",".join(dict.fromkeys(cell.key.dtype for cell in members))
+        table.add_row(f"[{_STYLES[status]}]{status.value}[/]", provider, dtypes, str(len(members)), escape(reason))
     return table

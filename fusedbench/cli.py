@@ -1,7 +1,9 @@
 """The `fusedbench` command: a thin argparse layer over keyword-only library functions.
 
 Exit codes: 0 success; 1 a check found a failed cell; 2 usage, data or environment error
-(one `error: ...` line on stderr, never a traceback).
+(one `error: ...` line on stderr, never a traceback). Data problems (a results file that cannot
+be read, a missing record, an empty folder) are `warning: ...` lines that name the file and what
+was lost; with --strict they exit 2.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import sys
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from fusedbench import __version__
 from fusedbench.errors import FusedbenchError
-from fusedbench.files import write_text_atomically
+from fusedbench.files import check_writable_file, write_text_atomically
 from fusedbench.shapes import shape_label
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -41,44 +44,81 @@ def _console() -> Console:
     return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
 
 
-def command_list(*, as_json: bool) -> int:
-    """Print the catalog: epilogs, dtypes, shape sets and providers."""
-    from fusedbench.catalog import catalog_json
+def _table(title: str, columns: Sequence[str], rows) -> Table:
+    """A rich table whose cells are plain text: `y[y < 0] = 0` is code, not markup."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(escape(str(value)) for value in row))
+    return table
 
+
+def command_list(*, as_json: bool, asv_bench: str | None) -> int:
+    """Print the catalog: epilogs, dtypes, shape sets, providers and suites (or one suite's asv --bench)."""
+    from fusedbench.catalog import catalog_json
+    from fusedbench.suites import suite_bench_regex
+
+    if asv_bench:
+        _emit(suite_bench_regex(asv_bench) + "\n")
+        return EXIT_OK
     catalog = catalog_json()
     if as_json:
-        print(json.dumps(catalog, indent=2))
+        _emit(json.dumps(catalog, indent=2) + "\n")
         return EXIT_OK
+    tables = [
+        _table(
+            "epilogs (cublasLtEpilogue_t)",
+            ("name", "value", "inputs", "outputs", "computes"),
+            (
+                (e["name"], e["value"], ", ".join(e["inputs"]), ", ".join(e["outputs"]), e["summary"])
+                for e in catalog["epilogs"]
+            ),
+        ),
+        _table(
+            "dtypes",
+            ("name", "operands", "result", "compute type", "tolerance", "M, N, K multiple of"),
+            (
+                (
+                    d["name"],
+                    d["operand"],
+                    d["result"],
+                    d["compute_type"] or "default",
+                    f"{d['tolerance']:g}",
+                    d["shape_multiple"],
+                )
+                for d in catalog["dtype_details"]
+            ),
+        ),
+        _table(
+            "shape sets, (M,K)x(K,N)",
+            ("set", "shape", "what", "source"),
+            (
+                (name, shape_label(*s["mkn"]), s["label"], s["source"])
+                for name, members in catalog["shape_details"].items()
+                for s in members
+            ),
+        ),
+        _table(
+            "providers",
+            ("name", "what", "libraries"),
+            ((p["name"], p["description"], ", ".join(p["libraries"])) for p in catalog["provider_details"]),
+        ),
+        _table(
+            "suites (`fusedbench run --suite NAME`; one asv class per group)",
+            ("suite", "group", "dtype", "shapes", "cells"),
+            [
+                row
+                for suite, groups in catalog["suites"].items()
+                for row in (
+                    *((suite, g["group"], g["dtype"], g["shape_set"], g["cells"]) for g in groups),
+                    (suite, "(all)", "", "", sum(g["cells"] for g in groups)),
+                )
+            ],
+        ),
+    ]
     console = _console()
-    epilogs = Table(title="epilogs (cublasLtEpilogue_t)")
-    for column in ("name", "value", "inputs", "outputs", "computes"):
-        epilogs.add_column(column)
-    for e in catalog["epilogs"]:
-        epilogs.add_row(e["name"], str(e["value"]), ", ".join(e["inputs"]), ", ".join(e["outputs"]), e["summary"])
-    dtypes = Table(title="dtypes")
-    for column in ("name", "operands", "result", "compute type", "tolerance", "M, N, K multiple of"):
-        dtypes.add_column(column)
-    for d in catalog["dtype_details"]:
-        dtypes.add_row(
-            d["name"],
-            d["operand"],
-            d["result"],
-            d["compute_type"] or "default",
-            f"{d['tolerance']:g}",
-            str(d["shape_multiple"]),
-        )
-    shapes = Table(title="shape sets, (M,K)x(K,N)")
-    for column in ("set", "shape", "what", "source"):
-        shapes.add_column(column, overflow="fold")
-    for name, members in catalog["shape_details"].items():
-        for s in members:
-            shapes.add_row(name, shape_label(*s["mkn"]), s["label"], s["source"])
-    providers = Table(title="providers")
-    for column in ("name", "what"):
-        providers.add_column(column, overflow="fold")
-    for p in catalog["provider_details"]:
-        providers.add_row(p["name"], p["description"])
-    for table in (epilogs, dtypes, shapes, providers):
+    for table in tables:
         console.print(table)
     return EXIT_OK
 
@@ -86,6 +126,7 @@ def command_list(*, as_json: bool) -> int:
 def command_check(
     *,
     shapes: str,
+    suite: str | None,
     epilogs: Sequence[str],
     dtypes: Sequence[str],
     providers: Sequence[str],
@@ -94,14 +135,24 @@ def command_check(
 ) -> int:
     """Verify cells on the GPU; exit 1 if any failed."""
     from fusedbench.check import cell_table, format_totals, reason_table, run_check, summary_table
+    from fusedbench.providers import select_providers
+    from fusedbench.suites import suite_groups
 
+    if json_path:
+        check_writable_file(json_path, "--json")
+    if suite:
+        groups = suite_groups(suite)
+        epilogs = epilogs or sorted({e for g in groups for e in g.epilogs})
+        dtypes = dtypes or sorted({g.dtype for g in groups})
+        providers = providers or sorted({p for g in groups for p in g.providers})
+    select_providers(providers)
     console = _console()
     with console.status("checking cells...") as status:
         done = [0]
 
         def progress(cell):
             done[0] += 1
-            status.update(f"checked {done[0]} cells; now {cell.epilog}/{cell.dtype}/{cell.shape}")
+            status.update(f"checked {done[0]} cells; now {cell.key.epilog}/{cell.key.dtype}/{cell.key.shape}")
 
         report = run_check(
             shapes=shapes, epilogs=epilogs, dtypes=dtypes, providers=providers, seed=seed, on_cell=progress
@@ -130,33 +181,84 @@ def command_run(*, suite: str, bench: str | None, launch_method: str) -> int:
         raise FusedbenchError(f"{exc}; without a GPU, `fusedbench table results/` reads committed results") from None
 
 
-def command_table(*, results_dir: str, output_format: str) -> int:
-    """Print the tidy table of asv results: a row per cell and run."""
-    from fusedbench.results import format_markdown, load_table
+def command_machine() -> int:
+    """Name asv's machine after this GPU and print the name (for `asv run --machine`)."""
+    from fusedbench.machine import gpu_machine_name, register_asv_machine
 
-    table = load_table(results_dir)
-    if output_format == "csv":
-        sys.stdout.write(table.to_csv(index=False))
-    elif output_format == "json":
-        sys.stdout.write(table.to_json(orient="records", indent=1) + "\n")
-    else:
-        sys.stdout.write(format_markdown(table))
+    name = gpu_machine_name()
+    register_asv_machine(name, cwd=os.getcwd())
+    _emit(name + "\n")
     return EXIT_OK
 
 
-def command_report(*, results_dir: str, out_dir: str, machines, commits, export: str | None, png: bool) -> int:
+def _load(results_dir: str, *, strict: bool):
+    """The results, each data problem a warning line (an error with --strict)."""
+    from fusedbench.results import load_results
+
+    results = load_results(results_dir)
+    for problem in results.problems:
+        sys.stderr.write(f"warning: {problem}\n")
+    if strict and results.problems:
+        raise FusedbenchError(f"{len(results.problems)} data problem(s) in {results_dir} (--strict)")
+    return results
+
+
+def command_table(*, results_dir: str, output_format: str, machines, commits, strict: bool) -> int:
+    """Print the tidy table of asv results: a row per cell and run."""
+    from fusedbench.results import format_markdown, select_cells
+
+    table = select_cells(_load(results_dir, strict=strict).cells, machines=machines, commits=commits)
+    if output_format == "csv":
+        _emit(table.to_csv(index=False))
+    elif output_format == "json":
+        _emit(table.to_json(orient="records", indent=1) + "\n")
+    else:
+        _emit(format_markdown(table))
+    return EXIT_OK
+
+
+def command_report(
+    *, results_dir: str, out_dir: str, machines, commits, export: str | None, png: bool, strict: bool
+) -> int:
     """Write the HTML report of asv results."""
     import time
 
-    from fusedbench.report import write_report
+    from fusedbench.report import check_report_outputs, write_report
 
     started = time.perf_counter()
-    path = write_report(
-        results_dir=results_dir, out_dir=out_dir, machines=machines, commits=commits, export=export, png=png
-    )
+    check_report_outputs(out_dir=out_dir, export=export, png=png)
+    results = _load(results_dir, strict=strict)
+    path = write_report(results, out_dir=out_dir, machines=machines, commits=commits, export=export, png=png)
     size = os.path.getsize(path)
     _console().print(f"wrote {path} ({size / 2**20:.1f} MiB) in {time.perf_counter() - started:.1f} s")
     return EXIT_OK
+
+
+def _emit(text: str) -> None:
+    """Write to standard output, a full disk or a closed pipe becoming a FusedbenchError, not a traceback."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        raise
+    except OSError as exc:
+        _silence_stdout()
+        raise FusedbenchError(f"could not write to standard output ({exc.strerror or exc})") from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so Python's own flush at exit does not fail a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _results_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    parser.add_argument("--machine", action="extend", type=_names, default=[], help="only these machines")
+    parser.add_argument("--commit", action="extend", type=_names, default=[], help="only these commits (prefixes)")
+    parser.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,12 +266,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fusedbench {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    listing = commands.add_parser("list", help="print the catalog of epilogs, dtypes, shapes and providers")
+    listing = commands.add_parser("list", help="print the catalog: epilogs, dtypes, shapes, providers and suites")
     listing.add_argument("--json", action="store_true", help="print it as one JSON object")
-    listing.set_defaults(handler=lambda a: command_list(as_json=a.json))
+    listing.add_argument(
+        "--asv-bench", metavar="SUITE", help="print only the asv --bench expression that selects SUITE and the ceilings"
+    )
+    listing.set_defaults(handler=lambda a: command_list(as_json=a.json, asv_bench=a.asv_bench))
 
     check = commands.add_parser("check", help="verify every provider against float64 references on the GPU")
     check.add_argument("--shapes", default="small", help="shape set to check on (default: small)")
+    check.add_argument(
+        "--suite", help="check the epilogs, dtypes and providers that suite times (quick, default, full)"
+    )
     check.add_argument(
         "--epilog", action="extend", type=_names, default=[], help="epilog(s), repeatable or comma-separated"
     )
@@ -184,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(
         handler=lambda a: command_check(
             shapes=a.shapes,
+            suite=a.suite,
             epilogs=a.epilog,
             dtypes=a.dtype,
             providers=a.provider,
@@ -193,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     run = commands.add_parser(
-        "run", help="the main job: check, time a suite with asv, write the report (run from the checkout)"
+        "run", help="the main job: check, time a suite with asv, write the report (run from the checkout's root)"
     )
     run.add_argument("--suite", default="default", help="quick, default or full (default: default)")
     run.add_argument(
@@ -210,16 +319,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=lambda a: command_run(suite=a.suite, bench=a.bench, launch_method=a.launch_method))
 
+    machine = commands.add_parser(
+        "machine", help="name asv's machine after this GPU (h100-80gb-hbm3) and print the name, for asv run --machine"
+    )
+    machine.set_defaults(handler=lambda a: command_machine())
+
     table = commands.add_parser("table", help="the tidy table of asv results: a row per cell and run")
-    table.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    _results_arguments(table)
     table.add_argument("--format", dest="output_format", choices=("csv", "json", "md"), default="csv")
-    table.set_defaults(handler=lambda a: command_table(results_dir=a.results_dir, output_format=a.output_format))
+    table.set_defaults(
+        handler=lambda a: command_table(
+            results_dir=a.results_dir,
+            output_format=a.output_format,
+            machines=a.machine,
+            commits=a.commit,
+            strict=a.strict,
+        )
+    )
 
     report = commands.add_parser("report", help="one self-contained HTML speedup report from asv results")
-    report.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    _results_arguments(report)
     report.add_argument("-o", "--output", dest="out_dir", default="reports", help="folder for index.html (reports)")
-    report.add_argument("--machine", action="extend", type=_names, default=[], help="only these machines")
-    report.add_argument("--commit", action="extend", type=_names, default=[], help="only these commits (prefixes)")
     report.add_argument("--export", metavar="FILE", help="also write the tidy table to FILE (.csv or .parquet)")
     report.add_argument("--png", action="store_true", help="also write PNGs of the key figures (needs kaleido)")
     report.set_defaults(
@@ -230,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
             commits=a.commit,
             export=a.export,
             png=a.png,
+            strict=a.strict,
         )
     )
     return parser
@@ -242,6 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FusedbenchError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_USAGE
+    except BrokenPipeError:  # `fusedbench table | head`: the reader has what it wanted
+        return EXIT_OK
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130

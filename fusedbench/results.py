@@ -1,12 +1,16 @@
 """Read asv's results (any machines, any commits) into one tidy table, a row per cell and run.
 
-asv's own loader parses the files; fusedbench adds what asv does not keep: each cell's dtype
-and shape (from its benchmark class and parameters), the status and reason of cells asv
-skipped (from the `.fbenv` file `fusedbench run` writes beside asv's), and, from the ceilings
-measured in the same run, each cell's TFLOP/s and floor, max(FLOPs / rate, bytes / bandwidth).
-The rate is the best the run measured: the ceiling GEMM's, or the fastest cell's FLOP/s where
-one ran faster (large LLM shapes beat the 8192^3 ceiling GEMM by a few per cent, an autotuned
-algorithm beats the default one), so no cell's floor is above a time the GPU was seen to reach.
+asv's own loader parses each results file; fusedbench adds what asv does not keep: each cell's
+dtype and shape (from its benchmark class and parameters), the status and reason of cells asv
+skipped and the environment (from the records beside asv's results, `fusedbench.records`), and,
+from the ceilings measured in the same run, each cell's TFLOP/s and floor,
+max(FLOPs / rate, bytes / bandwidth). The rate is the best the run measured: the ceiling GEMM's,
+or the fastest cell's FLOP/s where one ran faster (large LLM shapes beat the 8192^3 ceiling GEMM
+by a few per cent, an autotuned algorithm beats the default one), so no cell's floor is above a
+time the GPU was seen to reach.
+
+What cannot be read is never dropped silently: each unreadable file, missing record or empty
+folder becomes a line in `ResultSet.problems` that names the file and what was lost.
 """
 
 from __future__ import annotations
@@ -16,18 +20,22 @@ import itertools
 import json
 import math
 import os
-import statistics
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
+from fusedbench.analysis import gemm_ratios
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec
 from fusedbench.errors import FusedbenchError
-from fusedbench.measure import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, PAIRED_SAMPLINGS, median_interval, relative_iqr
-from fusedbench.shapes import shape_label
-from fusedbench.suites import GROUPS
+from fusedbench.model import Cell, CellKey, Status
+from fusedbench.providers import GEMM
+from fusedbench.records import GroupRecord, load_records
+from fusedbench.sampling import PAIRED_SAMPLINGS
+from fusedbench.shapes import parse_shape, shape_label
+from fusedbench.stats import relative_iqr
+from fusedbench.suites import BENCHMARK_MODULE, CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, GROUPS
 
 COLUMNS = [
     "machine",
@@ -54,59 +62,57 @@ COLUMNS = [
     "gemm_ratio_high",
 ]
 CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
-ENVIRONMENT_SUFFIX = ".fbenv"  # JSON beside asv's results; not *.json, which asv would try to load
-NO_REASON = "asv skipped it; no reason was recorded (runs through `fusedbench run` keep them)"
+NO_REASON = "asv skipped it; no fusedbench record gives the reason"
+NO_TIME = "asv recorded no time for a cell the measurement timed (the asv run failed or was interrupted)"
 
 
-def _asv_results(results_dir: str) -> Iterator:
-    """asv Results objects, with a one-line error naming any file asv cannot read."""
-    from asv import util
-    from asv.results import Results, iter_results_paths
+@dataclass(frozen=True)
+class ResultSet:
+    """Everything under a results folder: the cells, the ceilings of each run, its records, and what was lost."""
 
-    for root, filename, machine in iter_results_paths(results_dir):
-        path = os.path.join(root, filename)
+    cells: pd.DataFrame  # COLUMNS, a row per cell and run
+    ceilings: pd.DataFrame  # CEILING_COLUMNS: the best GEMM rate (and where it was reached), copy bandwidth
+    records: list[GroupRecord]  # oldest first
+    problems: list[str]  # one line per file or folder that could not be read fully, naming what was lost
+
+
+def _machine_folders(results_dir: str, problems: list[str]):
+    """(machine, [results file paths]) for every machine folder asv's tools would read."""
+    for name in sorted(os.listdir(results_dir)):
+        folder = os.path.join(results_dir, name)
+        if not os.path.isdir(folder):
+            continue
+        files = sorted(
+            os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".json") and f != "machine.json"
+        )
+        if not files:
+            continue
         try:
-            yield Results.load(path, machine_name=machine)
-        except (util.UserError, ValueError, KeyError, TypeError) as exc:
-            raise FusedbenchError(
-                f"{path} is not an asv results file fusedbench can read ({exc}); move it out of {results_dir}"
-            ) from None
-
-
-def load_environments(results_dir: str) -> list[dict]:
-    """The `.fbenv` files `fusedbench run` wrote beside asv's results, oldest first."""
-    environments = []
-    for root, _, files in os.walk(results_dir):
-        for name in sorted(files):
-            if not name.endswith(ENVIRONMENT_SUFFIX):
-                continue
-            path = os.path.join(root, name)
-            try:
-                with open(path) as stream:
-                    payload = json.load(stream)
-                if not all(key in payload for key in ("machine", "commit", "cells")):
-                    raise KeyError("machine, commit or cells")
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise FusedbenchError(f"{path} is not a fusedbench environment file ({exc}); move it out") from None
-            environments.append(payload)
-    return sorted(environments, key=lambda payload: payload.get("started", ""))
-
-
-def statuses_of(environments: list[dict]) -> dict[tuple, tuple[str, str]]:
-    """(machine, commit, group, epilog, shape, provider) -> (status, reason); later runs win."""
-    statuses = {}
-    for payload in environments:
-        for cell in payload["cells"]:
-            key = (
-                payload["machine"],
-                payload["commit"],
-                cell["group"],
-                cell["epilog"],
-                cell["shape"],
-                cell["provider"],
+            with open(os.path.join(folder, "machine.json"), encoding="utf-8") as stream:
+                machine = str(json.load(stream)["machine"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problems.append(
+                f"{folder}/machine.json is missing or unreadable ({type(exc).__name__}: {exc}): its {len(files)} "
+                f"results files were not read (asv skips them too); restore it from git or with "
+                f"`asv machine --yes --machine {name}`"
             )
-            statuses[key] = (cell["status"], cell["reason"])
-    return statuses
+            continue
+        yield machine, files
+
+
+def _asv_results(results_dir: str, problems: list[str]):
+    """asv Results objects, each unreadable file a problem line instead."""
+    from asv import util
+    from asv.results import Results
+
+    for machine, files in _machine_folders(results_dir, problems):
+        for path in files:
+            try:
+                yield path, Results.load(path, machine_name=machine)
+            except (util.UserError, ValueError, KeyError, TypeError, OSError) as exc:
+                problems.append(
+                    f"{path} is not an asv results file fusedbench can read ({exc}); its cells were not read"
+                )
 
 
 def _parameter_sets(result, key: str) -> list[tuple]:
@@ -139,32 +145,30 @@ def ceilings(result) -> tuple[dict[str, float], float]:
     return rates, 2 * CEILING_COPY_BYTES / copy  # read once and written once
 
 
-def parse_shape(label: str) -> tuple[int, int, int]:
-    """'(M,K)x(K,N)' -> (M, K, N)."""
-    left, right = label.split(")x(")
-    m, k = (int(v) for v in left.strip("(").split(","))
-    _, n = (int(v) for v in right.strip(")").split(","))
-    return m, k, n
+def latest_records(records: Sequence[GroupRecord]) -> dict[tuple[str, str, str], GroupRecord]:
+    """(machine, commit, group) -> the newest record: the one that matches asv's newest samples."""
+    return {(r.machine, r.commit, r.group): r for r in records}
 
 
-@dataclass(frozen=True)
-class ResultSet:
-    """Everything under a results folder: the cells, the ceilings of each run, and its environments."""
-
-    cells: pd.DataFrame  # COLUMNS, a row per cell and run
-    ceilings: pd.DataFrame  # CEILING_COLUMNS: the best GEMM rate (and where it was reached), copy bandwidth
-    environments: list[dict]  # `.fbenv` payloads
+def cell_of(key: CellKey, time: float, samples, recorded: Cell | None) -> Cell:
+    """One asv cell as the model sees it: asv's time and samples, its record's status and reason."""
+    if not math.isnan(time):
+        return Cell.measured(key, samples or ())
+    if recorded is None:
+        return Cell.skipped(key, NO_REASON)
+    if recorded.ok:
+        return Cell.failed(key, NO_TIME)
+    return Cell(key, recorded.status, recorded.reason)
 
 
 def load_results(results_dir: str) -> ResultSet:
-    """Read every asv results file (and `.fbenv` file) under `results_dir`."""
+    """Read every asv results file (and every fusedbench record) under `results_dir`."""
     if not os.path.isdir(results_dir):
         raise FusedbenchError(f"no results folder at {results_dir!r}; pass the folder asv writes (results/)")
-    environments = load_environments(results_dir)
-    statuses = statuses_of(environments)
-    paired_runs = {(env["machine"], env["commit"]) for env in environments if env.get("sampling") in PAIRED_SAMPLINGS}
-    rows, raw_samples, ceiling_rows, files = [], [], [], 0
-    for result in _asv_results(results_dir):
+    records, problems = load_records(results_dir)
+    latest = latest_records(records)
+    rows, raw_samples, paired, ceiling_rows, files = [], [], [], [], 0
+    for path, result in _asv_results(results_dir, problems):
         files += 1
         machine, commit = result.params["machine"], result.commit_hash
         rates, bandwidth = ceilings(result)
@@ -179,59 +183,52 @@ def load_results(results_dir: str) -> ResultSet:
                     "copy_tbps": bandwidth / 1e12,
                 }
             )
-        for key in sorted(result.get_all_result_keys()):
-            parts = key.split(".")
-            if parts[0] != "cells" or parts[1] not in GROUPS:
+        unrecorded: dict[str, int] = {}
+        for benchmark in sorted(result.get_all_result_keys()):
+            parts = benchmark.split(".")
+            if parts[0] != BENCHMARK_MODULE or parts[1] not in GROUPS:
                 continue
             group = GROUPS[parts[1]]
-            params = result.get_result_params(key)
-            stats = result.get_result_stats(key, params)
-            samples = result.get_result_samples(key, params) or [None] * len(stats)
+            record = latest.get((machine, commit, group.name))
+            recorded = {} if record is None else {c.key.at("", ""): c for c in record.cells}
+            params = result.get_result_params(benchmark)
+            stats = result.get_result_stats(benchmark, params)
+            samples = result.get_result_samples(benchmark, params) or [None] * len(stats)
+            values = result.get_result_value(benchmark, params)
             for combo, value, stat, sample in zip(
-                _parameter_sets(result, key), result.get_result_value(key, params), stats, samples, strict=True
+                _parameter_sets(result, benchmark), values, stats, samples, strict=True
             ):
-                rows.append(_row(machine, commit, group, combo, value, stat, sample, statuses))
-                raw_samples.append(sample or [])
-    if not rows and files:
+                epilog, shape, provider = combo
+                key = CellKey(epilog, group.dtype, *parse_shape(shape), provider, machine, commit)
+                cell = cell_of(key, _number(value), sample, recorded.get(key.at("", "")))
+                if record is None and not cell.ok:
+                    unrecorded[group.name] = unrecorded.get(group.name, 0) + 1
+                rows.append(_row(cell, _number(value), stat))
+                raw_samples.append(list(cell.samples))
+                paired.append(record is not None and record.sampling in PAIRED_SAMPLINGS)
+        if unrecorded:
+            lost = sum(unrecorded.values())
+            problems.append(
+                f"{path}: no fusedbench record for group(s) {', '.join(unrecorded)} of commit {commit[:8]} on "
+                f"{machine}: {lost} cells asv skipped show as skipped with no reason, and their workloads' "
+                "epilog costs are not paired by round"
+            )
+    if files and not rows:
         raise FusedbenchError(
             f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
         )
-    work = with_gemm_ratios(pd.DataFrame(rows, columns=COLUMNS), raw_samples, paired_runs)
+    if not files and not problems:
+        problems.append(f"{results_dir} holds no asv results yet; `fusedbench run` on a GPU machine writes them")
+    work = pd.DataFrame(rows, columns=COLUMNS)
+    work = gemm_ratios(work, raw_samples, pd.Series(paired, index=work.index, dtype=bool))
     roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
-    return ResultSet(cells=with_floors(work, roofs)[COLUMNS], ceilings=roofs, environments=environments)
-
-
-def with_gemm_ratios(work: pd.DataFrame, raw_samples: list[list[float]], paired_runs: set[tuple]) -> pd.DataFrame:
-    """Fill `gemm_ratio`: each ok cell's time over its workload's plain GEMM.
-
-    Where the run sampled in rounds (`paired_runs`, from its `.fbenv`), the ratio is the median
-    of round-by-round ratios, with a distribution-free interval: both calls of a round saw the
-    same clock, so the power cap's drift cancels. Elsewhere it is the ratio of the medians.
-    """
-    work = work.copy()
-    ratios = [(math.nan, math.nan, math.nan)] * len(work)
-    workload = ["machine", "commit", "dtype", "epilog", "m", "k", "n"]
-    for key, indices in work[work["status"] == "ok"].groupby(workload).groups.items():
-        gemm = [i for i in indices if work.at[i, "provider"] == "gemm"]
-        if not gemm:
-            continue
-        base = raw_samples[gemm[0]]
-        for i in indices:
-            mine = raw_samples[i]
-            if (key[0], key[1]) in paired_runs and len(mine) == len(base):
-                per_round = [a / b for a, b in zip(mine, base, strict=True)]
-                ratios[i] = (statistics.median(per_round), *median_interval(per_round))
-            else:
-                ratios[i] = (work.at[i, "time_s"] / work.at[gemm[0], "time_s"], math.nan, math.nan)
-    columns = ["gemm_ratio", "gemm_ratio_low", "gemm_ratio_high"]
-    work[columns] = pd.DataFrame(ratios, index=work.index, columns=columns)
-    return work
+    return ResultSet(cells=with_floors(work, roofs)[COLUMNS], ceilings=roofs, records=records, problems=problems)
 
 
 def best_gemm_rates(work: pd.DataFrame, ceiling_rows: pd.DataFrame) -> pd.DataFrame:
     """Each run's ceilings, the GEMM rate raised to the fastest cell's FLOP/s where one beat the ceiling GEMM."""
     roofs = ceiling_rows.copy()
-    timed = work[work["status"] == "ok"]
+    timed = work[work["status"] == Status.OK.value]
     for index, roof in roofs.iterrows():
         run = ["machine", "commit", "dtype"]
         mine = timed[(timed[run] == roof[run]).all(axis=1)]
@@ -257,45 +254,42 @@ def with_floors(work: pd.DataFrame, roofs: pd.DataFrame) -> pd.DataFrame:
     return keyed.assign(floor_s=floors.to_numpy())
 
 
-def load_table(results_dir: str) -> pd.DataFrame:
-    """The tidy table of every cell in every asv results file under `results_dir`."""
-    return load_results(results_dir).cells
+def select_cells(cells: pd.DataFrame, *, machines: Sequence[str] = (), commits: Sequence[str] = ()) -> pd.DataFrame:
+    """The cells of the chosen machines and commits (prefixes allowed), with a clear error if a choice matches none."""
+    chosen = cells
+    if machines:
+        unknown = sorted(set(machines) - set(cells["machine"]))
+        if unknown:
+            have = ", ".join(sorted(set(cells["machine"]))) or "none"
+            raise FusedbenchError(f"--machine {unknown[0]!r} has no results; machines with results: {have}")
+        chosen = chosen[chosen["machine"].isin(machines)]
+    if commits:
+        matches = chosen["commit"].map(lambda c: any(c.startswith(p) for p in commits))
+        if not matches.any():
+            have = ", ".join(sorted({c[:8] for c in chosen["commit"]})) or "none"
+            raise FusedbenchError(f"--commit {', '.join(commits)} matches no results here; commits: {have}")
+        chosen = chosen[matches]
+    return chosen
 
 
-def _row(machine, commit, group, combo, value, stat, sample, statuses) -> dict:
-    """One cell of one run (its floor comes later, from the run's ceilings)."""
-    epilog, shape, provider = combo
-    dtype = group.dtype
-    spec = EPILOGS[Epilog.DEFAULT] if provider == "gemm" else epilog_spec(epilog)
-    m, k, n = parse_shape(shape)
-    time = _number(value)
-    if math.isnan(time):
-        status, reason = statuses.get((machine, commit, group.name, epilog, shape, provider), ("skipped", NO_REASON))
-    else:
-        status, reason = "ok", ""
-    flops = spec.flops(m, k, n)
-    itemsizes = dtype_spec(dtype).operand_itemsize, dtype_spec(dtype).result_itemsize
-    return {
-        "machine": machine,
-        "commit": commit,
-        "epilog": epilog,
-        "dtype": dtype,
-        "m": m,
-        "k": k,
-        "n": n,
-        "provider": provider,
-        "status": status,
-        "reason": reason,
-        "time_s": time,
-        "ci_low_s": _number(stat.get("ci_99_a")) if stat else math.nan,
-        "ci_high_s": _number(stat.get("ci_99_b")) if stat else math.nan,
-        "samples": len(sample) if sample else 0,
-        "rel_iqr": relative_iqr(sample) if sample else math.nan,
-        "tflops": flops / time / 1e12 if time > 0 else math.nan,
+def _row(cell: Cell, time: float, stat) -> dict:
+    """One cell of one run as a table row (its floor and gemm ratio come later)."""
+    key = cell.key
+    spec = EPILOGS[Epilog.DEFAULT] if key.provider == GEMM else epilog_spec(key.epilog)
+    flops = spec.flops(key.m, key.k, key.n)
+    itemsizes = dtype_spec(key.dtype).operand_itemsize, dtype_spec(key.dtype).result_itemsize
+    described = cell.to_json(samples=False)  # the key, status and reason in the model's own form
+    return {column: described[column] for column in COLUMNS[: COLUMNS.index("reason") + 1]} | {
+        "time_s": time if cell.ok else math.nan,
+        "ci_low_s": _number(stat.get("ci_99_a")) if stat and cell.ok else math.nan,
+        "ci_high_s": _number(stat.get("ci_99_b")) if stat and cell.ok else math.nan,
+        "samples": len(cell.samples),
+        "rel_iqr": relative_iqr(cell.samples) if cell.samples else math.nan,
+        "tflops": flops / time / 1e12 if cell.ok and time > 0 else math.nan,
         "floor_s": math.nan,  # with_floors() fills it from the run's ceilings
         "flops": flops,
-        "bytes": spec.fused_bytes(m, k, n, *itemsizes),
-        "gemm_ratio": math.nan,  # with_gemm_ratios() fills it from the workload's gemm cell
+        "bytes": spec.fused_bytes(key.m, key.k, key.n, *itemsizes),
+        "gemm_ratio": math.nan,  # analysis.gemm_ratios() fills it from the workload's gemm cell
         "gemm_ratio_low": math.nan,
         "gemm_ratio_high": math.nan,
     }

@@ -7,6 +7,7 @@ model's published config.json (hidden_size, intermediate_size, num_key_value_hea
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from fusedbench.errors import FusedbenchError
@@ -15,6 +16,15 @@ from fusedbench.errors import FusedbenchError
 def shape_label(m: int, k: int, n: int) -> str:
     """(M, K, N) -> '(M,K)x(K,N)': how shapes are written everywhere, asv parameters included."""
     return f"({m},{k})x({k},{n})"
+
+
+def parse_shape(label: str) -> tuple[int, int, int]:
+    """'(M,K)x(K,N)' -> (M, K, N); ValueError for anything else."""
+    match = re.fullmatch(r"\((\d+),(\d+)\)x\((\d+),(\d+)\)", label)
+    if match is None or match.group(2) != match.group(3):
+        raise ValueError(f"shape {label!r} is not written (M,K)x(K,N)")
+    m, k, _, n = (int(group) for group in match.groups())
+    return m, k, n
 
 
 @dataclass(frozen=True)

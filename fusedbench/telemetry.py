@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 from dataclasses import asdict, dataclass, field
 
+from fusedbench.errors import GpuUnavailable
+
 # NVML clock-event reasons that mean the GPU slowed itself down (not idling, not app settings).
 THROTTLE_REASONS = {
     0x4: "software power cap",
@@ -30,15 +32,26 @@ class Snapshot:
     throttle_mask: int
 
 
-def nvml_memory_bytes() -> int:
-    """GPU 0's memory as NVML (and nvidia-smi) report it; CUDA reports a little less."""
+def nvml_device() -> tuple[str, int]:
+    """GPU 0's name and memory as NVML (and nvidia-smi) report them; CUDA reports a little less memory.
+
+    Raises GpuUnavailable where NVML finds no driver or no GPU.
+    """
     import pynvml
 
-    pynvml.nvmlInit()
     try:
-        return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).total)
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        raise GpuUnavailable(f"NVML found no NVIDIA driver or GPU ({exc})") from None
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        name = pynvml.nvmlDeviceGetName(handle)
+        memory = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+    except pynvml.NVMLError as exc:
+        raise GpuUnavailable(f"NVML found no NVIDIA GPU ({exc})") from None
     finally:
         pynvml.nvmlShutdown()
+    return (name.decode() if isinstance(name, bytes) else name), memory
 
 
 def throttle_names(mask: int) -> list[str]:

@@ -1,4 +1,4 @@
-"""Compare a provider's outputs with the float64 reference, and the status of a cell.
+"""Compare a provider's outputs with the float64 reference.
 
 Pure numpy: outputs arrive on the host in their stored dtype. The error of a value output is
 max |out - ref| / max |ref| (one wrong element anywhere shows, unlike a norm-wise error); NaN or
@@ -9,22 +9,12 @@ lies within rounding of zero.
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from fusedbench.reference import Reference, unpack_relu_aux
-
-
-class Status(enum.Enum):
-    """A cell's status (DESIGN.md, 'A cell and its status')."""
-
-    OK = "ok"
-    UNSUPPORTED = "unsupported"
-    SKIPPED = "skipped"
-    FAILED = "failed"
 
 
 @dataclass(frozen=True)

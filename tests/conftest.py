@@ -36,3 +36,31 @@ def gpu_stack():
     if stack is None:
         pytest.skip(f"needs a GPU: {reason}")
     return stack
+
+
+ASV_CONF = '{"version": 1, "project": "fusedbench", "repo": ".", "branches": ["main"], "results_dir": "results"}\n'
+
+
+def git(folder, *args: str) -> str:
+    import subprocess
+
+    identity = ["-c", "user.name=fusedbench tests", "-c", "user.email=tests@fusedbench"]
+    return subprocess.run(["git", *identity, *args], cwd=folder, check=True, capture_output=True, text=True).stdout
+
+
+def make_checkout(root, files=None, folders=None):
+    """A committed fusedbench checkout at `root`: asv.conf.json, the suite, `files` (path -> text)
+    and `folders` (path -> a folder to copy there)."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(root)
+    for path, text in {"asv.conf.json": ASV_CONF, "benchmarks/cells.py": "# the suite\n", **(files or {})}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    for path, source in (folders or {}).items():
+        shutil.copytree(source, root / path)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "a fusedbench checkout for a test")
+    return root

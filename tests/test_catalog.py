@@ -2,10 +2,11 @@
 
 import pytest
 
-from fusedbench.catalog import build_workloads, select_providers
 from fusedbench.dtypes import DTYPES, dtype_spec
 from fusedbench.errors import FusedbenchError
+from fusedbench.providers import select_providers
 from fusedbench.shapes import SHAPE_SETS, shape_set
+from fusedbench.workloads import build_workloads
 
 
 def test_workload_order_is_stable_so_a_seed_reproduces_a_check():

@@ -4,23 +4,22 @@ import math
 
 from rich.console import Console
 
-from fusedbench.check import (
-    CellResult,
-    CheckReport,
-    cell_table,
-    format_cell,
-    format_totals,
-    reason_table,
-    summary_table,
-)
-from fusedbench.verify import Status
+from fusedbench.check import CheckReport, cell_table, format_cell, format_totals, reason_table, summary_table
+from fusedbench.model import Cell, CellKey, Status
+
+SHAPE = (128, 64, 96)
+
+
+def key(epilog, dtype, provider):
+    return CellKey(epilog, dtype, *SHAPE, provider)
+
 
 CELLS = [
-    CellResult("BIAS", "fp16", "(128,64)x(64,96)", "fused", Status.OK, 3.1e-4),
-    CellResult("BIAS", "fp16", "(128,64)x(64,96)", "torch", Status.OK, 2.0e-4),
-    CellResult("DRELU", "fp16", "(128,64)x(64,96)", "fused", Status.FAILED, math.inf, "result: 7 non-finite values"),
-    CellResult("DRELU", "fp16", "(128,64)x(64,96)", "torch", Status.UNSUPPORTED, None, "torch has no op for DRELU"),
-    CellResult("BIAS", "bf16", "(128,64)x(64,96)", "fused", Status.SKIPPED, None, "bf16 operands need torch"),
+    Cell(key("BIAS", "fp16", "fused"), Status.OK, error=3.1e-4),
+    Cell(key("BIAS", "fp16", "torch"), Status.OK, error=2.0e-4),
+    Cell.failed(key("DRELU", "fp16", "fused"), "result: 7 non-finite values", math.inf),
+    Cell.refused(key("DRELU", "fp16", "torch"), "torch has no op for DRELU"),
+    Cell.skipped(key("BIAS", "bf16", "fused"), "bf16 operands need torch [cu13]"),
 ]
 
 
@@ -49,10 +48,10 @@ def test_summary_counts_each_status_per_dtype_and_provider():
     assert format_totals(CELLS) == "all 5 cells: 2 ok, 1 unsupported, 1 skipped, 1 failed"
 
 
-def test_reasons_list_every_cell_that_was_not_ok():
+def test_reasons_list_every_cell_that_was_not_ok_as_plain_text():
     text = render(reason_table(CELLS))
-    for reason in ("7 non-finite values", "torch has no op for DRELU", "bf16 operands need torch"):
-        assert reason in text
+    for reason in ("7 non-finite values", "torch has no op for DRELU", "bf16 operands need torch [cu13]"):
+        assert reason in text  # "[cu13]" is text, not rich markup
     assert reason_table(CELLS[:2]) is None
 
 
@@ -63,11 +62,17 @@ def test_report_json_counts_and_keeps_infinite_errors_as_null():
     assert payload["counts"] == {"ok": 2, "unsupported": 1, "skipped": 1, "failed": 1}
     assert payload["cells"][2]["error"] is None
     assert payload["cells"][0] == {
+        "format": "fusedbench-cell/1",
         "epilog": "BIAS",
         "dtype": "fp16",
-        "shape": "(128,64)x(64,96)",
+        "m": 128,
+        "k": 64,
+        "n": 96,
         "provider": "fused",
+        "machine": "",
+        "commit": "",
         "status": "ok",
-        "error": 3.1e-4,
         "reason": "",
+        "error": 3.1e-4,
     }
+    assert [Cell.from_json(c) for c in payload["cells"]] == CELLS  # the one JSON form reads back

@@ -1,8 +1,10 @@
 """The command line: catalog listing, usage errors and the no-GPU path, all without a GPU."""
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -34,11 +36,21 @@ def test_llm_shapes_name_their_source_model(capsys):
     assert llm and all("config.json" in shape["source"] for shape in llm)
 
 
-def test_list_prints_readable_tables(capsys):
+def test_list_prints_readable_tables_with_code_as_text_and_the_suites(capsys):
     code, out, _ = run_cli(capsys, "list")
     assert code == 0
     for expected in ("DGELU_BGRAD", "208", "fp8", "membound", "fused-autotuned", "Llama-3-70B"):
         assert expected in out
+    assert "y[y < 0] = 0" in out  # not rich markup
+    assert re.search(r"default\s+│\s+Fp16Llm\s+│\s+fp16\s+│\s+llm\s+│\s+864", out)
+    assert re.search(r"quick\s+│\s+Quick\s+│\s+fp16\s+│\s+seed\s+│\s+30", out)
+
+
+def test_list_json_gives_each_suites_groups_and_cell_counts(capsys):
+    _, out, _ = run_cli(capsys, "list", "--json")
+    suites = json.loads(out)["suites"]
+    assert suites["quick"] == [{"group": "Quick", "dtype": "fp16", "shape_set": "seed", "cells": 30}]
+    assert sum(g["cells"] for g in suites["default"]) == 2880
 
 
 def test_check_without_a_gpu_stack_exits_2_with_one_line(capsys, monkeypatch):
@@ -91,3 +103,113 @@ def test_run_refuses_an_unknown_suite_before_looking_for_a_gpu(capsys):
     code, _, err = run_cli(capsys, "run", "--suite", "huge")
     assert code == 2
     assert err.startswith("error: unknown suite 'huge'; choose from quick, default, full")
+
+
+FIXTURE = str(Path(__file__).parent / "fixtures" / "results-h200")
+
+
+def test_run_refuses_a_bad_bench_regex_before_looking_for_a_gpu(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    code, out, err = run_cli(capsys, "run", "--bench", "[")
+    assert code == 2 and out == ""
+    assert err.startswith("error: --bench '[' is not a regular expression (unterminated character set")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("make", "argv", "message"),
+    [
+        (
+            lambda tmp: (tmp / "file").write_text("x"),
+            ["-o", "{tmp}/file"],
+            "error: -o '{tmp}/file' is a file, not a folder",
+        ),
+        (lambda tmp: None, ["-o", "/sys/fusedbench"], "error: -o '/sys/fusedbench': cannot write in '/sys'"),
+        (
+            lambda tmp: None,
+            ["-o", "{tmp}/out", "--export", "{tmp}/missing/cells.csv"],
+            "error: --export '{tmp}/missing/cells.csv': the folder '{tmp}/missing' does not exist",
+        ),
+        (
+            lambda tmp: (tmp / "d.csv").mkdir(),
+            ["-o", "{tmp}/out", "--export", "{tmp}/d.csv"],
+            "error: --export '{tmp}/d.csv' is a folder",
+        ),
+    ],
+)
+def test_report_refuses_an_output_it_could_not_write_before_any_work(capsys, tmp_path, make, argv, message):
+    make(tmp_path)
+    code, out, err = run_cli(capsys, "report", FIXTURE, *(a.format(tmp=tmp_path) for a in argv))
+    assert code == 2 and out == ""
+    assert err.startswith(message.format(tmp=tmp_path)) and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()  # no partial output
+
+
+@pytest.mark.parametrize(
+    ("missing", "argv", "message"),
+    [
+        ("kaleido", ["--png"], "error: --png needs kaleido"),
+        ("pyarrow", ["--export", "{tmp}/cells.parquet"], "error: --export '{tmp}/cells.parquet' needs pyarrow"),
+    ],
+)
+def test_report_checks_optional_dependencies_before_any_work(capsys, tmp_path, monkeypatch, missing, argv, message):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in (missing, "fastparquet") else real(name, *a)
+    )
+    code, _, err = run_cli(
+        capsys, "report", FIXTURE, "-o", str(tmp_path / "out"), *(a.format(tmp=tmp_path) for a in argv)
+    )
+    assert code == 2 and err.startswith(message.format(tmp=tmp_path)) and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_full_disk_on_stdout_is_one_line_and_exit_2():
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "fusedbench", "table", FIXTURE], stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert result.returncode == 2
+    assert result.stderr == "error: could not write to standard output (No space left on device)\n"
+
+
+def test_a_reader_that_stops_early_ends_the_table_quietly():
+    command = f"{sys.executable} -m fusedbench table {FIXTURE} | head -1"
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
+    assert result.stdout.startswith("machine,commit,epilog") and result.stdout.count("\n") == 1
+    assert result.stderr == "" and result.returncode == 0
+
+
+def test_machine_names_asvs_machine_after_the_gpu_and_prints_it(capsys, monkeypatch):
+    import fusedbench.machine
+    import fusedbench.telemetry
+
+    registered = []
+    monkeypatch.setattr(fusedbench.telemetry, "nvml_device", lambda: ("NVIDIA H100 80GB HBM3", 85_520_809_984))
+    monkeypatch.setattr(fusedbench.machine, "register_asv_machine", lambda name, cwd: registered.append(name))
+    assert run_cli(capsys, "machine") == (0, "h100-80gb-hbm3\n", "")
+    assert registered == ["h100-80gb-hbm3"]
+
+
+def test_machine_without_a_gpu_is_one_line(capsys, monkeypatch):
+    import fusedbench.telemetry
+    from fusedbench.errors import GpuUnavailable
+
+    def no_gpu():
+        raise GpuUnavailable("NVML found no NVIDIA driver or GPU (NVML Shared Library Not Found)")
+
+    monkeypatch.setattr(fusedbench.telemetry, "nvml_device", no_gpu)
+    code, out, err = run_cli(capsys, "machine")
+    assert (code, out) == (2, "")
+    assert err == "error: NVML found no NVIDIA driver or GPU (NVML Shared Library Not Found)\n"
+
+
+def test_list_gives_the_asv_bench_expression_of_a_suite(capsys):
+    from fusedbench.suites import suite_bench_regex
+
+    assert run_cli(capsys, "list", "--asv-bench", "quick") == (0, r"^(ceilings\.|cells\.(Quick)\.)" + "\n", "")
+    assert run_cli(capsys, "list", "--asv-bench", "default")[1] == suite_bench_regex("default") + "\n"
+    code, _, err = run_cli(capsys, "list", "--asv-bench", "huge")
+    assert code == 2 and err.startswith("error: unknown suite 'huge'")

@@ -5,27 +5,31 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusedbench.catalog import PROVIDERS, Workload
 from fusedbench.check import run_check
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec
+from fusedbench.gpu.arrays import data_ptr, to_host
 from fusedbench.gpu.checking import run_poisoned
 from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.providers import TORCH_PEER_EPILOGS, PreparedProvider, prepare_provider
+from fusedbench.model import Status
+from fusedbench.providers import PROVIDERS
 from fusedbench.reference import ReferenceInputs, reference_outputs
 from fusedbench.shapes import shape_set
-from fusedbench.verify import Status, decode_mask, verify_outputs
+from fusedbench.verify import decode_mask, verify_outputs
+from fusedbench.workloads import Workload
 
 pytestmark = pytest.mark.gpu
 
 
 def refused_as_expected(cell) -> bool:
     """The only refusals a small check may report, each a library's own (seen on an H200, cuBLASLt 13.1)."""
-    if cell.provider == "torch" and Epilog[cell.epilog] not in TORCH_PEER_EPILOGS:
-        return cell.reason.startswith(f"torch has no op for {cell.epilog} ")
-    if cell.dtype == "fp8" and cell.shape != "(128,64)x(64,96)":  # fp8 needs M, N, K multiples of 16
+    key = cell.key
+    if key.provider == "torch" and Epilog[key.epilog] not in TORCH_PEER_EPILOGS:
+        return cell.reason.startswith(f"torch has no op for {key.epilog} ")
+    if key.dtype == "fp8" and key.shape != "(128,64)x(64,96)":  # fp8 needs M, N, K multiples of 16
         return "divisible by 16" in cell.reason
-    if cell.dtype == "fp8" and cell.epilog in ("BGRADA", "BGRADB"):  # fp8 runs only TN; these need NT
+    if key.dtype == "fp8" and key.epilog in ("BGRADA", "BGRADB"):  # fp8 runs only TN; these need NT
         return "CUBLAS_STATUS_NOT_SUPPORTED" in cell.reason
     return False
 
@@ -52,7 +56,8 @@ def test_relu_aux_bit_is_set_at_exactly_zero(gpu_stack):
     pre = inputs.a @ inputs.b
     assert (pre == 0).sum() > 20  # the integer operands give plenty of exact zeros
     prepared = prepare_provider("fused", gpu_stack, operands)
-    mask = decode_mask(run_poisoned(prepared, "cupy")["relu_aux"].get(), workload.m)
+    outputs, _ = run_poisoned(prepared, "cupy")
+    mask = decode_mask(outputs["relu_aux"].get(), workload.m)
     prepared.release()
     np.testing.assert_array_equal(mask, pre >= 0)  # strictly: no forgiveness near zero here
 
@@ -74,7 +79,7 @@ def test_unwritten_output_is_caught_by_the_poison(gpu_stack):
     workload = Workload(epilog_spec("BIAS"), dtype_spec("fp16"), 64, 32, 48)
     operands = make_operands(gpu_stack, workload, seed=3)
     lazy = PreparedProvider(run=lambda: {"result": operands.result}, owned_outputs=(operands.result,))
-    outputs = {"result": run_poisoned(lazy, "cupy")["result"].get()}
+    outputs = {"result": run_poisoned(lazy, "cupy")[0]["result"].get()}
     reference = reference_outputs(workload.epilog, operands.reference_inputs())
     (check,) = verify_outputs(outputs, reference, workload.dtype.tolerance)
     assert not check.ok
@@ -87,9 +92,15 @@ def test_library_allocated_aux_outputs_are_poisoned_too(gpu_stack, dtype):
     operands = make_operands(gpu_stack, workload, seed=4)
     prepared = prepare_provider("fused", gpu_stack, operands)
     try:
-        run_poisoned(prepared, operands.framework)  # raises if the pool handed out another block
+        outputs, poisoned = run_poisoned(prepared, operands.framework)  # raises if the pool handed out another block
+        host = {name: to_host(array) for name, array in outputs.items()}
     finally:
         prepared.release()
+    assert set(poisoned) == {"gelu_aux"}  # nvmath allocates the aux output inside execute()
+    assert data_ptr(outputs["gelu_aux"]) == poisoned["gelu_aux"]  # ... into the block that was poisoned
+    reference = reference_outputs(workload.epilog, operands.reference_inputs())
+    checks = verify_outputs(host, reference, workload.dtype.tolerance)
+    assert [check.name for check in checks] == ["gelu_aux", "result"] and all(check.ok for check in checks), checks
 
 
 @pytest.fixture(scope="module")
@@ -107,18 +118,18 @@ def test_every_cell_of_the_small_check_passes_or_is_refused_by_a_library(small_c
 
 def test_fused_and_unfused_cover_every_epilog_at_16_bit_and_32_bit(small_check):
     for cell in small_check.cells:
-        if cell.dtype in ("fp16", "bf16", "fp32", "tf32") and cell.provider != "torch":
+        if cell.key.dtype in ("fp16", "bf16", "fp32", "tf32") and cell.key.provider != "torch":
             assert cell.status is Status.OK, cell
 
 
 def test_fp8_fused_refuses_only_the_operand_bias_gradients(small_check):
     fp8_refused = {
-        c.epilog
+        c.key.epilog
         for c in small_check.cells
-        if c.dtype == "fp8"
-        and c.provider == "fused"
+        if c.key.dtype == "fp8"
+        and c.key.provider == "fused"
         and c.status is Status.UNSUPPORTED
-        and c.shape == "(128,64)x(64,96)"
+        and c.key.shape == "(128,64)x(64,96)"
     }
     assert fp8_refused == {Epilog.BGRADA.name, Epilog.BGRADB.name}
 
@@ -135,18 +146,49 @@ def test_a_group_is_measured_in_rounds_with_every_cell_timed_or_refused(gpu_stac
     import json
 
     from fusedbench.gpu.bench import measure_group
-    from fusedbench.measure import SAMPLES
-    from fusedbench.suites import STATUS_DIR_VARIABLE, BenchmarkGroup
+    from fusedbench.progress import PROGRESS_DIR_VARIABLE
+    from fusedbench.sampling import SAMPLES
+    from fusedbench.suites import BenchmarkGroup
 
-    monkeypatch.setenv(STATUS_DIR_VARIABLE, str(tmp_path))
+    monkeypatch.setenv(PROGRESS_DIR_VARIABLE, str(tmp_path))
     group = BenchmarkGroup("Fp16Small", "fp16", "small", ("RELU_BIAS", "DGELU_BGRAD"), tuple(PROVIDERS))
-    report = measure_group(group)
-    assert len(report["cells"]) == group.cell_count
-    for (epilog, _, provider), cell in report["cells"].items():
-        if provider == "torch" and epilog == "DGELU_BGRAD":
-            assert cell["status"] == "unsupported" and "torch has no op" in cell["reason"]
+    cells = measure_group(gpu_stack, group)
+    assert len(cells) == group.cell_count
+    for cell in cells:
+        if cell.key.provider == "torch" and cell.key.epilog == "DGELU_BGRAD":
+            assert cell.status is Status.UNSUPPORTED and "torch has no op" in cell.reason
         else:
-            assert cell["status"] == "ok", cell["reason"]
-            assert len(cell["samples"]) == SAMPLES and all(0 < s < 1 for s in cell["samples"])
-    written = json.loads((tmp_path / "Fp16Small.json").read_text())
-    assert len(written["cells"]) == group.cell_count
+            assert cell.status is Status.OK, cell.reason
+            assert len(cell.samples) == SAMPLES and all(0 < s < 1 for s in cell.samples)
+    progress = json.loads((tmp_path / "Fp16Small.progress").read_text())
+    assert (progress["done"], progress["total"]) == (group.cell_count, group.cell_count)
+
+
+def test_asv_s_setup_cache_records_every_cell_and_the_environment_beside_the_results(gpu_stack, tmp_path, monkeypatch):
+    """What a plain `asv run` gets: the group's record under this GPU's machine name, with its statuses."""
+    import json
+
+    from conftest import make_checkout
+
+    import fusedbench.asv_bridge as bridge
+    from fusedbench.machine import gpu_machine_name
+    from fusedbench.records import load_records
+    from fusedbench.suites import GROUPS, BenchmarkGroup
+
+    root = make_checkout(tmp_path / "fusedbench")
+    machine = gpu_machine_name()
+    (root / "results" / machine).mkdir(parents=True)
+    (root / "results" / machine / "machine.json").write_text(json.dumps({"machine": machine, "version": 1}))
+    group = BenchmarkGroup("Fp16Small", "fp16", "small", ("RELU_BIAS", "DRELU"), tuple(PROVIDERS))
+    monkeypatch.setitem(GROUPS, group.name, group)
+    cache = bridge.measure_for_asv(group.name, str(root))
+    assert cache.why_not == "" and len(cache.cells) == group.cell_count
+    (record,), problems = load_records(str(root / "results"))
+    assert problems == [] and (record.machine, record.group, record.dirty) == (machine, "Fp16Small", False)
+    assert record.environment["gpu"]["name"] == gpu_stack.device_name and record.environment["versions"]["cublaslt"]
+    assert {c.status for c in record.cells} == {Status.OK, Status.UNSUPPORTED}  # torch has no DRELU
+    (root / "results" / "vm").mkdir()
+    (root / "results" / "vm" / "machine.json").write_text(json.dumps({"machine": "vm", "version": 1}))
+    refused = bridge.measure_for_asv(group.name, str(root))  # asv now records under the host name: nothing is measured
+    assert refused.why_not.startswith("Fp16Small: every cell skipped: asv records this run under machine 'vm'")
+    assert all(c.status is Status.SKIPPED for c in refused.cells.values())

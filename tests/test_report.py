@@ -7,12 +7,14 @@ import re
 
 import numpy as np
 import pytest
+from plotly.offline import get_plotlyjs
 
-from fusedbench.catalog import PROVIDERS
+from fusedbench.analysis import geometric_mean, speedups
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
-from fusedbench.report import key_figures, render_report, write_pngs, write_report
-from fusedbench.report.figures import geometric_mean, ladder_figure, roofline_figure, speedup_heatmap, speedups
+from fusedbench.providers import PROVIDERS
+from fusedbench.report import PNG_SCALE, PNG_WIDTH, key_figures, render_report, write_pngs, write_report
+from fusedbench.report.figures import ladder_figure, roofline_figure, speedup_heatmap
 from fusedbench.results import load_results
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
@@ -30,7 +32,8 @@ def page(results):
 
 
 def test_plotly_is_embedded_once_and_nothing_is_fetched(page):
-    assert page.count("plotly.js v") <= 2  # the bundle names itself in its banner
+    bundle = get_plotlyjs()
+    assert page.count(bundle) == 1  # the whole bundle, inline, once
     assert page.count("<script type='text/javascript'>") == 1
     assert not re.search(r"<script[^>]+src=", page)
     assert not re.search(r"<link[^>]+href=[\"']http", page)  # the bundle's own URLs are code, not requests
@@ -42,15 +45,18 @@ def test_the_report_has_a_section_per_machine_with_headline_and_environment(page
     assert "NVIDIA H200" in page and "<td>13.1.0</td>" in page  # GPU and cuBLASLt 130100 from the .fbenv file
 
 
-def test_the_headline_counts_fusion_inversions_and_names_the_worst(results):
-    from fusedbench.report import headline
+def test_the_headline_counts_fusion_inversions_and_names_the_worst(results, page):
+    from fusedbench.analysis import headline
 
     table = speedups(results.cells)
     inverted = table[table["over_unfused"] < 0.95]
     worst = table.loc[table["over_unfused"].idxmin()]
-    text = headline(results.cells, table, MACHINE)
-    assert f"<td>{len(inverted)} of {table['over_unfused'].notna().sum()}</td>" in text
-    assert f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x" in text
+    (row,) = headline(results.cells, table, MACHINE).to_dict("records")
+    assert row["fused < 0.95x unfused"] == f"{len(inverted)} of {table['over_unfused'].notna().sum()}"
+    assert len(inverted) > 0
+    assert row["worst"] == f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x"
+    assert (row["ok"], row["unsupported"], row["skipped"], row["failed"]) == (344, 40, 0, 0)
+    assert f"<td>{row['worst']}</td>" in page
     assert worst["epilog"] in ("DRELU_BGRAD", "DGELU_BGRAD")  # cuBLASLt's fused bias gradients lose here
 
 
@@ -106,18 +112,28 @@ def test_geometric_mean_ignores_missing_cells():
     assert math.isnan(geometric_mean(pd.Series([], dtype=float)))
 
 
-def test_report_command_writes_index_html_and_the_export(tmp_path, capsys):
+def test_report_command_writes_index_html_and_the_export(tmp_path, capsys, page):
     assert main(["report", FIXTURE, "-o", str(tmp_path), "--export", str(tmp_path / "cells.csv")]) == 0
-    assert (tmp_path / "index.html").stat().st_size > 1_000_000
-    assert (tmp_path / "cells.csv").read_text().startswith("machine,commit,epilog")
-    assert "wrote" in capsys.readouterr().out
+    assert (tmp_path / "index.html").read_text() == page  # the page render_report draws, byte for byte
+    export = (tmp_path / "cells.csv").read_text().splitlines()
+    assert export[0].startswith("machine,commit,epilog") and len(export) == 1 + 384
+    assert capsys.readouterr().out.startswith(f"wrote {tmp_path / 'index.html'}")
 
 
-def test_bad_selections_and_exports_are_one_line_errors(tmp_path, capsys):
-    with pytest.raises(FusedbenchError, match="no cells for machines"):
-        write_report(results_dir=FIXTURE, out_dir=str(tmp_path), machines=["h100-80gb-hbm3"])
+def test_the_same_results_give_the_same_bytes(results, page, tmp_path):
+    assert render_report(results) == page
+    assert re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page)[:3] == ["figure-1", "figure-2", "figure-3"]
+    write_report(results, out_dir=str(tmp_path / "a"))
+    write_report(load_results(FIXTURE), out_dir=str(tmp_path / "b"))
+    assert (tmp_path / "a" / "index.html").read_bytes() == (tmp_path / "b" / "index.html").read_bytes()
+
+
+def test_bad_selections_and_exports_are_one_line_errors(tmp_path, capsys, results):
+    with pytest.raises(FusedbenchError, match="--machine 'h100-80gb-hbm3' has no results; machines with results"):
+        write_report(results, out_dir=str(tmp_path), machines=["h100-80gb-hbm3"])
     assert main(["report", FIXTURE, "-o", str(tmp_path), "--export", "cells.xlsx"]) == 2
     assert capsys.readouterr().err.startswith("error: --export 'cells.xlsx': name a .csv or .parquet file")
+    assert list(tmp_path.iterdir()) == []  # nothing was written
 
 
 def test_roofline_draws_the_roof_only_with_the_runs_ceilings(results):
@@ -170,7 +186,11 @@ def test_png_snapshots_render_from_the_same_figures(tmp_path, results):
         pytest.skip("needs Debian's chromium for kaleido")
     (path,) = write_pngs(key_figures(results), str(tmp_path))
     with open(path, "rb") as stream:
-        assert stream.read(8) == b"\x89PNG\r\n\x1a\n"
+        header = stream.read(24)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and header[12:16] == b"IHDR"
+    width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+    figure = key_figures(results)[os.path.basename(path)]
+    assert (width, height) == (PNG_WIDTH * PNG_SCALE, figure.layout.height * PNG_SCALE)  # the figure, at its size
 
 
 def test_heatmap_hover_names_times_intervals_and_samples(results):

@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 from fusedbench.report import write_report
+from fusedbench.results import load_results
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -43,7 +44,7 @@ def _playwright():
 @pytest.mark.browser
 def test_every_figure_renders_offline_without_console_errors(tmp_path):
     sync_playwright = _playwright()
-    path = write_report(results_dir=FIXTURE, out_dir=str(tmp_path))
+    path = write_report(load_results(FIXTURE), out_dir=str(tmp_path))
     errors, requests = [], []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)

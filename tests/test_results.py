@@ -9,10 +9,16 @@ import pytest
 
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
-from fusedbench.results import COLUMNS, NO_REASON, load_table, parse_shape
+from fusedbench.results import COLUMNS, NO_REASON, load_results
+from fusedbench.shapes import parse_shape
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
 MACHINE = "h200-141gb"
+COMMIT = "37415b8673334f91c8679387b65931ce18659c3f"
+
+
+def load_table(results_dir):
+    return load_results(results_dir).cells
 
 
 def test_every_cell_of_the_run_is_a_row_with_the_documented_columns():
@@ -43,15 +49,50 @@ def test_refused_cells_keep_the_reason_fusedbench_run_recorded():
     assert refused["time_s"].isna().all()
 
 
-def test_without_the_environment_file_a_skip_says_no_reason_was_recorded(tmp_path):
+def test_without_its_record_a_skip_says_no_reason_was_recorded_and_a_warning_says_what_was_lost(tmp_path):
     copy = tmp_path / "results"
     shutil.copytree(FIXTURE, copy)
     for name in os.listdir(copy / MACHINE):
         if name.endswith(".fbenv"):
             os.remove(copy / MACHINE / name)
-    skipped = load_table(str(copy)).query("status != 'ok'")
+    results = load_results(str(copy))
+    skipped = results.cells.query("status != 'ok'")
     assert set(skipped["status"]) == {"skipped"}
     assert set(skipped["reason"]) == {NO_REASON}
+    (problem,) = results.problems
+    assert problem.startswith(f"{copy / MACHINE / '37415b86-existing-py_opt_torch_.venv_bin_python3.json'}: ")
+    assert "no fusedbench record for group(s) Fp16Membound of commit 37415b86 on h200-141gb: 40 cells" in problem
+
+
+def test_a_corrupt_machine_json_is_a_warning_that_names_the_lost_results(tmp_path, capsys):
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    (copy / MACHINE / "machine.json").write_text("{oops")
+    results = load_results(str(copy))
+    assert results.cells.empty
+    (problem,) = results.problems
+    assert problem.startswith(f"{copy / MACHINE}/machine.json is missing or unreadable")
+    assert "its 1 results files were not read" in problem
+    assert main(["table", str(copy)]) == 0  # a warning by default ...
+    err = capsys.readouterr().err
+    assert err.startswith("warning: ") and err.count("\n") == 1
+    assert main(["table", str(copy), "--strict"]) == 2  # ... and an error with --strict
+    assert capsys.readouterr().err.splitlines()[-1] == f"error: 1 data problem(s) in {copy} (--strict)"
+
+
+def test_an_empty_folder_is_a_warning_for_table_and_report_alike(tmp_path, capsys):
+    (tmp_path / "results").mkdir()
+    assert main(["table", str(tmp_path / "results")]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(",".join(COLUMNS)) and out.count("\n") == 1
+    assert (
+        err
+        == f"warning: {tmp_path / 'results'} holds no asv results yet; `fusedbench run` on a GPU machine writes them\n"
+    )
+    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "out")]) == 0
+    assert "No fusedbench results yet" in (tmp_path / "out" / "index.html").read_text()
+    assert capsys.readouterr().err == err
+    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "out"), "--strict"]) == 2
 
 
 def test_a_failed_cell_is_reported_as_failed(tmp_path):
@@ -66,10 +107,16 @@ def test_a_failed_cell_is_reported_as_failed(tmp_path):
     assert list(failed["reason"]) == ["RuntimeError: synthetic failure for this test"]
 
 
-def test_spread_is_reported_as_relative_iqr():
-    ok = load_table(FIXTURE).query("status == 'ok'")
-    assert (ok["rel_iqr"] >= 0).all()
-    assert ok["rel_iqr"].median() < 0.1  # most cells are steady on this machine
+def test_spread_is_each_cells_relative_iqr_of_its_own_raw_samples():
+    import statistics
+
+    table = load_table(FIXTURE).set_index(["epilog", "m", "k", "n", "provider"])
+    for epilog, provider in (("GELU_BIAS", "fused"), ("DEFAULT", "textbook"), ("DRELU_BGRAD", "unfused")):
+        samples = _raw_samples(FIXTURE, epilog, "(16384,256)x(256,16384)", provider)
+        q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+        row = table.loc[(epilog, 16384, 256, 16384, provider)]
+        assert row["rel_iqr"] == pytest.approx((q3 - q1) / median) and row["rel_iqr"] > 0
+        assert row["samples"] == len(samples) == 10
 
 
 def test_results_of_another_asv_suite_are_refused(tmp_path):
@@ -161,15 +208,28 @@ def test_runs_that_did_not_sample_in_rounds_compare_the_medians_and_claim_no_int
     assert table["gemm_ratio_low"].isna().all() and table["gemm_ratio_high"].isna().all()
 
 
-def test_a_corrupt_results_file_is_one_line_naming_the_file(tmp_path, capsys):
+def test_a_corrupt_results_file_is_a_warning_naming_the_file_and_the_rest_is_read(tmp_path, capsys):
     copy = tmp_path / "results"
     shutil.copytree(FIXTURE, copy)
     (copy / MACHINE / "deadbeef-existing-py.json").write_text("{not json")
-    with pytest.raises(FusedbenchError, match=r"deadbeef-existing-py\.json is not an asv results file"):
-        load_table(str(copy))
-    assert main(["table", str(copy)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: ")
+    results = load_results(str(copy))
+    assert len(results.cells) == 384
+    (problem,) = results.problems
+    assert problem.startswith(f"{copy / MACHINE / 'deadbeef-existing-py.json'} is not an asv results file")
+    assert main(["table", str(copy), "--strict"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("warning: ") and err[1].startswith("error: ")
+
+
+def test_table_filters_by_machine_and_commit_prefix_and_names_what_exists(capsys):
+    assert main(["table", FIXTURE, "--machine", MACHINE, "--commit", "37415b8"]) == 0
+    assert capsys.readouterr().out.count("\n") == 1 + 384
+    assert main(["table", FIXTURE, "--machine", "h100-80gb-hbm3"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --machine 'h100-80gb-hbm3' has no results; machines with results: h200-141gb\n"
+    )
+    assert main(["table", FIXTURE, "--commit", "d1e4d02"]) == 2
+    assert capsys.readouterr().err == "error: --commit d1e4d02 matches no results here; commits: 37415b86\n"
 
 
 def test_table_formats(capsys):
@@ -183,6 +243,49 @@ def test_table_formats(capsys):
     assert capsys.readouterr().out.startswith(",".join(COLUMNS))
 
 
-def test_shapes_parse_back_to_m_k_n():
+def test_shapes_parse_back_to_m_k_n_and_refuse_anything_else():
     assert parse_shape("(65536,16384)x(16384,8192)") == (65536, 16384, 8192)
-    assert not math.isnan(parse_shape("(129,33)x(33,77)")[2])
+    assert parse_shape("(129,33)x(33,77)") == (129, 33, 77)
+    for label in ("(129,33)x(34,77)", "129x33x77", "(1,2)x(2,3) "):
+        with pytest.raises(ValueError, match="is not written"):
+            parse_shape(label)
+
+
+def _as_new_record(results_dir, *, sampling="williams-rounds", change=None):
+    """The fixture's legacy run file rewritten as the record its measurement writes today (one per group)."""
+    from fusedbench.records import read_record_file, write_record
+
+    (legacy,) = [results_dir / MACHINE / n for n in os.listdir(results_dir / MACHINE) if n.endswith(".fbenv")]
+    (record,) = read_record_file(str(legacy))
+    os.remove(legacy)
+    cells = tuple(change(c) if change else c for c in record.cells)
+    record = record.__class__(**{**record.__dict__, "sampling": sampling, "dirty": False, "cells": cells})
+    write_record(str(results_dir), record)
+
+
+def test_records_of_todays_format_give_statuses_reasons_and_pairing(tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    _as_new_record(copy)
+    results = load_results(str(copy))
+    assert results.problems == []
+    table = results.cells
+    assert len(table.query("status == 'unsupported' and provider == 'torch'")) == 40
+    assert table.query("status == 'ok'")["gemm_ratio_low"].notna().all()  # paired by round
+
+
+def test_a_cell_its_record_timed_but_asv_has_no_time_for_is_failed(tmp_path):
+    from dataclasses import replace
+
+    from fusedbench.model import Status
+    from fusedbench.results import NO_TIME
+
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+
+    def timed(cell):  # as if the measurement had timed the torch cells asv has no value for
+        return replace(cell, status=Status.OK, reason="") if cell.key.provider == "torch" else cell
+
+    _as_new_record(copy, change=timed)
+    failed = load_table(str(copy)).query("status == 'failed'")
+    assert len(failed) == 40 and set(failed["reason"]) == {NO_TIME}

@@ -1,16 +1,24 @@
-"""`fusedbench run`'s pure parts: machine names, the asv command line, suites."""
+"""`fusedbench run` without a GPU: machine names, the asv command line, suites, and runs with asv faked."""
 
+import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from conftest import git, make_checkout
 
 from fusedbench.errors import FusedbenchError
-from fusedbench.run import asv_command, machine_name, run_targets
-from fusedbench.suites import GROUPS, SUITES, suite_groups
+from fusedbench.machine import machine_name
+from fusedbench.run import asv_command, run_targets
+from fusedbench.suites import GROUPS, SUITES, select_groups, suite_bench_regex, suite_groups
 
 FIXTURE_RESULTS = Path(__file__).parent / "fixtures" / "results-h200"
+ROOT = Path(__file__).parent.parent
+COMMIT = "37415b8673334f91c8679387b65931ce18659c3f"  # the fixture run's commit
+MACHINE = "h200-141gb"
 
 
 def test_machine_name_carries_the_gpu_model_and_memory():
@@ -32,23 +40,35 @@ def test_unknown_launch_method_suite_and_bench_are_refused():
         asv_command(bench_regex="^x", machine="m", commit="c", launch_method="fork")
     with pytest.raises(FusedbenchError, match="unknown suite 'huge'; choose from quick, default, full"):
         suite_groups("huge")
-    with pytest.raises(FusedbenchError, match="no group of suite 'quick' matches --bench 'Bf16'"):
-        run_targets("quick", "Bf16")
+    with pytest.raises(FusedbenchError, match="no group of suite 'quick' matches --bench 'Bf16'; its groups: Quick"):
+        select_groups("quick", "Bf16")
+    with pytest.raises(FusedbenchError, match=r"--bench '\[' is not a regular expression \(unterminated"):
+        select_groups("default", "[")
 
 
 def test_a_run_is_the_ceilings_then_one_asv_invocation_per_group():
-    targets = run_targets("default", None)
+    targets = run_targets(suite_groups("default"))
     assert targets[0][0] == "ceilings" and re.search(targets[0][1], "ceilings.GemmCeiling.time_gemm")
     assert [label for label, _, _ in targets[1:]] == list(SUITES["default"])
     label, regex, cells = targets[1]
     assert re.search(regex, f"cells.{label}.time_cell") and not re.search(regex, "cells.Quick.time_cell")
     assert cells == GROUPS[label].cell_count
-    assert [label for label, _, _ in run_targets("default", "Bf16")] == [
+    assert [label for label, _, _ in run_targets(select_groups("default", "Bf16"))] == [
         "ceilings",
         "Bf16Seed",
         "Bf16Llm",
         "Bf16Membound",
     ]
+
+
+def test_one_asv_regex_selects_exactly_a_suites_groups_and_the_ceilings():
+    regex = suite_bench_regex("default")
+    names = [f"cells.{g}.time_cell" for g in GROUPS] + [
+        "ceilings.GemmCeiling.time_gemm",
+        "ceilings.CopyCeiling.time_copy",
+    ]
+    chosen = {name for name in names if re.search(regex, name)}
+    assert chosen == {f"cells.{g}.time_cell" for g in SUITES["default"]} | set(names[-2:])
 
 
 def test_default_suite_covers_every_epilog_at_16_bit_on_seed_llm_and_membound():
@@ -59,90 +79,154 @@ def test_default_suite_covers_every_epilog_at_16_bit_on_seed_llm_and_membound():
     assert all(len(GROUPS[name].epilogs) == 16 for name in SUITES["default"])
 
 
-class _FakeTelemetry:
-    """Stands in for the NVML sampler."""
-
-    def __init__(self):
-        from fusedbench.telemetry import TelemetrySummary
-
-        self.summary = TelemetrySummary()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-    def device_facts(self):
-        return {"name": "fake GPU"}
+@pytest.fixture
+def checkout(tmp_path):
+    """A committed fusedbench checkout whose results/ holds the fixture run, with its report."""
+    asv_conf = (ROOT / "asv.conf.json").read_text()
+    files = {"asv.conf.json": asv_conf, "reports/index.html": "an older report\n"}
+    return make_checkout(tmp_path / "fusedbench", files, {"results": FIXTURE_RESULTS})
 
 
-def test_an_interrupt_keeps_finished_groups_and_the_environment(tmp_path, monkeypatch):
-    import json
-    import subprocess
-    from types import SimpleNamespace
-
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """No GPU: the stack, the check, NVML and `asv machine` stand in; asv itself is `fake_asv`."""
     import fusedbench.check
     import fusedbench.gpu
     import fusedbench.run as run
     import fusedbench.telemetry
 
-    stack = SimpleNamespace(device_name="NVIDIA H200", cupy=None, torch=None, cublaslt_version=130100)
+    stack = SimpleNamespace(device_name="NVIDIA H200")
     monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", lambda command: stack)
     monkeypatch.setattr(fusedbench.check, "run_check", lambda **kw: SimpleNamespace(cells=[]))
-    monkeypatch.setattr(fusedbench.telemetry, "TelemetrySampler", _FakeTelemetry)
-    monkeypatch.setattr(fusedbench.telemetry, "nvml_memory_bytes", lambda: 143771 * 2**20)
-    monkeypatch.setattr(run, "current_commit", lambda repo: "c0ffee" * 6 + "c0ff")
-    monkeypatch.setattr(run, "software_versions", lambda stack: {"cublaslt": 130100})
-    invoked, echoed = [], []
+    monkeypatch.setattr(fusedbench.telemetry, "nvml_device", lambda: ("NVIDIA H200", 143771 * 2**20))
+    monkeypatch.setattr(run, "register_asv_machine", lambda name, cwd: None)
+    return run
+
+
+def fake_asv(monkeypatch, behave):
+    """Replace `asv run` by `behave(group label, results folder)`, which returns an exit code or raises."""
     real_run = subprocess.run
+    invoked = []
 
     def fake_run(command, **kwargs):
-        if "asv" not in command:  # e.g. platform.processor() running `uname -p`
+        if "asv" not in command:  # git, or platform.processor() running `uname -p`
             return real_run(command, **kwargs)
-        if "machine" in command:
-            return SimpleNamespace(returncode=0)
-        invoked.append(command[command.index("--bench") + 1])
-        if len(invoked) == 3:  # Ctrl-C during the second group
-            raise KeyboardInterrupt
-        return SimpleNamespace(returncode=0)
+        regex = command[command.index("--bench") + 1]
+        label = "ceilings" if "ceilings" in regex else regex.split("\\.")[1]
+        invoked.append(label)
+        return SimpleNamespace(returncode=behave(label, Path(kwargs["cwd"]) / "results" / MACHINE))
 
     monkeypatch.setattr(subprocess, "run", fake_run)
-    shutil.copytree(FIXTURE_RESULTS, tmp_path / "results")  # an earlier run's results, for the report
-    code = run.run_suite(
-        suite="default", bench="Fp16", launch_method="forkserver", repo=str(tmp_path), echo=echoed.append
+    return invoked
+
+
+def asv_file(folder: Path) -> Path:
+    (path,) = folder.glob(f"{COMMIT[:8]}-existing*.json")
+    return path
+
+
+def test_running_twice_on_one_commit_works_and_the_report_is_the_same_bytes(checkout, fake_gpu, monkeypatch):
+    monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
+    fake_asv(monkeypatch, lambda label, folder: 0)
+    echoed = []
+    for _ in range(2):
+        code = fake_gpu.run_suite(
+            suite="default", bench="Fp16Membound", launch_method="forkserver", repo=str(checkout), echo=echoed.append
+        )
+        assert code == 0
+    first = (checkout / "reports" / "index.html").read_bytes()
+    fake_gpu.write_run_report(str(checkout), echoed.append)
+    assert (checkout / "reports" / "index.html").read_bytes() == first  # same results, same bytes
+    assert echoed[-1] == f"report: {checkout / 'reports' / 'index.html'}"
+    assert git(checkout, "status", "--porcelain", "--", "benchmarks", "fusedbench") == ""
+
+
+def _real_checkout_at(commit):
+    """The real dirty-tree check, with the results labelled by the fixture's commit."""
+    from dataclasses import replace
+
+    from fusedbench.checkout import require_clean_checkout
+
+    return lambda repo: replace(require_clean_checkout(repo), commit=commit)
+
+
+def test_a_failed_rerun_keeps_the_earlier_timings_and_drops_its_records(checkout, fake_gpu, monkeypatch):
+    monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
+    before = asv_file(checkout / "results" / MACHINE).read_bytes()
+
+    def crash(label, folder):  # asv nulls the group's timings and the measurement left a record, then it fails
+        if label == "Fp16Membound":
+            payload = json.loads(asv_file(folder).read_text())
+            payload["results"]["cells.Fp16Membound.time_cell"][0] = [None] * 384
+            asv_file(folder).write_text(json.dumps(payload))
+            (folder / f"{COMMIT[:8]}-Fp16Membound-20261122T000000000000Z.fbenv").write_text("{}")
+            return 2
+        return 0
+
+    fake_asv(monkeypatch, crash)
+    echoed = []
+    code = fake_gpu.run_suite(
+        suite="default", bench="Fp16Membound", launch_method="forkserver", repo=str(checkout), echo=echoed.append
+    )
+    assert code == 2
+    assert asv_file(checkout / "results" / MACHINE).read_bytes() == before
+    assert [p.name for p in (checkout / "results" / MACHINE).glob("*.fbenv")] == ["env-37415b86-20261121T213603Z.fbenv"]
+    assert "Fp16Membound did not finish (asv exit code 2): its earlier results are kept as they were" in echoed
+
+
+def test_an_interrupt_keeps_finished_groups_and_the_earlier_timings_of_the_one_in_progress(
+    checkout, fake_gpu, monkeypatch
+):
+    monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
+    before = asv_file(checkout / "results" / MACHINE).read_bytes()
+
+    def interrupted(label, folder):
+        if label == "Fp16Membound":
+            asv_file(folder).write_text("{half written")
+            raise KeyboardInterrupt
+        return 0
+
+    invoked = fake_asv(monkeypatch, interrupted)
+    echoed = []
+    code = fake_gpu.run_suite(
+        suite="default", bench="Fp16", launch_method="forkserver", repo=str(checkout), echo=echoed.append
     )
     assert code == 130
-    assert len(invoked) == 3  # ceilings, Fp16Seed, then Fp16Llm interrupted; Fp16Membound never started
-    (env_file,) = [p for p in (tmp_path / "results" / "h200-141gb").glob("*.fbenv") if "c0ffeec0" in p.name]
-    payload = json.loads(env_file.read_text())
-    assert payload["asv_exit_codes"] == {"ceilings": 0, "Fp16Seed": 0, "Fp16Llm": 130}
-    assert payload["machine"] == "h200-141gb" and payload["gpu"] == {"name": "fake GPU"}
-    assert payload["sampling"] == "williams-rounds"  # tells the results loader it may pair samples by round
-    assert echoed[-1] == f"report: {tmp_path / 'reports' / 'index.html'}"
-    assert (tmp_path / "reports" / "index.html").stat().st_size > 1_000_000
+    assert invoked == ["ceilings", "Fp16Seed", "Fp16Llm", "Fp16Membound"]  # interrupted in the last one
+    assert asv_file(checkout / "results" / MACHINE).read_bytes() == before
+    assert "interrupted during Fp16Membound: every group before it is saved in results/" in echoed
+    assert echoed[-1] == f"report: {checkout / 'reports' / 'index.html'}"
+
+
+def test_a_run_refuses_a_dirty_checkout_before_touching_anything(checkout, fake_gpu, monkeypatch):
+    (checkout / "benchmarks" / "extra.py").write_text("# untracked: would be timed under HEAD\n")
+    invoked = fake_asv(monkeypatch, lambda label, folder: 0)
+    with pytest.raises(FusedbenchError, match=r"uncommitted changes \(benchmarks/extra.py\)"):
+        fake_gpu.run_suite(suite="quick", bench=None, launch_method="forkserver", repo=str(checkout), echo=print)
+    assert invoked == []
 
 
 def test_a_run_with_no_results_yet_says_so_instead_of_a_report(tmp_path):
     from fusedbench.run import write_run_report
 
+    shutil.copy(ROOT / "asv.conf.json", tmp_path)
     (tmp_path / "results").mkdir()
     echoed = []
     write_run_report(str(tmp_path), echoed.append)
-    assert echoed == ["no report written: no fusedbench results yet; `fusedbench run` on a GPU machine writes them"]
+    assert echoed[-1] == "no report written: no results were recorded"
+    assert not (tmp_path / "reports").exists()
 
 
 def test_progress_line_reads_the_newest_group_file(tmp_path):
-    import json
     import os
     import time
 
-    from fusedbench.run import progress_line
+    from fusedbench.progress import progress_line
 
     assert progress_line(str(tmp_path)) is None
     (tmp_path / "Fp16Seed.progress").write_text(json.dumps({"group": "Fp16Seed", "done": 96, "total": 96, "last": "a"}))
     older = time.time() - 60
     os.utime(tmp_path / "Fp16Seed.progress", (older, older))
     (tmp_path / "Fp16Llm.progress").write_text(json.dumps({"group": "Fp16Llm", "done": 36, "total": 864, "last": "b"}))
-    (tmp_path / "Fp16Seed.json").write_text("{}")  # statuses are not progress
+    (tmp_path / "Fp16Seed.json").write_text("{}")  # other files are not progress
     assert progress_line(str(tmp_path)) == "measuring Fp16Llm: 36/864 cells (b)"

@@ -28,6 +28,31 @@ class GpuStack:
     cublaslt_version: int
     library_errors: tuple[type[BaseException], ...]  # exception types a library raises to refuse a cell
 
+    def versions(self) -> dict:
+        """Versions of everything a timing depends on: CUDA, cuBLASLt, and every provider's libraries."""
+        import sys
+        from importlib.metadata import PackageNotFoundError, version
+
+        from fusedbench.providers import PROVIDERS, provider_libraries
+
+        runtime = self.cupy.cuda.runtime
+        versions = {
+            "cuda_runtime": runtime.runtimeGetVersion(),
+            "cuda_driver": runtime.driverGetVersion(),
+            "cublaslt": self.cublaslt_version,
+            "python": sys.version.split()[0],
+        }
+        for library in provider_libraries(PROVIDERS):
+            module = sys.modules.get(library)
+            versions[library] = getattr(module, "__version__", None) if module is not None else None
+        for wheel in ("nvidia-cublas", "nvidia-cublas-cu12"):  # the cuBLAS wheel nvmath loads, where pip installed it
+            try:
+                versions["nvidia-cublas"] = version(wheel)
+                break
+            except PackageNotFoundError:
+                continue
+        return versions
+
 
 def _import(name: str, command: str) -> ModuleType:
     try:

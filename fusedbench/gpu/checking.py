@@ -8,20 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusedbench.catalog import Workload
-from fusedbench.check import CellResult
 from fusedbench.epilogs import Epilog
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
 from fusedbench.gpu.arrays import data_ptr, poison, poison_next_allocations, synchronize, to_host
 from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.providers import PreparedProvider, prepare_provider
+from fusedbench.model import Cell, CellKey, Status
 from fusedbench.reference import Reference, ReferenceInputs, reference_outputs
-from fusedbench.verify import Status, verify_outputs
+from fusedbench.verify import verify_outputs
+from fusedbench.workloads import Workload
 
 
-def run_poisoned(prepared: PreparedProvider, framework: str) -> dict[str, Any]:
-    """Poison every output, run once, and prove the library-allocated outputs were poisoned too."""
+def run_poisoned(prepared: PreparedProvider, framework: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """Poison every output, run once, and prove the library-allocated outputs were poisoned too.
+
+    Returns the outputs and, for each output the library allocated, the address of the poisoned
+    block it was written into.
+    """
     for buffer in prepared.owned_outputs:
         poison(buffer)
     names = list(prepared.library_outputs)
@@ -31,27 +35,25 @@ def run_poisoned(prepared: PreparedProvider, framework: str) -> dict[str, Any]:
     for name, pointer in zip(names, pointers, strict=True):
         if data_ptr(outputs[name]) != pointer:
             raise RuntimeError(f"could not poison {name}: the allocator handed the library another block")
-    return outputs
+    return outputs, dict(zip(names, pointers, strict=True))
 
 
 def _check_provider(
-    stack: GpuStack, workload: Workload, operands, provider: str, inputs: ReferenceInputs, references: dict
-) -> CellResult:
-    def cell(status: Status, error: float | None = None, reason: str = "") -> CellResult:
-        return CellResult(workload.epilog.name, workload.dtype.name, workload.shape, provider, status, error, reason)
-
+    stack: GpuStack, workload: Workload, operands, key: CellKey, inputs: ReferenceInputs, references: dict
+) -> Cell:
     try:
-        prepared = prepare_provider(provider, stack, operands)
+        prepared = prepare_provider(key.provider, stack, operands)
     except Unsupported as exc:
-        return cell(Status.UNSUPPORTED, reason=exc.reason)
+        return Cell.refused(key, exc.reason)
     except Skipped as exc:
-        return cell(Status.SKIPPED, reason=exc.reason)
+        return Cell.skipped(key, exc.reason)
     except Exception as exc:  # an error of ours or an unexpected library failure: never hidden
-        return cell(Status.FAILED, reason=f"{type(exc).__name__}: {exc}")
+        return Cell.failed(key, f"{type(exc).__name__}: {exc}")
     try:
-        host = {name: to_host(array) for name, array in run_poisoned(prepared, operands.framework).items()}
+        outputs, _ = run_poisoned(prepared, operands.framework)
+        host = {name: to_host(array) for name, array in outputs.items()}
     except Exception as exc:
-        return cell(Status.FAILED, reason=f"{type(exc).__name__}: {exc}")
+        return Cell.failed(key, f"{type(exc).__name__}: {exc}")
     finally:
         prepared.release()
     spec = prepared.computes or workload.epilog
@@ -60,18 +62,18 @@ def _check_provider(
     checks = verify_outputs(host, references[spec.epilog], workload.dtype.tolerance)
     error = max(check.error for check in checks)
     failures = [f"{check.name}: {check.detail}" for check in checks if not check.ok]
-    return cell(Status.FAILED if failures else Status.OK, error, "; ".join(failures))
+    if failures:
+        return Cell.failed(key, "; ".join(failures), error)
+    return Cell(key, Status.OK, error=error)
 
 
-def check_workload(stack: GpuStack, workload: Workload, providers: list[str], seed: int) -> list[CellResult]:
+def check_workload(stack: GpuStack, workload: Workload, providers: list[str], seed: int) -> list[Cell]:
     """Verify each provider on one workload, with operands drawn fresh from `seed`."""
+    keys = workload.cell_keys(providers)
     try:
         operands = make_operands(stack, workload, seed)
     except Skipped as exc:
-        return [
-            CellResult(workload.epilog.name, workload.dtype.name, workload.shape, p, Status.SKIPPED, None, exc.reason)
-            for p in providers
-        ]
+        return [Cell.skipped(key, exc.reason) for key in keys]
     inputs = operands.reference_inputs()
     references: dict[Epilog, Reference] = {}
-    return [_check_provider(stack, workload, operands, provider, inputs, references) for provider in providers]
+    return [_check_provider(stack, workload, operands, key, inputs, references) for key in keys]

@@ -14,13 +14,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fusedbench.catalog import Workload
 from fusedbench.epilogs import Derivative, gelu_aux_shape, relu_aux_shape
 from fusedbench.errors import Skipped
 from fusedbench.gpu import GpuStack
 from fusedbench.gpu.arrays import as_cupy, to_host
 from fusedbench.gpu.kernels import make_relu_mask
 from fusedbench.reference import ReferenceInputs, unpack_relu_aux
+from fusedbench.workloads import Workload
 
 
 @dataclass

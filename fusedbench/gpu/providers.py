@@ -11,6 +11,7 @@ message; an error of ours stays an error.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from fusedbench.gpu import GpuStack
 from fusedbench.gpu.arrays import as_cupy, as_torch
 from fusedbench.gpu.kernels import make_epilog_pass, make_row_sum
 from fusedbench.gpu.operands import Operands
+from fusedbench.providers import PROVIDERS
 
 # nvmath times each candidate algorithm this many times (its default is 10), each time after
 # copying an L2-sized buffer from the host: at the seed shape 3 iterations took 1 s of the fp16
@@ -89,7 +91,8 @@ def plan_matmul(stack: GpuStack, operands: Operands, *, spec: EpilogSpec | None 
     return matmul
 
 
-def _fused(stack: GpuStack, operands: Operands, *, autotune: bool = False) -> PreparedProvider:
+def build_fused(stack: GpuStack, operands: Operands, *, autotune: bool = False) -> PreparedProvider:
+    """cuBLASLt's epilog through nvmath's Matmul, planned once (and autotuned if asked)."""
     spec, workload = operands.workload.epilog, operands.workload
     matmul = plan_matmul(stack, operands, spec=spec, autotune=autotune)
     result = operands.result
@@ -104,7 +107,12 @@ def _fused(stack: GpuStack, operands: Operands, *, autotune: bool = False) -> Pr
     return PreparedProvider(run, (result,), sizes, matmul.free)
 
 
-def _gemm(stack: GpuStack, operands: Operands) -> PreparedProvider:
+def build_fused_autotuned(stack: GpuStack, operands: Operands) -> PreparedProvider:
+    return build_fused(stack, operands, autotune=True)
+
+
+def build_gemm(stack: GpuStack, operands: Operands) -> PreparedProvider:
+    """The same GEMM with no epilog: the floor every cell's epilog cost is measured over."""
     matmul = plan_matmul(stack, operands)
     result = operands.result
 
@@ -131,7 +139,8 @@ def _bgrad_launcher(operands: Operands, spec: EpilogSpec, out: Any) -> Callable[
     return make_row_sum(as_cupy(summed), as_cupy(out))
 
 
-def _unfused(stack: GpuStack, operands: Operands) -> PreparedProvider:
+def build_unfused(stack: GpuStack, operands: Operands) -> PreparedProvider:
+    """The plain GEMM, then one single-pass kernel for the pointwise work and one reduction per bias gradient."""
     spec, workload = operands.workload.epilog, operands.workload
     matmul = plan_matmul(stack, operands)
     outputs: dict[str, Any] = {"result": operands.result}
@@ -222,12 +231,12 @@ class _Textbook:
         return outputs
 
 
-def _textbook(stack: GpuStack, operands: Operands) -> PreparedProvider:
+def build_textbook(stack: GpuStack, operands: Operands) -> PreparedProvider:
     textbook = _Textbook(stack, operands)
     return PreparedProvider(textbook.run, tuple(textbook.outputs.values()), release=textbook.matmul.free)
 
 
-def _torch_peer(stack: GpuStack, operands: Operands) -> PreparedProvider:
+def build_torch_peer(stack: GpuStack, operands: Operands) -> PreparedProvider:
     """What a torch user writes: torch's own fused ops where it has them, in-place activation otherwise."""
     torch = stack.torch
     if torch is None:
@@ -276,20 +285,16 @@ def _torch_peer(stack: GpuStack, operands: Operands) -> PreparedProvider:
     return PreparedProvider(run, (operands.result,))
 
 
-_BUILDERS: dict[str, Callable[[GpuStack, Operands], PreparedProvider]] = {
-    "textbook": _textbook,
-    "unfused": _unfused,
-    "fused": _fused,
-    "fused-autotuned": lambda stack, operands: _fused(stack, operands, autotune=True),
-    "torch": _torch_peer,
-    "gemm": _gemm,
-}
+def builder_of(name: str) -> Callable[[GpuStack, Operands], PreparedProvider]:
+    """The registered builder of provider `name` (fusedbench.providers.PROVIDERS)."""
+    module, function = PROVIDERS[name].builder.split(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def prepare_provider(name: str, stack: GpuStack, operands: Operands) -> PreparedProvider:
     """Allocate, plan and warm up `name` for the workload; raises Unsupported or Skipped."""
     with _library_refusals(stack):
-        prepared = _BUILDERS[name](stack, operands)
+        prepared = builder_of(name)(stack, operands)
         try:
             prepared.run()  # warm-up: compiles kernels, allocates workspaces, surfaces refusals
         except BaseException:

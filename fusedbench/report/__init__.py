@@ -1,33 +1,37 @@
-"""`fusedbench report`: one self-contained HTML file (plotly's JS embedded once) from asv results."""
+"""`fusedbench report`: one self-contained HTML file (plotly's JS embedded once) from asv results.
+
+The report only draws: every number comes from `fusedbench.analysis` on the tidy table of
+`fusedbench.results`. The same results give the same bytes (figure ids are numbered, not random).
+"""
 
 from __future__ import annotations
 
 import html
+import importlib.util
 import os
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from fusedbench.analysis import headline, noisy_cells, speedups, with_shape
 from fusedbench.errors import FusedbenchError
-from fusedbench.files import write_text_atomically
+from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
+from fusedbench.model import Status
+from fusedbench.providers import BASELINES
+from fusedbench.records import GroupRecord
 from fusedbench.report.figures import (
-    BASELINES,
     epilog_cost_figure,
-    geometric_mean,
     history_figure,
     ladder_figure,
     machines_figure,
-    noisy_cells,
     roofline_figure,
     speedup_heatmap,
-    speedups,
-    with_shape,
 )
-from fusedbench.results import ResultSet, load_results
-from fusedbench.verify import Status
+from fusedbench.results import ResultSet, select_cells
 
 REPORT_NAME = "index.html"
+PNG_WIDTH, PNG_SCALE = 1100, 1
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
@@ -39,27 +43,10 @@ th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; 
 """
 
 
-def select(results: ResultSet, *, machines: list[str] | None, commits: list[str] | None) -> pd.DataFrame:
-    """The cells of the chosen machines and commits (prefixes allowed), with a clear error if none."""
-    cells = results.cells
-    if cells.empty:
-        raise FusedbenchError("no fusedbench results yet; `fusedbench run` on a GPU machine writes them")
-    if machines:
-        cells = cells[cells["machine"].isin(machines)]
-    if commits:
-        cells = cells[cells["commit"].map(lambda c: any(c.startswith(p) for p in commits))]
-    if cells.empty:
-        have = ", ".join(sorted(set(results.cells["machine"]))) or "none"
-        raise FusedbenchError(
-            f"no cells for machines {machines or 'any'} and commits {commits or 'any'}; machines: {have}"
-        )
-    return cells
-
-
-def commits_in_order(cells: pd.DataFrame, environments: list[dict], machine: str) -> list[str]:
-    """A machine's commits, oldest run first (by environment file; commits without one come first)."""
+def commits_in_order(cells: pd.DataFrame, records: list[GroupRecord], machine: str) -> list[str]:
+    """A machine's commits, oldest run first (by record; commits without one come first)."""
     present = list(dict.fromkeys(cells[cells["machine"] == machine]["commit"]))
-    ordered = [env["commit"] for env in environments if env["machine"] == machine and env["commit"] in present]
+    ordered = [r.commit for r in records if r.machine == machine and r.commit in present]
     ordered = list(dict.fromkeys(reversed(ordered)))[::-1]  # keep each commit's latest run
     return [c for c in present if c not in ordered] + ordered
 
@@ -68,32 +55,17 @@ def _table(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, border=0, na_rep="", escape=True, float_format=lambda v: f"{v:.4g}")
 
 
-def _figure(figure: go.Figure) -> str:
-    return figure.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
+class _Figures:
+    """Figures as HTML divs with ids numbered in page order, so the same results give the same bytes."""
 
+    def __init__(self) -> None:
+        self.count = 0
 
-# A fused epilog this much slower than the unfused GEMM + pass is a fusion inversion.
-INVERSION = 0.95
-
-
-def headline(cells: pd.DataFrame, table: pd.DataFrame, machine: str) -> str:
-    """Per dtype: geometric-mean speedups, the fusion inversions and the worst one, and the cell statuses."""
-    rows = []
-    for dtype in dict.fromkeys(table[table["machine"] == machine]["dtype"]):
-        part = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
-        counts = cells[(cells["machine"] == machine) & (cells["dtype"] == dtype)]["status"].value_counts()
-        inversions = part[part["over_unfused"] < INVERSION]
-        worst = part.loc[part["over_unfused"].idxmin()] if part["over_unfused"].notna().any() else None
-        rows.append(
-            {
-                "dtype": dtype,
-                **{f"fused over {b} (geomean)": f"{geometric_mean(part[f'over_{b}']):.2f}x" for b in BASELINES},
-                f"fused < {INVERSION:g}x unfused": f"{len(inversions)} of {part['over_unfused'].notna().sum()}",
-                "worst": "" if worst is None else f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x",
-                **{status.value: int(counts.get(status.value, 0)) for status in Status},
-            }
+    def __call__(self, figure: go.Figure) -> str:
+        self.count += 1
+        return figure.to_html(
+            full_html=False, include_plotlyjs=False, div_id=f"figure-{self.count}", config={"displaylogo": False}
         )
-    return _table(pd.DataFrame(rows))
 
 
 def _version(number) -> str:
@@ -105,25 +77,27 @@ def _version(number) -> str:
     return f"{number // 1000}.{number % 1000 // 10}"
 
 
-def environment_card(environments: list[dict], machine: str, commit: str) -> str:
-    runs = [env for env in environments if env["machine"] == machine and env["commit"] == commit]
+def environment_card(records: list[GroupRecord], machine: str, commit: str) -> str:
+    """The newest record's GPU, versions and telemetry for one machine and commit."""
+    runs = [r for r in records if r.machine == machine and r.commit == commit and r.environment]
     if not runs:
-        return "<p class='muted'>No environment recorded (results not written by <code>fusedbench run</code>).</p>"
-    env = runs[-1]
-    telemetry, gpu = env.get("telemetry", {}), env.get("gpu", {})
+        return "<p class='muted'>No environment recorded (no fusedbench record beside these asv results).</p>"
+    env = runs[-1].environment
+    telemetry, gpu = env.get("telemetry") or {}, env.get("gpu") or {}
     memory = gpu.get("memory_total_bytes")
+    latest = {r.group: r for r in runs}
     facts = {
         "GPU": gpu.get("name"),
         "memory (GiB)": f"{memory / 2**30:.1f}" if memory else None,
         "max SM clock (MHz)": gpu.get("max_sm_clock_mhz"),
         "driver": gpu.get("driver"),
-        **{k: _version(v) if k.startswith(("cuda", "cublas")) else v for k, v in env.get("versions", {}).items()},
+        **{k: _version(v) if k.startswith(("cuda", "cublas")) else v for k, v in (env.get("versions") or {}).items()},
         "SM clock under load (MHz)": f"{telemetry.get('min_sm_clock_mhz')}-{telemetry.get('max_sm_clock_mhz')}",
         "max temperature (C)": telemetry.get("max_temperature_c"),
         "max power (W)": telemetry.get("max_power_w"),
         "throttled": ", ".join(telemetry.get("throttled", [])) or "no",
-        "suite": env.get("suite"),
-        "asv wall time (s)": env.get("wall_seconds"),
+        "groups": ", ".join(latest),
+        "measurement time (s)": f"{sum(r.seconds for r in latest.values()):.0f}",
     }
     rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in facts.items())
     return f"<table>{rows}</table>"
@@ -131,30 +105,31 @@ def environment_card(environments: list[dict], machine: str, commit: str) -> str
 
 def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     """The whole report as one HTML string."""
-    cells = select(results, machines=machines, commits=commits)
+    cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
+    div = _Figures()
     sections, latest = [], []
+    if cells.empty:
+        sections.append("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
     for machine in dict.fromkeys(cells["machine"]):
-        history = commits_in_order(cells, results.environments, machine)
+        history = commits_in_order(cells, results.records, machine)
         commit = history[-1]
         current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
         latest.append(current)
         table = speedups(current)
         sections.append(f"<h2>{html.escape(machine)} <span class='muted'>commit {commit[:8]}</span></h2>")
-        sections.append("<div class='card'><h3>Headline</h3>" + headline(current, table, machine) + "</div>")
+        sections.append("<div class='card'><h3>Headline</h3>" + _table(headline(current, table, machine)) + "</div>")
         sections.append(
-            "<div class='card'><h3>Environment</h3>"
-            + environment_card(results.environments, machine, commit)
-            + "</div>"
+            "<div class='card'><h3>Environment</h3>" + environment_card(results.records, machine, commit) + "</div>"
         )
         for dtype in dict.fromkeys(table["dtype"]):
             for baseline in BASELINES:
-                sections.append(_figure(speedup_heatmap(table, machine=machine, dtype=dtype, baseline=baseline)))
-            sections.append(_figure(epilog_cost_figure(table, machine=machine, dtype=dtype)))
-            sections.append(_figure(roofline_figure(current, results.ceilings, machine=machine, dtype=dtype)))
+                sections.append(div(speedup_heatmap(table, machine=machine, dtype=dtype, baseline=baseline)))
+            sections.append(div(epilog_cost_figure(table, machine=machine, dtype=dtype)))
+            sections.append(div(roofline_figure(current, results.ceilings, machine=machine, dtype=dtype)))
             shaped = with_shape(current[current["dtype"] == dtype]).sort_values("size")
             for shape in dict.fromkeys(shaped["shape"]):
-                sections.append(_figure(ladder_figure(current, machine=machine, dtype=dtype, shape=shape)))
-        not_ok = current[current["status"] != "ok"]
+                sections.append(div(ladder_figure(current, machine=machine, dtype=dtype, shape=shape)))
+        not_ok = current[current["status"] != Status.OK.value]
         sections.append(f"<h3>Cells that did not run ({len(not_ok)})</h3>")
         grouped = (
             not_ok.groupby(["status", "provider", "dtype", "reason"]).size().reset_index(name="cells")
@@ -168,13 +143,13 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         sections.append(_table(noisy[columns]) if len(noisy) else "<p>None.</p>")
         if len(history) > 1:
             every = speedups(cells[cells["machine"] == machine])
-            sections.append(_figure(history_figure(every, machine=machine, commits=history)))
-    newest = speedups(pd.concat(latest))
+            sections.append(div(history_figure(every, machine=machine, commits=history)))
+    newest = speedups(pd.concat(latest)) if latest else pd.DataFrame(columns=["machine"])
     if newest["machine"].nunique() > 1:
         sections.append("<h2>Machines side by side</h2>")
         for dtype in dict.fromkeys(newest["dtype"]):
             for baseline in BASELINES:
-                sections.append(_figure(machines_figure(newest, dtype=dtype, baseline=baseline)))
+                sections.append(div(machines_figure(newest, dtype=dtype, baseline=baseline)))
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>fusedbench report</title>"
         f"<style>{_STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
@@ -188,15 +163,44 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
 
 def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str, go.Figure]:
     """The figures worth a PNG for the README: each machine's fused-over-unfused heatmap per dtype."""
-    cells = select(results, machines=machines, commits=commits)
+    cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
     figures = {}
     for machine in dict.fromkeys(cells["machine"]):
-        commit = commits_in_order(cells, results.environments, machine)[-1]
+        commit = commits_in_order(cells, results.records, machine)[-1]
         table = speedups(cells[(cells["machine"] == machine) & (cells["commit"] == commit)])
         for dtype in dict.fromkeys(table["dtype"]):
             figure = speedup_heatmap(table, machine=machine, dtype=dtype, baseline="unfused")
             figures[f"{machine}-{dtype}-fused-over-unfused.png"] = figure
     return figures
+
+
+def check_report_outputs(*, out_dir: str, export: str | None = None, png: bool = False) -> None:
+    """Refuse, before any work, an output the report could not write: a bad -o or --export path, a missing
+    Parquet engine, or --png without kaleido and a Chrome for it to drive."""
+    check_writable_folder(out_dir, "-o")
+    if export:
+        if not export.endswith((".csv", ".parquet")):
+            raise FusedbenchError(f"--export {export!r}: name a .csv or .parquet file")
+        check_writable_file(export, "--export")
+        if export.endswith(".parquet") and not any(importlib.util.find_spec(m) for m in ("pyarrow", "fastparquet")):
+            raise FusedbenchError(f"--export {export!r} needs pyarrow (pip install pyarrow); or --export a .csv")
+    if png:
+        _check_png_renderer()
+
+
+def _check_png_renderer() -> None:
+    if importlib.util.find_spec("kaleido") is None:
+        raise FusedbenchError("--png needs kaleido (pip install -e '.[dev]' or pip install kaleido)")
+    try:
+        from choreographer.browsers.chromium import Chromium  # what kaleido drives
+
+        browser = Chromium.find_browser(skip_local=False)
+    except Exception:  # another choreographer: leave the check to kaleido itself
+        return
+    if browser is None:
+        raise FusedbenchError(
+            "--png needs Chrome or Chromium for kaleido (apt-get install chromium, or `kaleido_get_chrome`)"
+        )
 
 
 def write_pngs(figures: dict[str, go.Figure], out_dir: str) -> list[str]:
@@ -205,20 +209,17 @@ def write_pngs(figures: dict[str, go.Figure], out_dir: str) -> list[str]:
     for name, figure in figures.items():
         path = os.path.join(out_dir, name)
         try:
-            image = figure.to_image(format="png", width=1100, scale=1)
+            image = figure.to_image(format="png", width=PNG_WIDTH, scale=PNG_SCALE)
         except Exception as exc:  # kaleido missing, or no Chrome for it to drive
             raise FusedbenchError(f"--png needs kaleido and Chrome or Chromium ({type(exc).__name__}: {exc})") from None
-        temporary = f"{path}.tmp"
-        with open(temporary, "wb") as stream:
-            stream.write(image)
-        os.replace(temporary, path)
+        write_bytes_atomically(path, image)
         paths.append(path)
     return paths
 
 
 def write_report(
+    results: ResultSet,
     *,
-    results_dir: str,
     out_dir: str,
     machines=None,
     commits=None,
@@ -226,23 +227,16 @@ def write_report(
     png: bool = False,
 ) -> str:
     """Write `out_dir/index.html` atomically (the tidy table to `export`, CSV or Parquet; PNGs if asked)."""
-    if export and not export.endswith((".csv", ".parquet")):
-        raise FusedbenchError(f"--export {export!r}: name a .csv or .parquet file")
-    results = load_results(results_dir)
+    check_report_outputs(out_dir=out_dir, export=export, png=png)
     page = render_report(results, machines=machines, commits=commits)
+    figures = key_figures(results, machines=machines, commits=commits) if png else {}
     path = os.path.join(out_dir, REPORT_NAME)
     write_text_atomically(path, page)
-    if png:
-        write_pngs(key_figures(results, machines=machines, commits=commits), out_dir)
+    write_pngs(figures, out_dir)
     if export:
-        cells = select(results, machines=machines, commits=commits)
+        cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
         if export.endswith(".csv"):
-            cells.to_csv(export, index=False)
+            write_text_atomically(export, cells.to_csv(index=False))
         else:
-            try:
-                cells.to_parquet(export, index=False)
-            except ImportError:
-                raise FusedbenchError(
-                    "Parquet export needs pyarrow (pip install pyarrow); or --export a .csv"
-                ) from None
+            write_bytes_atomically(export, cells.to_parquet(index=False))
     return path

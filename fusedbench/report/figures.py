@@ -12,59 +12,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fusedbench.catalog import PROVIDERS
+from fusedbench.analysis import geometric_mean, with_shape
 from fusedbench.epilogs import EPILOGS
-from fusedbench.measure import NOISY_RELATIVE_IQR
-from fusedbench.shapes import shape_label
+from fusedbench.model import Status
+from fusedbench.providers import BASELINES, PROVIDERS
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
-PROVIDER_COLORS = {
-    "textbook": "#9e9e9e",
-    "unfused": "#f4a261",
-    "fused": "#2a9d8f",
-    "fused-autotuned": "#264653",
-    "torch": "#e76f51",
-    "gemm": "#8ab17d",
-}
-BASELINES = ("textbook", "unfused")
-
-
-def with_shape(cells: pd.DataFrame) -> pd.DataFrame:
-    """The cells with a 'shape' label column, ordered by problem size."""
-    cells = cells.copy()
-    cells["shape"] = [shape_label(row.m, row.k, row.n) for row in cells.itertuples()]
-    cells["size"] = cells["m"] * cells["n"] * cells["k"]
-    return cells
-
-
-def speedups(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per workload (machine, commit, dtype, epilog, shape) with each provider's time and
-    fused's speedup over each baseline (NaN where either cell is not ok)."""
-    ok = with_shape(cells[cells["status"] == "ok"])
-    keys = ["machine", "commit", "dtype", "epilog", "shape", "size"]
-    columns = {
-        "time_s": "",
-        "ci_low_s": "_ci_low",
-        "ci_high_s": "_ci_high",
-        "samples": "_samples",
-        "gemm_ratio": "_gemm_ratio",
-        "gemm_ratio_low": "_gemm_ratio_low",
-        "gemm_ratio_high": "_gemm_ratio_high",
-    }
-    wide = ok.pivot_table(index=keys, columns="provider", values=list(columns), aggfunc="first")
-    table = pd.DataFrame(index=wide.index)
-    for provider in PROVIDERS:
-        for value, suffix in columns.items():
-            table[provider + suffix] = wide[(value, provider)] if (value, provider) in wide.columns else np.nan
-    for baseline in BASELINES:
-        table[f"over_{baseline}"] = table[baseline] / table["fused"]
-    return table.reset_index()
-
-
-def geometric_mean(values: pd.Series) -> float:
-    values = values.dropna()
-    values = values[values > 0]
-    return float(np.exp(np.log(values).mean())) if len(values) else math.nan
+OK = Status.OK.value
 
 
 def _timing(cell, provider: str) -> str:
@@ -139,13 +93,13 @@ def ladder_figure(cells: pd.DataFrame, *, machine: str, dtype: str, shape: str) 
     rows = rows[(rows["machine"] == machine) & (rows["dtype"] == dtype) & (rows["shape"] == shape)]
     figure = go.Figure()
     for provider in PROVIDERS:
-        part = rows[(rows["provider"] == provider) & (rows["status"] == "ok")]
+        part = rows[(rows["provider"] == provider) & (rows["status"] == OK)]
         part = part.set_index("epilog").reindex([e for e in EPILOG_ORDER if e in set(part["epilog"])])
         figure.add_bar(
             name=provider,
             x=list(part.index),
             y=part["time_s"] * 1e3,
-            marker_color=PROVIDER_COLORS[provider],
+            marker_color=PROVIDERS[provider].color,
             error_y={
                 "type": "data",
                 "symmetric": False,
@@ -190,7 +144,7 @@ def _cost_interval(cell) -> str:
 def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtype: str) -> go.Figure:
     """What each fused epilog costs over the plain GEMM of its workload: fused / gemm - 1, in %."""
     rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
-    rows = rows.assign(cost_pct=(rows["fused_gemm_ratio"] - 1) * 100)
+    rows = rows.assign(cost_pct=rows["epilog_cost"] * 100)
     return _epilog_by_shape(
         rows,
         "cost_pct",
@@ -205,14 +159,9 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtype: str) -> go.F
     )
 
 
-def noisy_cells(cells: pd.DataFrame) -> pd.DataFrame:
-    """Cells whose relative IQR is above NOISY_RELATIVE_IQR: shown, flagged, never hidden."""
-    return cells[(cells["status"] == "ok") & (cells["rel_iqr"] > NOISY_RELATIVE_IQR)]
-
-
 def roofline_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, dtype: str) -> go.Figure:
     """Achieved TFLOP/s against arithmetic intensity (FLOPs per fused byte), under the run's ceilings."""
-    rows = with_shape(cells[(cells["machine"] == machine) & (cells["dtype"] == dtype) & (cells["status"] == "ok")])
+    rows = with_shape(cells[(cells["machine"] == machine) & (cells["dtype"] == dtype) & (cells["status"] == OK)])
     rows = rows.assign(intensity=rows["flops"] / rows["bytes"])
     figure = go.Figure()
     for provider in PROVIDERS:
@@ -222,7 +171,7 @@ def roofline_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str
             x=part["intensity"],
             y=part["tflops"],
             mode="markers",
-            marker={"color": PROVIDER_COLORS[provider], "size": 7},
+            marker={"color": PROVIDERS[provider].color, "size": 7},
             text=[f"{r.epilog} {r.shape}" for r in part.itertuples()],
             hovertemplate="%{text} " + provider + "<br>%{y:.0f} TFLOP/s at %{x:.0f} FLOP/B<extra></extra>",
         )

@@ -1,18 +1,10 @@
-"""The sampling loop and timing statistics, driven by a fake clock (no GPU)."""
+"""The sampling loop in carryover-balanced rounds, driven by a fake clock (no GPU)."""
 
-import math
 from collections import Counter
 
 import pytest
 
-from fusedbench.measure import (
-    NOISY_RELATIVE_IQR,
-    ReplayClock,
-    carryover_balanced_orders,
-    median_interval,
-    relative_iqr,
-    sample_interleaved,
-)
+from fusedbench.sampling import carryover_balanced_orders, sample_interleaved
 
 
 class FakeClock:
@@ -82,15 +74,6 @@ def test_carryover_balanced_orders_let_every_item_follow_every_other_equally_oft
     assert len(set(follows.values())) <= 1  # ... equally often
 
 
-def test_the_median_interval_is_the_binomial_order_statistics():
-    values = [float(v) for v in range(10, 0, -1)]
-    assert median_interval(values) == (2.0, 9.0)  # 97.9% coverage; (3rd, 8th) would be 89%
-    assert median_interval(range(20)) == (5, 14)
-    low, high = median_interval(range(5))
-    assert math.isnan(low) and math.isnan(high)  # no pair of 5 values covers 95%
-    assert all(math.isnan(v) for v in median_interval([]))
-
-
 def test_the_loop_refuses_zero_samples():
     with pytest.raises(ValueError, match="samples=0"):
         sample_interleaved({"a": lambda: None}, clock=FakeClock([], []), samples=0, warmup=0)
@@ -123,18 +106,6 @@ def test_warmup_stops_when_every_run_has_failed():
     assert sample_interleaved({}, clock=FakeClock([], []), samples=2, warmup=1, warmup_seconds=5.0) == {}
 
 
-def test_relative_iqr_comes_from_the_raw_samples_around_their_median():
-    samples = (1.0, 2.0, 3.0, 4.0, 5.0)
-    assert relative_iqr(samples) == pytest.approx((4.0 - 2.0) / 3.0)  # median 3
-    assert relative_iqr([2 * s for s in samples]) == pytest.approx(relative_iqr(samples))  # relative to the median
-    assert relative_iqr(samples) > NOISY_RELATIVE_IQR
-
-
-def test_a_tight_spread_is_not_noisy():
-    assert relative_iqr((1.00, 1.01, 0.99, 1.00)) <= NOISY_RELATIVE_IQR
-    assert relative_iqr((2.0,)) == 0.0
-
-
 def test_warmup_lasts_at_least_the_given_measured_time():
     calls = []
     samples = sample_interleaved(
@@ -146,19 +117,3 @@ def test_warmup_lasts_at_least_the_given_measured_time():
     )
     assert len(calls) == 4 + 1  # warm-up until 0.4 s of GPU time, then the one timed call
     assert samples == {"a": [7.0]}
-
-
-def test_replay_clock_turns_each_call_into_the_next_recorded_sample():
-    clock = ReplayClock()
-    clock.load("cell", [0.25, 0.5])
-    before = clock.now()
-    clock.advance()
-    middle = clock.now()
-    clock.load("cell", [0.25, 0.5])  # asv re-runs setup before every sample: no restart
-    clock.advance()
-    assert (middle - before, clock.now() - middle) == (0.25, 0.5)
-    with pytest.raises(StopIteration):
-        clock.advance()
-    clock.load("other cell", [1.0])
-    clock.advance()
-    assert clock.now() == 1.75

@@ -1,0 +1,184 @@
+"""What the asv benchmarks call: measure a group on the GPU (or say in one line why not), record its
+cells beside asv's results, and hand the recorded samples to asv's timer.
+
+asv runs each benchmark class's `setup_cache` in its own process, importing the suite from the
+checkout's `benchmarks/`, which hands its checkout root here; as the run started, asv rewrote the
+machine.json of the machine it records under. So the measurement knows where asv's results go
+and under which machine, and refuses to measure under a name that is not the GPU's (asv's
+default is the host name, which on CI runners changes with every job). Every cell's status and
+reason, and the environment, go into a `records.GroupRecord` there, whichever command started asv.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+from fusedbench.checkout import asv_machine_in_use, asv_results_dir, is_fusedbench_root, read_checkout
+from fusedbench.errors import GpuUnavailable
+from fusedbench.machine import gpu_machine_name
+from fusedbench.model import Cell, CellKey
+from fusedbench.records import GroupRecord, write_record
+from fusedbench.sampling import SAMPLING
+from fusedbench.suites import GROUPS, BenchmarkGroup
+
+SUITE = "the fusedbench asv suite"
+
+
+@dataclass(frozen=True)
+class GroupCache:
+    """What a group's setup_cache hands every cell's process: its cells, or one line why none was measured."""
+
+    cells: dict[tuple[str, str, str], Cell] = field(default_factory=dict)  # (epilog, shape, provider) -> cell
+    why_not: str = ""
+
+
+@dataclass(frozen=True)
+class AsvRun:
+    """Where the running `asv run` keeps its results, and under which machine and commit."""
+
+    results_dir: str
+    machine: str | None
+    commit: str
+    dirty: bool
+
+
+def current_asv_run(root: str) -> AsvRun | None:
+    """The asv run of the checkout at `root` (None where `root` holds no fusedbench checkout)."""
+    if not is_fusedbench_root(root):
+        return None
+    checkout = read_checkout(root)
+    results_dir = asv_results_dir(root)
+    return AsvRun(results_dir, asv_machine_in_use(results_dir), checkout.commit, checkout.dirty)
+
+
+def _group_keys(group: BenchmarkGroup) -> list[CellKey]:
+    return [
+        CellKey(w.epilog.name, w.dtype.name, w.m, w.k, w.n, provider)
+        for w in group.workloads()
+        for provider in group.providers
+    ]
+
+
+def _cache(cells: Iterable[Cell], why_not: str = "") -> GroupCache:
+    return GroupCache({(c.key.epilog, c.key.shape, c.key.provider): c for c in cells}, why_not)
+
+
+def _record(run: AsvRun | None, group: BenchmarkGroup, cells, started, seconds, environment) -> None:
+    if run is None or run.machine is None:
+        return
+    record = GroupRecord(
+        machine=run.machine,
+        commit=run.commit,
+        group=group.name,
+        started=started.isoformat(),
+        seconds=seconds,
+        sampling=SAMPLING,
+        dirty=run.dirty,
+        environment=environment,
+        cells=tuple(replace(cell, key=cell.key.at(run.machine, run.commit)) for cell in cells),
+    )
+    write_record(run.results_dir, record)
+
+
+def _gpu_or_reason(run: AsvRun | None):
+    """(GPU stack, machine name) to measure with, or (None, the one line that says why not)."""
+    from fusedbench.gpu import load_gpu_stack
+
+    try:
+        stack = load_gpu_stack(SUITE)
+        machine = gpu_machine_name()
+    except GpuUnavailable as exc:
+        return None, f"no GPU: {exc}"
+    if run is not None and run.machine != machine:
+        return None, (
+            f"asv records this run under machine {run.machine!r}, not under this GPU's name {machine!r}; "
+            f"run `fusedbench machine` and pass `--machine {machine}` to asv run"
+        )
+    return stack, machine
+
+
+def measure_for_asv(group_name: str, root: str) -> GroupCache:
+    """A group's setup_cache: measure it, record every cell's status beside the results of the asv run
+    of the checkout at `root`, and return the samples."""
+    from fusedbench.telemetry import TelemetrySampler
+
+    group = GROUPS[group_name]
+    run = current_asv_run(root)
+    started = datetime.now(timezone.utc)
+    stack, machine_or_reason = _gpu_or_reason(run)
+    if stack is None:
+        cells = [Cell.skipped(key, machine_or_reason) for key in _group_keys(group)]
+        _record(run, group, cells, started, 0.0, {})
+        return _cache(cells, why_not=f"{group.name}: every cell skipped: {machine_or_reason}")
+    from fusedbench.gpu.bench import measure_group
+
+    clock = time.perf_counter()
+    with TelemetrySampler() as telemetry:
+        cells = measure_group(stack, group)
+    environment = {
+        "gpu": telemetry.device_facts(),
+        "versions": stack.versions(),
+        "telemetry": telemetry.summary.to_json(),
+    }
+    _record(run, group, cells, started, time.perf_counter() - clock, environment)
+    return _cache(cells)
+
+
+def measure_ceilings_for_asv(kind: str, root: str, dtypes: Sequence[str] = ()) -> GroupCache:
+    """The ceilings' setup_cache: the GEMM per dtype ("gemm") or the copy ("copy"), as cells keyed by name."""
+    run = current_asv_run(root)
+    stack, machine_or_reason = _gpu_or_reason(run)
+    if stack is None:
+        return GroupCache(why_not=f"ceilings: skipped: {machine_or_reason}")
+    from fusedbench.gpu import bench
+
+    if kind == "gemm":
+        measured = bench.measure_gemm_ceilings(stack, list(dtypes))
+        return GroupCache({(dtype, "", "gemm"): cell for dtype, cell in measured.items()})
+    samples = bench.measure_copy_ceiling(stack)
+    key = CellKey("copy", "uint8", 0, 0, 0, "copy")
+    cell = (
+        Cell.failed(key, f"{type(samples).__name__}: {samples}")
+        if isinstance(samples, Exception)
+        else Cell.measured(key, samples)
+    )
+    return GroupCache({("copy", "", "copy"): cell})
+
+
+class ReplayClock:
+    """Hands samples measured elsewhere to asv's timing loop, one per timed call.
+
+    asv reads `now()` before and after each call of the benchmark, which calls `advance()`: the
+    difference asv records is exactly the next recorded sample. asv re-runs the benchmark's
+    setup before every sample, so `load` starts a cell's samples only the first time it sees it.
+    """
+
+    def __init__(self) -> None:
+        self._now = 0.0
+        self._cell: object = None
+        self._pending: Iterator[float] = iter(())
+
+    def load(self, cell: object, samples: Iterable[float]) -> None:
+        if cell != self._cell:
+            self._cell, self._pending = cell, iter(samples)
+
+    def advance(self) -> None:
+        self._now += next(self._pending)
+
+    def now(self) -> float:
+        return self._now
+
+
+_SAID: set[str] = set()
+
+
+def say_why_not(cache: GroupCache, first: bool) -> None:
+    """Print the group's one line (no GPU, wrong machine name) once, from its first cell's process: asv
+    shows it with --show-stderr, where a traceback per group used to be."""
+    if cache.why_not and first and cache.why_not not in _SAID:
+        _SAID.add(cache.why_not)
+        print(f"fusedbench: {cache.why_not}", file=sys.stderr)

@@ -1,0 +1,96 @@
+"""The provider ladder as one registry: each provider's name, description, colour, libraries and builder.
+
+Pure: the builder is named by its import path and resolved on the GPU side
+(`fusedbench.gpu.providers.prepare_provider`), so the catalog, the report and the results
+loader read this table without importing any GPU library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fusedbench.errors import FusedbenchError
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One rung of the ladder: a way to compute a workload's outputs."""
+
+    name: str
+    description: str
+    color: str  # the report's colour for it, a CSS hex colour
+    libraries: tuple[str, ...]  # the Python packages (import names) whose versions its timings depend on
+    builder: str  # "module:function" that prepares it on the GPU (fusedbench.gpu.providers)
+
+
+# Cheapest to write first. Each is prepared once (allocation, planning) and then run many times
+# with nothing but the work in the hot call.
+PROVIDERS: dict[str, Provider] = {
+    provider.name: provider
+    for provider in (
+        Provider(
+            "textbook",
+            "the seed blog's naive code: plain GEMM, then y += bias[:, None], y[y < 0] = 0, masks, sum",
+            "#9e9e9e",
+            ("nvmath", "cupy", "torch"),
+            "fusedbench.gpu.providers:build_textbook",
+        ),
+        Provider(
+            "unfused",
+            "the same cuBLASLt GEMM, then one single-pass cupy kernel for the pointwise work and one "
+            "reduction for bias gradients",
+            "#f4a261",
+            ("nvmath", "cupy"),
+            "fusedbench.gpu.providers:build_unfused",
+        ),
+        Provider(
+            "fused",
+            "cuBLASLt epilog through nvmath-python Matmul, planned once",
+            "#2a9d8f",
+            ("nvmath",),
+            "fusedbench.gpu.providers:build_fused",
+        ),
+        Provider(
+            "fused-autotuned",
+            "as fused, plus nvmath's Matmul.autotune",
+            "#264653",
+            ("nvmath",),
+            "fusedbench.gpu.providers:build_fused_autotuned",
+        ),
+        Provider(
+            "torch",
+            "the torch peer: addmm / _addmm_activation / _scaled_mm where torch has the operation",
+            "#e76f51",
+            ("torch",),
+            "fusedbench.gpu.providers:build_torch_peer",
+        ),
+        Provider(
+            "gemm",
+            "the same GEMM with no epilog work at all: the floor",
+            "#8ab17d",
+            ("nvmath",),
+            "fusedbench.gpu.providers:build_gemm",
+        ),
+    )
+}
+
+# The providers fused is compared against (DESIGN.md, 'Providers'), and the plain GEMM every
+# cell's epilog cost is measured over.
+BASELINES = ("textbook", "unfused")
+FUSED = "fused"
+GEMM = "gemm"
+
+
+def select_providers(names: Iterable[str] | None) -> list[str]:
+    """Validate provider names (all of them when `names` is empty)."""
+    chosen = list(names) if names else list(PROVIDERS)
+    unknown = [p for p in chosen if p not in PROVIDERS]
+    if unknown:
+        raise FusedbenchError(f"unknown provider {unknown[0]!r}; choose from {', '.join(PROVIDERS)}")
+    return chosen
+
+
+def provider_libraries(names: Iterable[str]) -> list[str]:
+    """Every library the named providers need, once, in ladder order."""
+    return list(dict.fromkeys(library for name in names for library in PROVIDERS[name].libraries))

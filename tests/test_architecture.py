@@ -1,0 +1,73 @@
+"""The house rules, checked on the source: no import circles, GPU libraries only in fusedbench/gpu/,
+and one model of a cell (no status strings or cell dicts anywhere but fusedbench/model.py)."""
+
+import ast
+from pathlib import Path
+
+from fusedbench.model import Status
+
+ROOT = Path(__file__).parent.parent
+PACKAGE = ROOT / "fusedbench"
+GPU_LIBRARIES = {"cupy", "cupyx", "nvmath", "torch", "triton", "numba"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def sources(*folders: Path) -> dict[str, ast.Module]:
+    return {module_name(p): ast.parse(p.read_text(), str(p)) for f in folders for p in sorted(f.rglob("*.py"))}
+
+
+def imported_modules(tree: ast.Module) -> set[str]:
+    """Every module an import statement names, at any depth (function-local imports count)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_fusedbench_modules_import_each_other_without_a_circle():
+    modules = sources(PACKAGE)
+    graph = {name: {m for m in imported_modules(tree) if m in modules and m != name} for name, tree in modules.items()}
+    for name in modules:  # a package's own submodules are not a circle through it
+        graph[name] -= {p for p in modules if name.startswith(p + ".")}
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = "open"
+        for target in sorted(graph[name]):
+            assert state.get(target) != "open", f"import circle: {' -> '.join([*path, name, target])}"
+            if target not in state:
+                visit(target, [*path, name])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [])
+
+
+def test_only_fusedbench_gpu_imports_a_gpu_library():
+    for name, tree in sources(PACKAGE, ROOT / "benchmarks").items():
+        gpu = {m.split(".")[0] for m in imported_modules(tree)} & GPU_LIBRARIES
+        if gpu:
+            assert name.startswith("fusedbench.gpu"), f"{name} imports {sorted(gpu)}"
+
+
+def test_no_status_strings_or_cell_dicts_outside_the_model():
+    statuses = {status.value for status in Status}
+    for name, tree in sources(PACKAGE, ROOT / "benchmarks").items():
+        if name == "fusedbench.model":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in statuses:
+                raise AssertionError(f"{name}:{node.lineno} spells the status {node.value!r}; use model.Status")
+            if isinstance(node, ast.Dict) and any(
+                isinstance(k, ast.Constant) and k.value == "status" for k in node.keys
+            ):
+                raise AssertionError(f"{name}:{node.lineno} builds a cell dict; use model.Cell and its to_json()")

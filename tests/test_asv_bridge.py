@@ -1,0 +1,63 @@
+"""What a group's setup_cache does without a GPU or under a host-named machine (no GPU needed)."""
+
+import json
+
+import pytest
+from conftest import make_checkout
+
+import fusedbench.asv_bridge as bridge
+from fusedbench.errors import GpuUnavailable
+from fusedbench.model import Status
+from fusedbench.records import load_records
+from fusedbench.suites import GROUPS
+
+NO_CUPY = "the fusedbench asv suite needs cupy (No module named 'cupy'); install fusedbench[cu12] or fusedbench[cu13]"
+
+
+@pytest.fixture
+def asv_checkout(tmp_path, monkeypatch):
+    """A committed fusedbench checkout whose asv run is recording under machine `vm`."""
+    root = make_checkout(tmp_path / "fusedbench")
+    (root / "results" / "vm").mkdir(parents=True)
+    (root / "results" / "vm" / "machine.json").write_text(json.dumps({"machine": "vm", "version": 1}))
+    return root
+
+
+def no_gpu(command):
+    raise GpuUnavailable(NO_CUPY)
+
+
+def test_without_a_gpu_every_cell_is_skipped_with_one_line_and_recorded(asv_checkout, monkeypatch):
+    import fusedbench.gpu
+
+    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", no_gpu)
+    cache = bridge.measure_for_asv("Quick", str(asv_checkout))
+    assert cache.why_not == f"Quick: every cell skipped: no GPU: {NO_CUPY}"
+    assert len(cache.cells) == GROUPS["Quick"].cell_count
+    assert {c.status for c in cache.cells.values()} == {Status.SKIPPED}
+    (record,), problems = load_records(str(asv_checkout / "results"))
+    assert problems == [] and (record.machine, record.group) == ("vm", "Quick")
+    assert {c.reason for c in record.cells} == {f"no GPU: {NO_CUPY}"}  # `fusedbench table` shows why
+
+
+def test_a_run_recorded_under_another_name_than_the_gpus_measures_nothing(asv_checkout, monkeypatch):
+    import fusedbench.gpu
+
+    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", lambda command: object())
+    monkeypatch.setattr(bridge, "gpu_machine_name", lambda: "h100-80gb-hbm3")
+    cache = bridge.measure_for_asv("Quick", str(asv_checkout))
+    assert cache.why_not == (
+        "Quick: every cell skipped: asv records this run under machine 'vm', not under this GPU's name "
+        "'h100-80gb-hbm3'; run `fusedbench machine` and pass `--machine h100-80gb-hbm3` to asv run"
+    )
+    ceilings = bridge.measure_ceilings_for_asv("gemm", str(asv_checkout), ["fp16"])
+    assert ceilings.cells == {} and "not under this GPU's name" in ceilings.why_not
+
+
+def test_outside_a_fusedbench_checkout_nothing_is_recorded(tmp_path, monkeypatch):
+    import fusedbench.gpu
+
+    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", no_gpu)
+    cache = bridge.measure_for_asv("Quick", str(tmp_path))
+    assert cache.why_not.startswith("Quick: every cell skipped: no GPU")
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,125 @@
+"""results/ as asv's own tools read it: benchmarks.json current, every current-version run graphed by
+`asv publish`, and `asv compare` between runs of one version free of incomparable ("x") rows.
+
+These run asv itself, offline, on the committed results (they need the git history that a clone has).
+"""
+
+import glob
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+RESULTS = ROOT / "results"
+
+
+def asv(*args: str, cwd: Path = ROOT, home: Path | None = None) -> str:
+    environment = dict(os.environ)
+    if home is not None:
+        environment["HOME"] = str(home)  # asv's machine file lives in $HOME: keep the user's untouched
+    result = subprocess.run(
+        [sys.executable, "-m", "asv", *args], cwd=cwd, env=environment, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def committed_runs() -> list[dict]:
+    runs = []
+    for path in sorted(glob.glob(str(RESULTS / "*" / "*.json"))):
+        if os.path.basename(path) == "machine.json":
+            continue
+        with open(path) as stream:
+            payload = json.load(stream)
+        version = payload["result_columns"].index("version")
+        runs.append(
+            {
+                "machine": payload["params"]["machine"],
+                "commit": payload["commit_hash"],
+                "versions": {name: row[version] for name, row in payload["results"].items()},
+            }
+        )
+    return runs
+
+
+def current_versions() -> dict[str, str]:
+    with open(RESULTS / "benchmarks.json") as stream:
+        described = json.load(stream)
+    return {name: entry["version"] for name, entry in described.items() if name != "version"}
+
+
+def test_results_benchmarks_json_describes_the_benchmarks_as_committed(tmp_path):
+    config = {
+        "version": 1,
+        "project": "fusedbench",
+        "repo": str(ROOT),
+        "dvcs": "git",
+        "branches": ["main"],
+        "environment_type": "existing",
+        "benchmark_dir": str(ROOT / "benchmarks"),
+        "results_dir": str(tmp_path / "results"),
+        "html_dir": str(tmp_path / "html"),
+    }
+    (tmp_path / "asv.conf.json").write_text(json.dumps(config))
+    asv("machine", "--yes", "--machine", "discovery", cwd=tmp_path, home=tmp_path)
+    asv("--config", str(tmp_path / "asv.conf.json"), "run", "--bench", "just-discover", "-E", "existing:same",
+        "--machine", "discovery", cwd=tmp_path, home=tmp_path)  # fmt: skip
+    discovered = json.loads((tmp_path / "results" / "benchmarks.json").read_text())
+    committed = json.loads((RESULTS / "benchmarks.json").read_text())
+    current = tmp_path / "results" / "benchmarks.json"
+    assert discovered == committed, f"results/benchmarks.json is stale; the current one: cp {current} results/"
+
+
+def test_every_run_of_the_current_version_is_graphed_by_asv_publish(tmp_path):
+    asv("publish", "--no-pull", "--html-dir", str(tmp_path / "html"), home=tmp_path)
+    index = json.loads((tmp_path / "html" / "index.json").read_text())
+    revisions = {commit: int(revision) for revision, commit in index["revision_to_hash"].items()}
+    current = current_versions()
+    graphed = 0
+    for run in committed_runs():
+        for name, version in run["versions"].items():
+            if current.get(name) != version:
+                continue  # measured differently; asv keeps it out of the graphs, as it should
+            (path,) = glob.glob(
+                str(tmp_path / "html" / "graphs" / "branch-main" / f"machine-{run['machine']}" / "*" / f"{name}.json")
+            )
+            with open(path) as stream:
+                points = json.load(stream)
+            assert revisions[run["commit"]] in [point[0] for point in points], (run["machine"], run["commit"][:8], name)
+            graphed += 1
+    assert graphed >= 4 * 10  # the d1e4d02 and 253b8cc default runs on both machines, ten benchmarks each
+
+
+def runs_of_one_version() -> list[tuple[str, str, str]]:
+    """(machine, older commit, newer commit) for consecutive committed runs on a machine whose benchmarks
+    ran at the same versions (asv's own order of the commits is the git history)."""
+    order = subprocess.run(
+        ["git", "rev-list", "--reverse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    pairs = []
+    by_machine: dict[str, list[dict]] = {}
+    for run in committed_runs():
+        if run["commit"] in order:
+            by_machine.setdefault(run["machine"], []).append(run)
+    for machine, runs in by_machine.items():
+        runs.sort(key=lambda run: order.index(run["commit"]))
+        for older, newer in itertools.pairwise(runs):
+            shared = set(older["versions"]) & set(newer["versions"])
+            if shared and all(older["versions"][n] == newer["versions"][n] for n in shared):
+                pairs.append((machine, older["commit"], newer["commit"]))
+    return pairs
+
+
+@pytest.mark.parametrize(("machine", "older", "newer"), runs_of_one_version())
+def test_asv_compare_finds_nothing_incomparable_between_runs_of_one_version(tmp_path, machine, older, newer):
+    table = asv("compare", older, newer, "--machine", machine, home=tmp_path)
+    rows = [
+        line for line in table.splitlines() if line.startswith("|") and "Benchmark" not in line and "---" not in line
+    ]
+    assert rows, table
+    assert not [row for row in rows if row.split("|")[1].strip() == "x"]

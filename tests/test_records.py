@@ -1,0 +1,70 @@
+"""The records beside asv's results: written by the measurement, read back, legacy files included."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from fusedbench.model import Cell, CellKey, FormatError, Status
+from fusedbench.records import RECORD_FORMAT, GroupRecord, load_records, read_record_file, write_record
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
+COMMIT = "c0ffee" * 6 + "c0ff"
+
+
+def record(group="Quick", started="2026-11-22T10:00:00.123456+00:00", cells=None) -> GroupRecord:
+    key = CellKey("RELU_BIAS", "fp16", 65536, 16384, 8192, "torch", "h100-80gb-hbm3", COMMIT)
+    return GroupRecord(
+        machine="h100-80gb-hbm3",
+        commit=COMMIT,
+        group=group,
+        started=started,
+        seconds=41.2,
+        sampling="williams-rounds",
+        dirty=False,
+        environment={"gpu": {"name": "NVIDIA H100 80GB HBM3"}, "versions": {"cublaslt": 130100}},
+        cells=tuple(cells or (Cell.refused(key, "torch has no op"), Cell.measured(key, [0.02, 0.03]))),
+    )
+
+
+def test_a_record_is_written_beside_asvs_results_and_reads_back_without_samples(tmp_path):
+    path = write_record(str(tmp_path), record())
+    assert os.path.relpath(path, tmp_path) == "h100-80gb-hbm3/c0ffeec0-Quick-20261122T100000123456Z.fbenv"
+    with open(path) as stream:
+        payload = json.load(stream)
+    assert payload["format"] == RECORD_FORMAT and "samples" not in json.dumps(payload)  # asv keeps the timings
+    (back,) = read_record_file(path)
+    assert back.cells[0] == record().cells[0]
+    assert back.cells[1].status is Status.OK and back.cells[1].samples == ()
+    assert back.environment["versions"] == {"cublaslt": 130100} and back.dirty is False
+
+
+def test_records_load_oldest_first_and_an_unreadable_one_is_a_problem_that_names_it(tmp_path):
+    write_record(str(tmp_path), record(started="2026-11-22T11:00:00+00:00"))
+    write_record(str(tmp_path), record(started="2026-11-22T09:00:00+00:00"))
+    broken = tmp_path / "h100-80gb-hbm3" / "c0ffeec0-Quick-x.fbenv"
+    broken.write_text("{not json")
+    records, problems = load_records(str(tmp_path))
+    assert [r.started[11:13] for r in records] == ["09", "11"]
+    assert len(problems) == 1 and problems[0].startswith(f"{broken} is not a fusedbench record (not JSON")
+    assert "statuses and reasons are lost" in problems[0]
+
+
+def test_a_record_of_another_format_is_refused():
+    with pytest.raises(FormatError, match="format 'fusedbench-record/9'"):
+        GroupRecord.from_json(record().to_json() | {"format": "fusedbench-record/9"})
+    with pytest.raises(FormatError, match="record field missing"):
+        GroupRecord.from_json({k: v for k, v in record().to_json().items() if k != "cells"})
+
+
+def test_a_legacy_run_file_becomes_one_record_per_group(tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    records, problems = load_records(str(copy))
+    assert problems == []
+    (legacy,) = records  # the fixture run measured one group
+    assert (legacy.machine, legacy.group, legacy.sampling, legacy.dirty) == ("h200-141gb", "Fp16Membound", None, None)
+    assert len(legacy.cells) == 384 and {c.key.dtype for c in legacy.cells} == {"fp16"}
+    assert sum(c.status is Status.UNSUPPORTED for c in legacy.cells) == 40
+    assert legacy.environment["gpu"]["name"] == "NVIDIA H200"

@@ -1,0 +1,28 @@
+"""Statistics on raw samples: relative IQR and the median's distribution-free interval."""
+
+import math
+
+import pytest
+
+from fusedbench.stats import NOISY_RELATIVE_IQR, median_interval, relative_iqr
+
+
+def test_the_median_interval_is_the_binomial_order_statistics():
+    values = [float(v) for v in range(10, 0, -1)]
+    assert median_interval(values) == (2.0, 9.0)  # 97.9% coverage; (3rd, 8th) would be 89%
+    assert median_interval(range(20)) == (5, 14)
+    low, high = median_interval(range(5))
+    assert math.isnan(low) and math.isnan(high)  # no pair of 5 values covers 95%
+    assert all(math.isnan(v) for v in median_interval([]))
+
+
+def test_relative_iqr_comes_from_the_raw_samples_around_their_median():
+    samples = (1.0, 2.0, 3.0, 4.0, 5.0)
+    assert relative_iqr(samples) == pytest.approx((4.0 - 2.0) / 3.0)  # median 3
+    assert relative_iqr([2 * s for s in samples]) == pytest.approx(relative_iqr(samples))  # relative to the median
+    assert relative_iqr(samples) > NOISY_RELATIVE_IQR
+
+
+def test_a_tight_spread_is_not_noisy():
+    assert relative_iqr((1.00, 1.01, 0.99, 1.00)) <= NOISY_RELATIVE_IQR
+    assert relative_iqr((2.0,)) == 0.0
