@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from fusedbench.checkout import asv_machine_in_use, asv_results_dir, is_fusedbench_root, read_checkout
-from fusedbench.errors import GpuUnavailable
+from fusedbench.errors import FusedbenchError, GpuUnavailable
 from fusedbench.machine import gpu_machine_name
 from fusedbench.model import Cell, CellKey
 from fusedbench.records import GroupRecord, write_record
@@ -84,21 +84,29 @@ def _record(run: AsvRun | None, group: BenchmarkGroup, cells, started, seconds, 
     write_record(run.results_dir, record)
 
 
-def _gpu_or_reason(run: AsvRun | None):
-    """(GPU stack, machine name) to measure with, or (None, the one line that says why not)."""
+def _where_and_what(root: str):
+    """(the asv run, GPU stack, machine name) to measure with, or (the run, None, the one line why not)."""
     from fusedbench.gpu import load_gpu_stack
 
+    try:
+        run = current_asv_run(root)
+    except FusedbenchError as exc:  # the checkout cannot say which commit it is
+        return None, None, f"cannot tell which commit is measured: {exc}"
     try:
         stack = load_gpu_stack(SUITE)
         machine = gpu_machine_name()
     except GpuUnavailable as exc:
-        return None, f"no GPU: {exc}"
+        return run, None, f"no GPU: {exc}"
     if run is not None and run.machine != machine:
-        return None, (
-            f"asv records this run under machine {run.machine!r}, not under this GPU's name {machine!r}; "
-            f"run `fusedbench machine` and pass `--machine {machine}` to asv run"
+        return (
+            run,
+            None,
+            (
+                f"asv records this run under machine {run.machine!r}, not under this GPU's name {machine!r}; "
+                f"run `fusedbench machine` and pass `--machine {machine}` to asv run"
+            ),
         )
-    return stack, machine
+    return run, stack, machine
 
 
 def measure_for_asv(group_name: str, root: str) -> GroupCache:
@@ -107,9 +115,8 @@ def measure_for_asv(group_name: str, root: str) -> GroupCache:
     from fusedbench.telemetry import TelemetrySampler
 
     group = GROUPS[group_name]
-    run = current_asv_run(root)
     started = datetime.now(timezone.utc)
-    stack, machine_or_reason = _gpu_or_reason(run)
+    run, stack, machine_or_reason = _where_and_what(root)
     if stack is None:
         cells = [Cell.skipped(key, machine_or_reason) for key in _group_keys(group)]
         _record(run, group, cells, started, 0.0, {})
@@ -130,10 +137,10 @@ def measure_for_asv(group_name: str, root: str) -> GroupCache:
 
 def measure_ceilings_for_asv(kind: str, root: str, dtypes: Sequence[str] = ()) -> GroupCache:
     """The ceilings' setup_cache: the GEMM per dtype ("gemm") or the copy ("copy"), as cells keyed by name."""
-    run = current_asv_run(root)
-    stack, machine_or_reason = _gpu_or_reason(run)
+    _, stack, machine_or_reason = _where_and_what(root)
     if stack is None:
-        return GroupCache(why_not=f"ceilings: skipped: {machine_or_reason}")
+        name = "GemmCeiling" if kind == "gemm" else "CopyCeiling"
+        return GroupCache(why_not=f"{name}: every cell skipped: {machine_or_reason}")
     from fusedbench.gpu import bench
 
     if kind == "gemm":
@@ -173,12 +180,9 @@ class ReplayClock:
         return self._now
 
 
-_SAID: set[str] = set()
-
-
 def say_why_not(cache: GroupCache, first: bool) -> None:
-    """Print the group's one line (no GPU, wrong machine name) once, from its first cell's process: asv
-    shows it with --show-stderr, where a traceback per group used to be."""
-    if cache.why_not and first and cache.why_not not in _SAID:
-        _SAID.add(cache.why_not)
+    """Print the group's one line (no GPU, wrong machine name) from its first cell's process, which
+    runs setup once (the cell is skipped): asv shows it with --show-stderr, where a traceback per
+    group used to be."""
+    if cache.why_not and first:
         print(f"fusedbench: {cache.why_not}", file=sys.stderr)

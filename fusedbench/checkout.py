@@ -34,14 +34,25 @@ def _git(root: str, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
 
 
+def _asv_config(folder: str):
+    """asv's configuration at `folder` (FusedbenchError where asv cannot read it)."""
+    from asv.config import Config
+    from asv.util import UserError
+
+    try:
+        return Config.load(os.path.join(folder, "asv.conf.json"))
+    except UserError as exc:
+        raise FusedbenchError(f"asv cannot read {folder}/asv.conf.json ({exc})") from None
+
+
 def is_fusedbench_root(folder: str) -> bool:
     """Whether `folder` holds fusedbench's asv configuration and suite."""
-    try:
-        with open(os.path.join(folder, "asv.conf.json"), encoding="utf-8") as stream:
-            text = stream.read()
-    except OSError:
+    if not os.path.isfile(os.path.join(folder, "benchmarks", "cells.py")):
         return False
-    return '"project": "fusedbench"' in text and os.path.isfile(os.path.join(folder, "benchmarks", "cells.py"))
+    try:
+        return _asv_config(folder).project == "fusedbench"
+    except FusedbenchError:
+        return False
 
 
 def read_checkout(folder: str) -> Checkout:
@@ -97,13 +108,7 @@ def require_clean_checkout(folder: str) -> Checkout:
 
 def asv_results_dir(root: str) -> str:
     """asv's results folder, as asv.conf.json names it, relative to the checkout root."""
-    from asv.config import Config
-    from asv.util import UserError
-
-    try:
-        return os.path.join(root, Config.load(os.path.join(root, "asv.conf.json")).results_dir)
-    except UserError as exc:
-        raise FusedbenchError(f"asv cannot read {root}/asv.conf.json ({exc})") from None
+    return os.path.join(root, _asv_config(root).results_dir)
 
 
 def asv_machine_in_use(results_dir: str) -> str | None:

@@ -9,6 +9,7 @@ was lost; with --strict they exit 2.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -35,8 +36,21 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _names(value: str) -> list[str]:
-    """Accept repeated flags and comma-separated lists alike."""
-    return [part.strip() for part in value.split(",") if part.strip()]
+    """Accept repeated flags and comma-separated lists alike; an empty list is a mistake, not 'all'."""
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected one or more comma-separated names, got {value!r}")
+    return names
+
+
+def _seed(value: str) -> int:
+    try:
+        seed = int(value)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 2**32:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**32 - 1, got {value!r}")
+    return seed
 
 
 def _console() -> Console:
@@ -117,10 +131,16 @@ def command_list(*, as_json: bool, asv_bench: str | None) -> int:
             ],
         ),
     ]
-    console = _console()
+    _emit(_render(*tables))
+    return EXIT_OK
+
+
+def _render(*tables) -> str:
+    """Rich tables as text, so that writing them out fails the way every other output does."""
+    console = Console(file=io.StringIO(), width=None if sys.stdout.isatty() else 200, highlight=False)
     for table in tables:
         console.print(table)
-    return EXIT_OK
+    return console.file.getvalue()
 
 
 def command_check(
@@ -178,14 +198,22 @@ def command_run(*, suite: str, bench: str | None, launch_method: str) -> int:
     try:
         return run_suite(suite=suite, bench=bench, launch_method=launch_method, repo=os.getcwd(), echo=console.print)
     except GpuUnavailable as exc:
-        raise FusedbenchError(f"{exc}; without a GPU, `fusedbench table results/` reads committed results") from None
+        raise FusedbenchError(
+            f"{exc}; without a GPU, `fusedbench report` and `fusedbench table` read the committed results/"
+        ) from None
 
 
 def command_machine() -> int:
     """Name asv's machine after this GPU and print the name (for `asv run --machine`)."""
+    from fusedbench.errors import GpuUnavailable
     from fusedbench.machine import gpu_machine_name, register_asv_machine
 
-    name = gpu_machine_name()
+    try:
+        name = gpu_machine_name()
+    except GpuUnavailable as exc:
+        raise FusedbenchError(
+            f"{exc}; fusedbench machine names asv's machine after its GPU: run it on the GPU runner"
+        ) from None
     register_asv_machine(name, cwd=os.getcwd())
     _emit(name + "\n")
     return EXIT_OK
@@ -230,7 +258,8 @@ def command_report(
     results = _load(results_dir, strict=strict)
     path = write_report(results, out_dir=out_dir, machines=machines, commits=commits, export=export, png=png)
     size = os.path.getsize(path)
-    _console().print(f"wrote {path} ({size / 2**20:.1f} MiB) in {time.perf_counter() - started:.1f} s")
+    also = f"; the table in {export}" if export else ""
+    _emit(f"wrote {path} ({size / 2**20:.1f} MiB) in {time.perf_counter() - started:.1f} s{also}\n")
     return EXIT_OK
 
 
@@ -267,8 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     listing = commands.add_parser("list", help="print the catalog: epilogs, dtypes, shapes, providers and suites")
-    listing.add_argument("--json", action="store_true", help="print it as one JSON object")
-    listing.add_argument(
+    listing_output = listing.add_mutually_exclusive_group()
+    listing_output.add_argument("--json", action="store_true", help="print it as one JSON object")
+    listing_output.add_argument(
         "--asv-bench", metavar="SUITE", help="print only the asv --bench expression that selects SUITE and the ceilings"
     )
     listing.set_defaults(handler=lambda a: command_list(as_json=a.json, asv_bench=a.asv_bench))
@@ -287,7 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--provider", action="extend", type=_names, default=[], help="provider(s) to check (default: all)"
     )
-    check.add_argument("--seed", type=int, default=None, help="seed for the random operands (default: fresh each run)")
+    check.add_argument(
+        "--seed", type=_seed, default=None, help="seed for the random operands (default: fresh each run)"
+    )
     check.add_argument("--json", dest="json_path", metavar="FILE", help="also write every cell as JSON to FILE")
     check.set_defaults(
         handler=lambda a: command_check(

@@ -20,7 +20,9 @@ class Provider:
     name: str
     description: str
     color: str  # the report's colour for it, a CSS hex colour
-    libraries: tuple[str, ...]  # the Python packages (import names) whose versions its timings depend on
+    libraries: tuple[
+        str, ...
+    ]  # the Python packages whose versions its timings depend on (imported as the name's first word)
     builder: str  # "module:function" that prepares it on the GPU (fusedbench.gpu.providers)
 
 
@@ -33,7 +35,7 @@ PROVIDERS: dict[str, Provider] = {
             "textbook",
             "the seed blog's naive code: plain GEMM, then y += bias[:, None], y[y < 0] = 0, masks, sum",
             "#9e9e9e",
-            ("nvmath", "cupy", "torch"),
+            ("nvmath-python", "cupy", "torch"),
             "fusedbench.gpu.providers:build_textbook",
         ),
         Provider(
@@ -41,21 +43,21 @@ PROVIDERS: dict[str, Provider] = {
             "the same cuBLASLt GEMM, then one single-pass cupy kernel for the pointwise work and one "
             "reduction for bias gradients",
             "#f4a261",
-            ("nvmath", "cupy"),
+            ("nvmath-python", "cupy"),
             "fusedbench.gpu.providers:build_unfused",
         ),
         Provider(
             "fused",
             "cuBLASLt epilog through nvmath-python Matmul, planned once",
             "#2a9d8f",
-            ("nvmath",),
+            ("nvmath-python",),
             "fusedbench.gpu.providers:build_fused",
         ),
         Provider(
             "fused-autotuned",
             "as fused, plus nvmath's Matmul.autotune",
             "#264653",
-            ("nvmath",),
+            ("nvmath-python",),
             "fusedbench.gpu.providers:build_fused_autotuned",
         ),
         Provider(
@@ -69,7 +71,7 @@ PROVIDERS: dict[str, Provider] = {
             "gemm",
             "the same GEMM with no epilog work at all: the floor",
             "#8ab17d",
-            ("nvmath",),
+            ("nvmath-python",),
             "fusedbench.gpu.providers:build_gemm",
         ),
     )

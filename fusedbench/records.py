@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from fusedbench.files import write_text_atomically
@@ -43,8 +43,13 @@ class GroupRecord:
     cells: tuple[Cell, ...] = ()
 
     @property
-    def run(self) -> tuple[str, str]:
-        return self.machine, self.commit
+    def started_at(self) -> datetime:
+        """When the measurement began (the earliest time for a record that says nothing)."""
+        try:
+            started = datetime.fromisoformat(self.started)
+        except ValueError:
+            return datetime.min.replace(tzinfo=timezone.utc)
+        return started if started.tzinfo else started.replace(tzinfo=timezone.utc)
 
     def to_json(self) -> dict:
         return {
@@ -151,4 +156,4 @@ def load_records(results_dir: str) -> tuple[list[GroupRecord], list[str]]:
                 records.extend(read_record_file(path))
             except (OSError, FormatError) as exc:
                 problems.append(f"{path} is not a fusedbench record ({exc}); its cells' statuses and reasons are lost")
-    return sorted(records, key=lambda record: record.started), problems
+    return sorted(records, key=lambda record: record.started_at), problems

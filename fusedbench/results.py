@@ -21,7 +21,8 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 import pandas as pd
 
@@ -93,8 +94,8 @@ def _machine_folders(results_dir: str, problems: list[str]):
         except (OSError, ValueError, KeyError, TypeError) as exc:
             problems.append(
                 f"{folder}/machine.json is missing or unreadable ({type(exc).__name__}: {exc}): its {len(files)} "
-                f"results files were not read (asv skips them too); restore it from git or with "
-                f"`asv machine --yes --machine {name}`"
+                f"results files were not read (asv skips them too); restore it with "
+                f"`git checkout -- {folder}/machine.json` (an `asv run --machine {name}` also rewrites it)"
             )
             continue
         yield machine, files
@@ -145,9 +146,15 @@ def ceilings(result) -> tuple[dict[str, float], float]:
     return rates, 2 * CEILING_COPY_BYTES / copy  # read once and written once
 
 
-def latest_records(records: Sequence[GroupRecord]) -> dict[tuple[str, str, str], GroupRecord]:
-    """(machine, commit, group) -> the newest record: the one that matches asv's newest samples."""
-    return {(r.machine, r.commit, r.group): r for r in records}
+def record_of(candidates: Sequence[GroupRecord], started_at_ms: int | None) -> GroupRecord | None:
+    """The record of the measurement whose samples asv kept: the newest one (of the group's, machine's and
+    commit's, oldest first) that began before asv started the benchmark. A later record belongs to a run
+    whose results asv did not save (a dry run, an interrupted or failed group) and is passed over."""
+    if started_at_ms is None:
+        return candidates[-1] if candidates else None
+    started = datetime.fromtimestamp(started_at_ms / 1000, timezone.utc)
+    before = [record for record in candidates if record.started_at <= started]
+    return before[-1] if before else None
 
 
 def cell_of(key: CellKey, time: float, samples, recorded: Cell | None) -> Cell:
@@ -161,59 +168,103 @@ def cell_of(key: CellKey, time: float, samples, recorded: Cell | None) -> Cell:
     return Cell(key, recorded.status, recorded.reason)
 
 
+@dataclass
+class _Run:
+    """What one asv results file adds to the table."""
+
+    ceilings: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    samples: list = field(default_factory=list)  # each row's raw samples
+    paired: list = field(default_factory=list)  # whether each row's run sampled in rounds
+    problems: list = field(default_factory=list)
+
+
+def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[GroupRecord]]) -> _Run:
+    """The cells and ceilings of one asv results file, each cell with the record of its measurement."""
+    machine, commit = result.params["machine"], result.commit_hash
+    read = _Run()
+    rates, bandwidth = ceilings(result)
+    for dtype, rate in rates.items():
+        read.ceilings.append(
+            {
+                "machine": machine,
+                "commit": commit,
+                "dtype": dtype,
+                "gemm_tflops": rate / 1e12,
+                "gemm_at": f"{shape_label(*CEILING_GEMM_SHAPE)} ceiling",
+                "copy_tbps": bandwidth / 1e12,
+            }
+        )
+    unrecorded: dict[str, int] = {}
+    dirty: set[str] = set()
+    for benchmark in sorted(result.get_all_result_keys()):
+        parts = benchmark.split(".")
+        if parts[0] != BENCHMARK_MODULE or parts[1] not in GROUPS:
+            continue
+        group = GROUPS[parts[1]]
+        record = record_of(by_group.get((machine, commit, group.name), []), result.started_at.get(benchmark))
+        if record is not None and record.dirty:
+            dirty.add(group.name)
+        recorded = {} if record is None else {c.key.at("", ""): c for c in record.cells}
+        params = result.get_result_params(benchmark)
+        combos = _parameter_sets(result, benchmark)
+        values = result.get_result_value(benchmark, params)
+        stats = result.get_result_stats(benchmark, params)
+        samples = result.get_result_samples(benchmark, params) or [None] * len(combos)
+        if not len(combos) == len(values) == len(stats) == len(samples):
+            raise ValueError(f"{benchmark} has {len(combos)} parameter sets but {len(values)} results")
+        for combo, value, stat, sample in zip(combos, values, stats, samples, strict=True):
+            epilog, shape, provider = combo
+            key = CellKey(epilog, group.dtype, *parse_shape(shape), provider, machine, commit)
+            cell = cell_of(key, _number(value), sample, recorded.get(key.at("", "")))
+            if record is None and not cell.ok:
+                unrecorded[group.name] = unrecorded.get(group.name, 0) + 1
+            read.rows.append(_row(cell, _number(value), stat))
+            read.samples.append(list(cell.samples))
+            read.paired.append(record is not None and record.sampling in PAIRED_SAMPLINGS)
+    if unrecorded:
+        read.problems.append(
+            f"{path}: no fusedbench record for group(s) {', '.join(unrecorded)} of commit {commit[:8]} on "
+            f"{machine}: {sum(unrecorded.values())} cells asv skipped show as skipped with no reason, and their "
+            "workloads' epilog costs are not paired by round"
+        )
+    if dirty:
+        read.problems.append(
+            f"{path}: group(s) {', '.join(sorted(dirty))} were measured from a checkout with uncommitted changes "
+            f"(their records say so), so they may not be the code of commit {commit[:8]}"
+        )
+    return read
+
+
 def load_results(results_dir: str) -> ResultSet:
     """Read every asv results file (and every fusedbench record) under `results_dir`."""
     if not os.path.isdir(results_dir):
         raise FusedbenchError(f"no results folder at {results_dir!r}; pass the folder asv writes (results/)")
+    if os.path.isfile(os.path.join(results_dir, "machine.json")):
+        parent = os.path.dirname(os.path.abspath(results_dir))
+        raise FusedbenchError(f"{results_dir} is one machine's folder; pass the results folder above it ({parent})")
     records, problems = load_records(results_dir)
-    latest = latest_records(records)
-    rows, raw_samples, paired, ceiling_rows, files = [], [], [], [], 0
+    by_group: dict[tuple[str, str, str], list[GroupRecord]] = {}
+    for record in records:
+        by_group.setdefault((record.machine, record.commit, record.group), []).append(record)
+    rows, raw_samples, paired, ceiling_rows, files, readable = [], [], [], [], 0, 0
     for path, result in _asv_results(results_dir, problems):
         files += 1
-        machine, commit = result.params["machine"], result.commit_hash
-        rates, bandwidth = ceilings(result)
-        for dtype, rate in rates.items():
-            ceiling_rows.append(
-                {
-                    "machine": machine,
-                    "commit": commit,
-                    "dtype": dtype,
-                    "gemm_tflops": rate / 1e12,
-                    "gemm_at": f"{shape_label(*CEILING_GEMM_SHAPE)} ceiling",
-                    "copy_tbps": bandwidth / 1e12,
-                }
-            )
-        unrecorded: dict[str, int] = {}
-        for benchmark in sorted(result.get_all_result_keys()):
-            parts = benchmark.split(".")
-            if parts[0] != BENCHMARK_MODULE or parts[1] not in GROUPS:
-                continue
-            group = GROUPS[parts[1]]
-            record = latest.get((machine, commit, group.name))
-            recorded = {} if record is None else {c.key.at("", ""): c for c in record.cells}
-            params = result.get_result_params(benchmark)
-            stats = result.get_result_stats(benchmark, params)
-            samples = result.get_result_samples(benchmark, params) or [None] * len(stats)
-            values = result.get_result_value(benchmark, params)
-            for combo, value, stat, sample in zip(
-                _parameter_sets(result, benchmark), values, stats, samples, strict=True
-            ):
-                epilog, shape, provider = combo
-                key = CellKey(epilog, group.dtype, *parse_shape(shape), provider, machine, commit)
-                cell = cell_of(key, _number(value), sample, recorded.get(key.at("", "")))
-                if record is None and not cell.ok:
-                    unrecorded[group.name] = unrecorded.get(group.name, 0) + 1
-                rows.append(_row(cell, _number(value), stat))
-                raw_samples.append(list(cell.samples))
-                paired.append(record is not None and record.sampling in PAIRED_SAMPLINGS)
-        if unrecorded:
-            lost = sum(unrecorded.values())
+        try:
+            read = _read_run(path, result, by_group)
+            readable += 1
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
             problems.append(
-                f"{path}: no fusedbench record for group(s) {', '.join(unrecorded)} of commit {commit[:8]} on "
-                f"{machine}: {lost} cells asv skipped show as skipped with no reason, and their workloads' "
-                "epilog costs are not paired by round"
+                f"{path} holds asv results fusedbench cannot read ({type(exc).__name__}: {exc}); "
+                "its cells were not read"
             )
-    if files and not rows:
+            continue
+        ceiling_rows += read.ceilings
+        rows += read.rows
+        raw_samples += read.samples
+        paired += read.paired
+        problems += read.problems
+    if readable and not rows:
         raise FusedbenchError(
             f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
         )
@@ -255,7 +306,7 @@ def with_floors(work: pd.DataFrame, roofs: pd.DataFrame) -> pd.DataFrame:
 
 
 def select_cells(cells: pd.DataFrame, *, machines: Sequence[str] = (), commits: Sequence[str] = ()) -> pd.DataFrame:
-    """The cells of the chosen machines and commits (prefixes allowed), with a clear error if a choice matches none."""
+    """The cells of the chosen machines (exact names) and commits (prefixes); an error names a choice matching none."""
     chosen = cells
     if machines:
         unknown = sorted(set(machines) - set(cells["machine"]))

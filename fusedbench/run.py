@@ -42,8 +42,6 @@ def asv_command(
     python: str = sys.executable,
 ) -> list[str]:
     """The asv invocation `fusedbench run` uses for one target, as an argument list."""
-    if launch_method not in LAUNCH_METHODS:
-        raise FusedbenchError(f"unknown launch method {launch_method!r}; choose from {', '.join(LAUNCH_METHODS)}")
     return [
         python,
         "-m",
@@ -186,7 +184,8 @@ def run_suite(
             if codes[label] != 0 and kept.had_results:
                 kept.restore()
                 echo(
-                    f"{label} did not finish (asv exit code {codes[label]}): its earlier results are kept as they were"
+                    f"{label} failed or was interrupted (asv exit code {codes[label]}): "
+                    "this commit's earlier results are kept as they were"
                 )
             if codes[label] == 130:
                 echo(f"interrupted during {label}: every group before it is saved in results/")

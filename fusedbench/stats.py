@@ -12,9 +12,10 @@ NOISY_RELATIVE_IQR = 0.10
 
 
 def relative_iqr(samples: Sequence[float]) -> float:
-    """(q3 - q1) / median of a cell's raw samples, the spread it is flagged noisy by; 0 for fewer than two."""
+    """(q3 - q1) / median of a cell's raw samples, the spread it is flagged noisy by; NaN (unknown, not
+    steady) for fewer than two."""
     if len(samples) < 2:
-        return 0.0
+        return math.nan
     q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
     return (q3 - q1) / median
 

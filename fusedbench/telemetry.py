@@ -6,6 +6,7 @@ says which clocks, temperatures and power it was measured at, and whether the GP
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import asdict, dataclass, field
 
@@ -23,7 +24,7 @@ THROTTLE_REASONS = {
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One NVML reading of GPU 0."""
+    """One NVML reading of the measured GPU."""
 
     sm_clock_mhz: int
     memory_clock_mhz: int
@@ -32,8 +33,19 @@ class Snapshot:
     throttle_mask: int
 
 
+def visible_gpu_handle(nvml):
+    """NVML's handle of the GPU CUDA calls device 0: the first of CUDA_VISIBLE_DEVICES (an index or a
+    UUID) where it is set, NVML's GPU 0 otherwise."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if first.isdigit():
+        return nvml.nvmlDeviceGetHandleByIndex(int(first))
+    if first.startswith(("GPU-", "MIG-")):
+        return nvml.nvmlDeviceGetHandleByUUID(first)
+    return nvml.nvmlDeviceGetHandleByIndex(0)
+
+
 def nvml_device() -> tuple[str, int]:
-    """GPU 0's name and memory as NVML (and nvidia-smi) report them; CUDA reports a little less memory.
+    """The measured GPU's name and memory as NVML (and nvidia-smi) report them; CUDA reports a little less memory.
 
     Raises GpuUnavailable where NVML finds no driver or no GPU.
     """
@@ -44,7 +56,7 @@ def nvml_device() -> tuple[str, int]:
     except pynvml.NVMLError as exc:
         raise GpuUnavailable(f"NVML found no NVIDIA driver or GPU ({exc})") from None
     try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        handle = visible_gpu_handle(pynvml)
         name = pynvml.nvmlDeviceGetName(handle)
         memory = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
     except pynvml.NVMLError as exc:
@@ -109,7 +121,7 @@ class TelemetrySampler:
 
         self._nvml = pynvml
         pynvml.nvmlInit()
-        self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        self._handle = visible_gpu_handle(pynvml)
         self._interval = interval
         self._stop = threading.Event()
         self.summary = TelemetrySummary(before=read_snapshot(pynvml, self._handle))

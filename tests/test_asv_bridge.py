@@ -51,7 +51,7 @@ def test_a_run_recorded_under_another_name_than_the_gpus_measures_nothing(asv_ch
         "'h100-80gb-hbm3'; run `fusedbench machine` and pass `--machine h100-80gb-hbm3` to asv run"
     )
     ceilings = bridge.measure_ceilings_for_asv("gemm", str(asv_checkout), ["fp16"])
-    assert ceilings.cells == {} and "not under this GPU's name" in ceilings.why_not
+    assert ceilings.cells == {} and ceilings.why_not.startswith("GemmCeiling: every cell skipped: asv records")
 
 
 def test_outside_a_fusedbench_checkout_nothing_is_recorded(tmp_path, monkeypatch):
@@ -61,3 +61,27 @@ def test_outside_a_fusedbench_checkout_nothing_is_recorded(tmp_path, monkeypatch
     cache = bridge.measure_for_asv("Quick", str(tmp_path))
     assert cache.why_not.startswith("Quick: every cell skipped: no GPU")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_checkout_that_cannot_name_its_commit_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    import shutil
+
+    root = make_checkout(tmp_path / "fusedbench")
+    shutil.rmtree(root / ".git")  # fusedbench's files, but no git checkout
+    cache = bridge.measure_for_asv("Quick", str(root))
+    assert cache.why_not.startswith("Quick: every cell skipped: cannot tell which commit is measured: ")
+    assert "needs to be a git checkout of fusedbench" in cache.why_not and "\n" not in cache.why_not
+
+
+def test_the_gpu_nvml_describes_is_the_one_cuda_calls_device_0(monkeypatch):
+    from types import SimpleNamespace
+
+    from fusedbench.telemetry import visible_gpu_handle
+
+    nvml = SimpleNamespace(nvmlDeviceGetHandleByIndex=lambda i: f"index {i}", nvmlDeviceGetHandleByUUID=lambda u: u)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_gpu_handle(nvml) == "index 0"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    assert visible_gpu_handle(nvml) == "index 3"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8b2c1a3e-0000-1111-2222-333344445555")
+    assert visible_gpu_handle(nvml) == "GPU-8b2c1a3e-0000-1111-2222-333344445555"

@@ -7,6 +7,7 @@ from asv_runner.discovery import get_benchmark_from_name
 
 from fusedbench.asv_bridge import GroupCache, ReplayClock
 from fusedbench.model import Cell, CellKey
+from fusedbench.providers import PROVIDERS
 from fusedbench.sampling import SAMPLES
 from fusedbench.suites import ASV_VERSIONS, GROUPS
 
@@ -59,10 +60,12 @@ def test_a_refused_cell_is_an_asv_skip_and_prints_nothing(capsys):
 
 
 def test_a_group_that_could_not_measure_says_why_once_from_its_first_cell(capsys):
-    cache = fake_group(why_not="Quick: every cell skipped: no GPU: needs cupy")
-    assert run_cell("cells.Quick.time_cell-0", cache) is not None  # the first cell (DEFAULT/textbook) still replays
-    assert capsys.readouterr().err == "fusedbench: Quick: every cell skipped: no GPU: needs cupy\n"
-    assert run_cell("cells.Quick.time_cell-4", cache) is None
+    why = "Quick: every cell skipped: no GPU: needs cupy"
+    skipped = [Cell.skipped(key(epilog, provider), why) for epilog in ("DEFAULT", "BIAS") for provider in PROVIDERS]
+    cache = GroupCache({(c.key.epilog, c.key.shape, c.key.provider): c for c in skipped}, why)
+    assert run_cell("cells.Quick.time_cell-0", cache) is None  # the first cell (DEFAULT/textbook): skipped ...
+    assert capsys.readouterr().err == f"fusedbench: {why}\n"  # ... saying why, once
+    assert run_cell("cells.Quick.time_cell-7", cache) is None  # BIAS/unfused
     assert capsys.readouterr().err == ""
 
 

@@ -53,3 +53,14 @@ def test_unknown_provider_is_refused_with_the_choices():
     assert select_providers(None)[0] == "textbook"
     with pytest.raises(FusedbenchError, match="unknown provider 'x'; choose from textbook, unfused"):
         select_providers(["x"])
+
+
+def test_a_provider_is_one_registered_unit_whose_builder_resolves_without_a_gpu():
+    from fusedbench.gpu.providers import builder_of
+    from fusedbench.providers import PROVIDERS, provider_libraries
+
+    for name, provider in PROVIDERS.items():
+        assert callable(builder_of(name)) and builder_of(name).__name__ == provider.builder.split(":")[1]
+        assert provider.color.startswith("#") and len(provider.color) == 7 and provider.description
+    assert provider_libraries(PROVIDERS) == ["nvmath-python", "cupy", "torch"]  # a run records their versions
+    assert provider_libraries(["fused", "gemm"]) == ["nvmath-python"]

@@ -39,6 +39,8 @@ def test_cell_table_has_a_row_per_workload_and_a_column_per_provider():
     text = render(cell_table(CELLS))
     assert "fused" in text and "torch" in text
     assert text.count("(128,64)x(64,96)") == 3  # BIAS/fp16, DRELU/fp16, BIAS/bf16
+    for shown in ("ok 3.1e-04", "ok 2.0e-04", "FAILED inf", "unsupported", "skipped"):
+        assert shown in text  # each cell's status and error, in its row and column
 
 
 def test_summary_counts_each_status_per_dtype_and_provider():

@@ -95,7 +95,7 @@ def test_run_without_a_gpu_stack_points_to_the_table(capsys, monkeypatch):
     assert code == 2
     assert out == ""
     assert err.startswith("error: fusedbench run needs cupy")
-    assert "fusedbench table results/" in err
+    assert "without a GPU, `fusedbench report` and `fusedbench table` read the committed results/" in err
     assert err.count("\n") == 1
 
 
@@ -203,7 +203,10 @@ def test_machine_without_a_gpu_is_one_line(capsys, monkeypatch):
     monkeypatch.setattr(fusedbench.telemetry, "nvml_device", no_gpu)
     code, out, err = run_cli(capsys, "machine")
     assert (code, out) == (2, "")
-    assert err == "error: NVML found no NVIDIA driver or GPU (NVML Shared Library Not Found)\n"
+    assert err == (
+        "error: NVML found no NVIDIA driver or GPU (NVML Shared Library Not Found); "
+        "fusedbench machine names asv's machine after its GPU: run it on the GPU runner\n"
+    )
 
 
 def test_list_gives_the_asv_bench_expression_of_a_suite(capsys):
@@ -213,3 +216,56 @@ def test_list_gives_the_asv_bench_expression_of_a_suite(capsys):
     assert run_cli(capsys, "list", "--asv-bench", "default")[1] == suite_bench_regex("default") + "\n"
     code, _, err = run_cli(capsys, "list", "--asv-bench", "huge")
     assert code == 2 and err.startswith("error: unknown suite 'huge'")
+
+
+def test_nvml_without_a_driver_is_gpu_unavailable_in_one_line(monkeypatch):
+    import pynvml
+
+    from fusedbench.errors import GpuUnavailable
+    from fusedbench.telemetry import nvml_device
+
+    def no_driver():
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", no_driver)
+    with pytest.raises(GpuUnavailable, match=r"^NVML found no NVIDIA driver or GPU \(.+\)$"):
+        nvml_device()
+
+
+def test_list_output_that_cannot_be_written_is_one_line_and_a_closed_pipe_is_quiet():
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "fusedbench", "list"], stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert (result.returncode, result.stderr) == (
+        2,
+        "error: could not write to standard output (No space left on device)\n",
+    )
+    command = f"{sys.executable} -m fusedbench list | head -1"
+    piped = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
+    assert (piped.returncode, piped.stderr) == (0, "") and piped.stdout.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["table", "--machine", ""], "argument --machine: expected one or more comma-separated names, got ''"),
+        (["check", "--epilog", ","], "argument --epilog: expected one or more comma-separated names, got ','"),
+        (["check", "--seed", "-1"], "argument --seed: expected a whole number from 0 to 2**32 - 1, got '-1'"),
+        (["list", "--json", "--asv-bench", "quick"], "argument --asv-bench: not allowed with argument --json"),
+    ],
+)
+def test_an_empty_name_list_a_bad_seed_and_clashing_flags_are_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.startswith(f"error: {message}")
+
+
+def test_one_machines_folder_is_refused_with_the_folder_to_pass_instead(capsys):
+    code, _, err = run_cli(capsys, "table", f"{FIXTURE}/h200-141gb")
+    assert (
+        code == 2
+        and err
+        == f"error: {FIXTURE}/h200-141gb is one machine's folder; pass the results folder above it ({FIXTURE})\n"
+    )

@@ -41,12 +41,12 @@ def test_a_record_is_written_beside_asvs_results_and_reads_back_without_samples(
 
 
 def test_records_load_oldest_first_and_an_unreadable_one_is_a_problem_that_names_it(tmp_path):
-    write_record(str(tmp_path), record(started="2026-11-22T11:00:00+00:00"))
-    write_record(str(tmp_path), record(started="2026-11-22T09:00:00+00:00"))
+    write_record(str(tmp_path), record(group="Fp16Seed", started="2026-11-22T11:00:00+00:00"))
+    write_record(str(tmp_path), record(group="Quick", started="2026-11-22T09:00:00+00:00"))  # its file sorts last
     broken = tmp_path / "h100-80gb-hbm3" / "c0ffeec0-Quick-x.fbenv"
     broken.write_text("{not json")
     records, problems = load_records(str(tmp_path))
-    assert [r.started[11:13] for r in records] == ["09", "11"]
+    assert [(r.group, r.started[11:13]) for r in records] == [("Quick", "09"), ("Fp16Seed", "11")]
     assert len(problems) == 1 and problems[0].startswith(f"{broken} is not a fusedbench record (not JSON")
     assert "statuses and reasons are lost" in problems[0]
 

@@ -245,3 +245,32 @@ def test_failed_unsupported_and_skipped_cells_are_all_listed_with_reasons(tmp_pa
     for text in ("RuntimeError: synthetic failure", "needs about 900 GiB, 139 GiB free", "torch has no op for"):
         assert text in page
     assert ">failed<" in page and ">skipped<" in page and ">unsupported<" in page
+
+
+def _record(commit, started, gpu):
+    from fusedbench.records import GroupRecord
+
+    return GroupRecord(MACHINE, commit, "Fp16Membound", started, 5.0, None, False, {"gpu": {"name": gpu}})
+
+
+def test_a_machines_commits_run_in_the_order_their_records_say(results):
+    import pandas as pd
+
+    from fusedbench.report import commits_in_order
+
+    cells = pd.concat([results.cells.assign(commit="b" * 40), results.cells.assign(commit="a" * 40)])
+    records = [_record("a" * 40, "2026-11-22T01:00:00+00:00", "x"), _record("b" * 40, "2026-11-22T02:00:00+00:00", "x")]
+    assert commits_in_order(cells, records, MACHINE) == ["a" * 40, "b" * 40]  # not the table's order
+    assert commits_in_order(cells, records[:1], MACHINE) == ["b" * 40, "a" * 40]  # unrecorded commits first
+
+
+def test_the_environment_card_shows_the_newest_record_of_the_commit():
+    from fusedbench.report import environment_card
+
+    records = [
+        _record("c" * 40, "2026-11-22T01:00:00+00:00", "older GPU"),
+        _record("c" * 40, "2026-11-22T02:00:00+00:00", "newer GPU"),
+    ]
+    card = environment_card(records, MACHINE, "c" * 40)
+    assert "<td>newer GPU</td>" in card and "older GPU" not in card
+    assert "No environment recorded" in environment_card(records, MACHINE, "d" * 40)

@@ -4,6 +4,7 @@ import json
 import math
 import os
 import shutil
+from datetime import datetime, timezone
 
 import pytest
 
@@ -289,3 +290,48 @@ def test_a_cell_its_record_timed_but_asv_has_no_time_for_is_failed(tmp_path):
     _as_new_record(copy, change=timed)
     failed = load_table(str(copy)).query("status == 'failed'")
     assert len(failed) == 40 and set(failed["reason"]) == {NO_TIME}
+
+
+def test_the_record_of_asvs_samples_is_the_newest_that_began_before_asv_started_the_benchmark():
+    from dataclasses import replace
+
+    from fusedbench.records import GroupRecord
+    from fusedbench.results import record_of
+
+    def at(hour):
+        return GroupRecord("m", "c", "Quick", f"2026-11-22T{hour:02d}:00:00+00:00", 10.0, None, False)
+
+    records = [at(9), at(10), at(12)]  # the 12:00 one belongs to a dry run: asv saved nothing from it
+    asv_started = int(datetime(2026, 11, 22, 11, tzinfo=timezone.utc).timestamp() * 1000)
+    assert record_of(records, asv_started) == at(10)
+    assert record_of(records, None) == at(12)  # asv recorded no start: the newest
+    assert record_of(records[2:], asv_started) is None
+    assert replace(at(9), started="").started_at < at(9).started_at  # a record without a start sorts first
+
+
+def test_results_measured_from_a_dirty_checkout_are_a_problem_that_says_so(tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    _as_new_record(copy)
+    (path,) = (copy / MACHINE).glob("*.fbenv")
+    payload = json.loads(path.read_text())
+    path.write_text(json.dumps(payload | {"dirty": True}))
+    (problem,) = load_results(str(copy)).problems
+    assert "group(s) Fp16Membound were measured from a checkout with uncommitted changes" in problem
+    assert problem.endswith("so they may not be the code of commit 37415b86")
+
+
+@pytest.mark.parametrize("broken", ["x", [], [None], [[1]], {}, [[1.0, 2.0]]])
+def test_a_results_file_with_malformed_values_is_a_warning_not_a_traceback(tmp_path, broken):
+    copy = tmp_path / "results"
+    shutil.copytree(FIXTURE, copy)
+    (path,) = (copy / MACHINE).glob("37415b86-*.json")
+    payload = json.loads(path.read_text())
+    payload["results"]["cells.Fp16Membound.time_cell"] = broken
+    path.write_text(json.dumps(payload))
+    results = load_results(str(copy))
+    assert results.cells.empty
+    (problem,) = results.problems
+    assert problem.startswith(f"{path} holds asv results fusedbench cannot read") or problem.startswith(
+        f"{path} is not an asv results file"
+    )

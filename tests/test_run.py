@@ -35,9 +35,13 @@ def test_asv_runs_in_the_existing_environment_with_the_real_commit_and_samples()
     assert command[command.index("--environment") + 1].startswith("existing:")
 
 
-def test_unknown_launch_method_suite_and_bench_are_refused():
-    with pytest.raises(FusedbenchError, match="unknown launch method 'fork'"):
-        asv_command(bench_regex="^x", machine="m", commit="c", launch_method="fork")
+def test_unknown_launch_method_suite_and_bench_are_refused(monkeypatch):
+    import fusedbench.gpu
+    from fusedbench.run import run_suite
+
+    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", lambda command: pytest.fail("looked for a GPU first"))
+    with pytest.raises(FusedbenchError, match="unknown launch method 'fork'; choose from forkserver, spawn"):
+        run_suite(suite="quick", bench=None, launch_method="fork", repo=str(ROOT), echo=print)
     with pytest.raises(FusedbenchError, match="unknown suite 'huge'; choose from quick, default, full"):
         suite_groups("huge")
     with pytest.raises(FusedbenchError, match="no group of suite 'quick' matches --bench 'Bf16'; its groups: Quick"):
@@ -127,7 +131,16 @@ def asv_file(folder: Path) -> Path:
 
 def test_running_twice_on_one_commit_works_and_the_report_is_the_same_bytes(checkout, fake_gpu, monkeypatch):
     monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
-    fake_asv(monkeypatch, lambda label, folder: 0)
+
+    def rewrite(label, folder):  # as asv does: the commit's results file, benchmarks.json, a record
+        payload = json.loads(asv_file(folder).read_text())
+        asv_file(folder).write_text(json.dumps(payload | {"date": payload["date"] + 1}))
+        described = folder.parent / "benchmarks.json"
+        described.write_text(described.read_text())
+        (folder / f"{COMMIT[:8]}-{label}-{len(list(folder.iterdir()))}.fbenv").write_text("{}")
+        return 0
+
+    fake_asv(monkeypatch, rewrite)
     echoed = []
     for _ in range(2):
         code = fake_gpu.run_suite(
@@ -138,7 +151,8 @@ def test_running_twice_on_one_commit_works_and_the_report_is_the_same_bytes(chec
     fake_gpu.write_run_report(str(checkout), echoed.append)
     assert (checkout / "reports" / "index.html").read_bytes() == first  # same results, same bytes
     assert echoed[-1] == f"report: {checkout / 'reports' / 'index.html'}"
-    assert git(checkout, "status", "--porcelain", "--", "benchmarks", "fusedbench") == ""
+    changed = git(checkout, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert changed and all(line[3:].startswith(("results/", "reports/")) for line in changed)  # data, not code
 
 
 def _real_checkout_at(commit):
@@ -171,7 +185,10 @@ def test_a_failed_rerun_keeps_the_earlier_timings_and_drops_its_records(checkout
     assert code == 2
     assert asv_file(checkout / "results" / MACHINE).read_bytes() == before
     assert [p.name for p in (checkout / "results" / MACHINE).glob("*.fbenv")] == ["env-37415b86-20261121T213603Z.fbenv"]
-    assert "Fp16Membound did not finish (asv exit code 2): its earlier results are kept as they were" in echoed
+    assert (
+        "Fp16Membound failed or was interrupted (asv exit code 2): this commit's earlier results are kept as they were"
+        in echoed
+    )
 
 
 def test_an_interrupt_keeps_finished_groups_and_the_earlier_timings_of_the_one_in_progress(

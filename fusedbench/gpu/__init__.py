@@ -43,7 +43,7 @@ class GpuStack:
             "python": sys.version.split()[0],
         }
         for library in provider_libraries(PROVIDERS):
-            module = sys.modules.get(library)
+            module = sys.modules.get(library.split("-")[0])  # nvmath-python is imported as nvmath
             versions[library] = getattr(module, "__version__", None) if module is not None else None
         for wheel in ("nvidia-cublas", "nvidia-cublas-cu12"):  # the cuBLAS wheel nvmath loads, where pip installed it
             try:

@@ -150,9 +150,10 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         for dtype in dict.fromkeys(newest["dtype"]):
             for baseline in BASELINES:
                 sections.append(div(machines_figure(newest, dtype=dtype, baseline=baseline)))
+    plotly = f"<script type='text/javascript'>{get_plotlyjs()}</script>" if div.count else ""  # none for no figures
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>fusedbench report</title>"
-        f"<style>{_STYLE}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+        f"<style>{_STYLE}</style>{plotly}</head><body>"
         "<h1>fusedbench: what fusing epilogs into the matmul buys</h1>"
         "<p class='muted'>cuBLASLt epilogs through nvmath-python against the same work unfused; every cell "
         "verified against float64 before it was timed; times are medians of asv's recorded samples.</p>"
@@ -203,17 +204,23 @@ def _check_png_renderer() -> None:
         )
 
 
-def write_pngs(figures: dict[str, go.Figure], out_dir: str) -> list[str]:
-    """Render figures to PNG with kaleido (which drives a local Chrome or Chromium)."""
-    paths = []
+def render_pngs(figures: dict[str, go.Figure]) -> dict[str, bytes]:
+    """PNG bytes of each figure, rendered by kaleido (which drives a local Chrome or Chromium)."""
+    images = {}
     for name, figure in figures.items():
-        path = os.path.join(out_dir, name)
         try:
-            image = figure.to_image(format="png", width=PNG_WIDTH, scale=PNG_SCALE)
+            images[name] = figure.to_image(format="png", width=PNG_WIDTH, scale=PNG_SCALE)
         except Exception as exc:  # kaleido missing, or no Chrome for it to drive
             raise FusedbenchError(f"--png needs kaleido and Chrome or Chromium ({type(exc).__name__}: {exc})") from None
-        write_bytes_atomically(path, image)
-        paths.append(path)
+    return images
+
+
+def write_pngs(figures: dict[str, go.Figure], out_dir: str) -> list[str]:
+    """Render every figure first, then write them all (a failed render leaves no file)."""
+    paths = []
+    for name, image in render_pngs(figures).items():
+        paths.append(os.path.join(out_dir, name))
+        write_bytes_atomically(paths[-1], image)
     return paths
 
 
@@ -229,10 +236,11 @@ def write_report(
     """Write `out_dir/index.html` atomically (the tidy table to `export`, CSV or Parquet; PNGs if asked)."""
     check_report_outputs(out_dir=out_dir, export=export, png=png)
     page = render_report(results, machines=machines, commits=commits)
-    figures = key_figures(results, machines=machines, commits=commits) if png else {}
+    images = render_pngs(key_figures(results, machines=machines, commits=commits)) if png else {}
     path = os.path.join(out_dir, REPORT_NAME)
-    write_text_atomically(path, page)
-    write_pngs(figures, out_dir)
+    write_text_atomically(path, page)  # every output is ready before the first is written
+    for name, image in images.items():
+        write_bytes_atomically(os.path.join(out_dir, name), image)
     if export:
         cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
         if export.endswith(".csv"):
