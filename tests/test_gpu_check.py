@@ -186,6 +186,8 @@ def test_asv_s_setup_cache_records_every_cell_and_the_environment_beside_the_res
     (record,), problems = load_records(str(root / "results"))
     assert problems == [] and (record.machine, record.group, record.dirty) == (machine, "Fp16Small", False)
     assert record.environment["gpu"]["name"] == gpu_stack.device_name and record.environment["versions"]["cublaslt"]
+    versions = record.environment["versions"]
+    assert versions["nvmath-python"] and versions["cupy"] and versions["torch"]  # every provider's libraries
     assert {c.status for c in record.cells} == {Status.OK, Status.UNSUPPORTED}  # torch has no DRELU
     (root / "results" / "vm").mkdir()
     (root / "results" / "vm" / "machine.json").write_text(json.dumps({"machine": "vm", "version": 1}))
