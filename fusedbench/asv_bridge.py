@@ -56,11 +56,7 @@ def current_asv_run(root: str) -> AsvRun | None:
 
 
 def _group_keys(group: BenchmarkGroup) -> list[CellKey]:
-    return [
-        CellKey(w.epilog.name, w.dtype.name, w.m, w.k, w.n, provider)
-        for w in group.workloads()
-        for provider in group.providers
-    ]
+    return [key for workload in group.workloads() for key in workload.cell_keys(group.providers)]
 
 
 def _cache(cells: Iterable[Cell], why_not: str = "") -> GroupCache:

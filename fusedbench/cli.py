@@ -12,6 +12,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 
@@ -53,9 +54,10 @@ def _seed(value: str) -> int:
     return seed
 
 
-def _console() -> Console:
-    # Wide enough for the check table when output goes to a file or a CI log.
-    return Console(width=None if sys.stdout.isatty() else 200, highlight=False)
+def _console(file=None) -> Console:
+    # The terminal's width, or wide enough for the check table when output goes to a file or a CI log.
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 200
+    return Console(file=file, width=width, highlight=False)
 
 
 def _table(title: str, columns: Sequence[str], rows) -> Table:
@@ -137,7 +139,7 @@ def command_list(*, as_json: bool, asv_bench: str | None) -> int:
 
 def _render(*tables) -> str:
     """Rich tables as text, so that writing them out fails the way every other output does."""
-    console = Console(file=io.StringIO(), width=None if sys.stdout.isatty() else 200, highlight=False)
+    console = _console(io.StringIO())
     for table in tables:
         console.print(table)
     return console.file.getvalue()
