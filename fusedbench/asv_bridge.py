@@ -24,6 +24,7 @@ from fusedbench.model import Cell, CellKey
 from fusedbench.records import GroupRecord, write_record
 from fusedbench.sampling import SAMPLING
 from fusedbench.suites import GROUPS, BenchmarkGroup
+from fusedbench.tuning import TUNE_VARIABLE, tuning_from_environment
 
 SUITE = "the fusedbench asv suite"
 
@@ -81,7 +82,9 @@ def _record(run: AsvRun | None, group: BenchmarkGroup, cells, started, seconds, 
 
 
 def _where_and_what(root: str):
-    """(the asv run, GPU stack, machine name) to measure with, or (the run, None, the one line why not)."""
+    """(the asv run, GPU stack, tuning) to measure with, or (the run, None, the one line why not).
+
+    The machine asv records under must be the GPU's name, or a tuned run's own name (`tuning`)."""
     from fusedbench.gpu import load_gpu_stack
 
     try:
@@ -89,20 +92,28 @@ def _where_and_what(root: str):
     except FusedbenchError as exc:  # the checkout cannot say which commit it is
         return None, None, f"cannot tell which commit is measured: {exc}"
     try:
+        tuning = tuning_from_environment()
+    except FusedbenchError as exc:
+        return run, None, str(exc)
+    try:
         stack = load_gpu_stack(SUITE)
         machine = gpu_machine_name()
     except GpuUnavailable as exc:
         return run, None, f"no GPU: {exc}"
+    if tuning is not None:
+        machine = tuning.machine(machine)
     if run is not None and run.machine != machine:
+        tuned = f" ({TUNE_VARIABLE}={tuning.label})" if tuning else ""
         return (
             run,
             None,
             (
-                f"asv records this run under machine {run.machine!r}, not under this GPU's name {machine!r}; "
-                f"run `fusedbench machine` and pass `--machine {machine}` to asv run"
+                f"asv records this run under machine {run.machine!r}, not under this GPU's name {machine!r}{tuned}; "
+                f"run `fusedbench machine{f' --tune {tuning.label}' if tuning else ''}` and pass "
+                f"`--machine {machine}` to asv run"
             ),
         )
-    return run, stack, machine
+    return run, stack, tuning
 
 
 def measure_for_asv(group_name: str, root: str) -> GroupCache:
@@ -112,31 +123,34 @@ def measure_for_asv(group_name: str, root: str) -> GroupCache:
 
     group = GROUPS[group_name]
     started = datetime.now(timezone.utc)
-    run, stack, machine_or_reason = _where_and_what(root)
+    run, stack, tuning_or_reason = _where_and_what(root)
     if stack is None:
-        cells = [Cell.skipped(key, machine_or_reason) for key in _group_keys(group)]
+        cells = [Cell.skipped(key, tuning_or_reason) for key in _group_keys(group)]
         _record(run, group, cells, started, 0.0, {})
-        return _cache(cells, why_not=f"{group.name}: every cell skipped: {machine_or_reason}")
+        return _cache(cells, why_not=f"{group.name}: every cell skipped: {tuning_or_reason}")
     from fusedbench.gpu.bench import measure_group
 
     clock = time.perf_counter()
     with TelemetrySampler() as telemetry:
-        cells = measure_group(stack, group)
+        cells = measure_group(stack, group, tuning=tuning_or_reason)
     environment = {
         "gpu": telemetry.device_facts(),
         "versions": stack.versions(),
         "telemetry": telemetry.summary.to_json(),
     }
+    if tuning_or_reason is not None:
+        environment["tuning"] = tuning_or_reason.to_json()
     _record(run, group, cells, started, time.perf_counter() - clock, environment)
     return _cache(cells)
 
 
 def measure_ceilings_for_asv(kind: str, root: str, dtypes: Sequence[str] = ()) -> GroupCache:
-    """The ceilings' setup_cache: the GEMM per dtype ("gemm") or the copy ("copy"), as cells keyed by name."""
-    _, stack, machine_or_reason = _where_and_what(root)
+    """The ceilings' setup_cache: the GEMM per dtype ("gemm") or the copy ("copy"), as cells keyed by name.
+    A tuning does not apply here: the ceilings stay the GPU's untuned best."""
+    _, stack, tuning_or_reason = _where_and_what(root)
     if stack is None:
         name = "GemmCeiling" if kind == "gemm" else "CopyCeiling"
-        return GroupCache(why_not=f"{name}: every cell skipped: {machine_or_reason}")
+        return GroupCache(why_not=f"{name}: every cell skipped: {tuning_or_reason}")
     from fusedbench.gpu import bench
 
     if kind == "gemm":

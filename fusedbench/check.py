@@ -17,6 +17,7 @@ from rich.table import Table
 from fusedbench.model import Cell, Status, count_by_status, format_counts
 from fusedbench.providers import select_providers
 from fusedbench.shapes import shape_set
+from fusedbench.tuning import Tuning
 from fusedbench.workloads import build_workloads
 
 
@@ -51,8 +52,9 @@ def run_check(
     providers: Sequence[str] | None = None,
     seed: int | None = None,
     on_cell: Callable[[Cell], None] | None = None,
+    tuning: Tuning | None = None,
 ) -> CheckReport:
-    """Verify the selected cells on the GPU (raises GpuUnavailable without one)."""
+    """Verify the selected cells on the GPU, one provider tuned where asked (raises GpuUnavailable without one)."""
     workloads = build_workloads(epilogs=epilogs, dtypes=dtypes, shapes=shape_set(shapes))
     provider_names = select_providers(providers)
     from fusedbench.gpu import load_gpu_stack
@@ -63,7 +65,7 @@ def run_check(
     seed = secrets.randbits(31) if seed is None else seed
     cells: list[Cell] = []
     for index, workload in enumerate(workloads):
-        for cell in check_workload(stack, workload, provider_names, seed + index):
+        for cell in check_workload(stack, workload, provider_names, seed + index, tuning):
             cells.append(cell)
             if on_cell is not None:
                 on_cell(cell)

@@ -24,6 +24,12 @@ from fusedbench import __version__
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, write_text_atomically
 from fusedbench.shapes import shape_label
+from fusedbench.tuning import SETTINGS, TUNABLE_PROVIDERS, parse_tuning
+
+TUNE_HELP = (
+    f"time one provider ({', '.join(TUNABLE_PROVIDERS)}) with a cuBLASLt setting changed, recorded and kept apart "
+    f"under its own asv machine: " + "; ".join(f"{name}=N: {what}" for name, what in SETTINGS.items())
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -191,31 +197,37 @@ def command_check(
     return EXIT_FAILED if report.failed else EXIT_OK
 
 
-def command_run(*, suite: str, bench: str | None, launch_method: str) -> int:
-    """Check and time a suite on this machine's GPU with asv."""
+def command_run(*, suite: str, bench: str | None, launch_method: str, tune: str | None = None) -> int:
+    """Check and time a suite on this machine's GPU with asv (one provider tuned, with --tune)."""
     from fusedbench.errors import GpuUnavailable
     from fusedbench.run import run_suite
 
+    tuning = parse_tuning(tune) if tune is not None else None
     console = _console()
     try:
-        return run_suite(suite=suite, bench=bench, launch_method=launch_method, repo=os.getcwd(), echo=console.print)
+        return run_suite(
+            suite=suite, bench=bench, launch_method=launch_method, repo=os.getcwd(), echo=console.print, tuning=tuning
+        )
     except GpuUnavailable as exc:
         raise FusedbenchError(
             f"{exc}; without a GPU, `fusedbench report` and `fusedbench table` read the committed results/"
         ) from None
 
 
-def command_machine() -> int:
-    """Name asv's machine after this GPU and print the name (for `asv run --machine`)."""
+def command_machine(tune: str | None = None) -> int:
+    """Name asv's machine after this GPU (or a tuned run's) and print the name (for `asv run --machine`)."""
     from fusedbench.errors import GpuUnavailable
     from fusedbench.machine import gpu_machine_name, register_asv_machine
 
+    tuning = parse_tuning(tune) if tune is not None else None
     try:
         name = gpu_machine_name()
     except GpuUnavailable as exc:
         raise FusedbenchError(
             f"{exc}; fusedbench machine names asv's machine after its GPU: run it on the GPU runner"
         ) from None
+    if tuning is not None:
+        name = tuning.machine(name)
     register_asv_machine(name, cwd=os.getcwd())
     _emit(name + "\n")
     return EXIT_OK
@@ -351,12 +363,18 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("forkserver", "spawn"),
         help="how asv starts a benchmark process (default: forkserver; see docs/architecture.md)",
     )
-    run.set_defaults(handler=lambda a: command_run(suite=a.suite, bench=a.bench, launch_method=a.launch_method))
+    run.add_argument("--tune", default=None, metavar="PROVIDER:SETTING=N", help=TUNE_HELP)
+    run.set_defaults(
+        handler=lambda a: command_run(suite=a.suite, bench=a.bench, launch_method=a.launch_method, tune=a.tune)
+    )
 
     machine = commands.add_parser(
         "machine", help="name asv's machine after this GPU (h100-80gb-hbm3) and print the name, for asv run --machine"
     )
-    machine.set_defaults(handler=lambda a: command_machine())
+    machine.add_argument(
+        "--tune", default=None, metavar="PROVIDER:SETTING=N", help="the tuned run's machine name (see run --tune)"
+    )
+    machine.set_defaults(handler=lambda a: command_machine(a.tune))
 
     table = commands.add_parser("table", help="the tidy table of asv results: a row per cell and run")
     _results_arguments(table)

@@ -29,6 +29,7 @@ from fusedbench.model import FormatError, Status, count_by_status, format_counts
 from fusedbench.progress import PROGRESS_DIR_VARIABLE, ProgressEcho
 from fusedbench.records import RECORD_SUFFIX, read_record_file
 from fusedbench.suites import CEILINGS_REGEX, BenchmarkGroup, group_bench_regex, select_groups
+from fusedbench.tuning import SETTINGS, TUNE_VARIABLE, Tuning
 
 LAUNCH_METHODS = ("forkserver", "spawn")
 
@@ -127,8 +128,11 @@ def run_suite(
     launch_method: str,
     repo: str,
     echo: Callable[[str], None],
+    tuning: Tuning | None = None,
 ) -> int:
-    """Check, then time the suite with asv, a group at a time; returns the worst asv exit code (1: check failed)."""
+    """Check, then time the suite with asv, a group at a time; returns the worst asv exit code (1: check failed).
+
+    With a `tuning`, one provider is checked and timed tuned, under the tuned run's own machine."""
     from fusedbench.check import run_check
     from fusedbench.gpu import load_gpu_stack
     from fusedbench.telemetry import nvml_device
@@ -139,6 +143,9 @@ def run_suite(
     stack = load_gpu_stack("fusedbench run")  # raises GpuUnavailable: the CLI says what to do instead
     checkout = require_clean_checkout(repo)
     machine = machine_name(*nvml_device())
+    if tuning is not None:
+        machine = tuning.machine(machine)
+        echo(f"tuned run ({tuning.label}: {SETTINGS[tuning.setting]}), kept apart as machine {machine}")
 
     echo(f"checking the epilogs and dtypes of suite {suite!r} against float64 on {stack.device_name}")
     report = run_check(
@@ -146,6 +153,7 @@ def run_suite(
         epilogs=sorted({e for g in groups for e in g.epilogs}),
         dtypes=sorted({g.dtype for g in groups}),
         providers=sorted({p for g in groups for p in g.providers}),
+        tuning=tuning,
     )
     failed = [c for c in report.cells if c.status is Status.FAILED]
     if failed:
@@ -162,6 +170,9 @@ def run_suite(
     with tempfile.TemporaryDirectory(prefix="fusedbench-progress-") as progress_dir:
         environment = dict(os.environ)
         environment[PROGRESS_DIR_VARIABLE] = progress_dir
+        environment.pop(TUNE_VARIABLE, None)  # a run is tuned by --tune only, never by a leftover variable
+        if tuning is not None:
+            environment[TUNE_VARIABLE] = tuning.label
         if "PYTHONPATH" in environment:  # asv drops PYTHONPATH unless it comes as ASV_PYTHONPATH
             environment.setdefault("ASV_PYTHONPATH", environment["PYTHONPATH"])
         cells = sum(count for _, _, count in targets[1:])

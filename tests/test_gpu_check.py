@@ -194,3 +194,44 @@ def test_asv_s_setup_cache_records_every_cell_and_the_environment_beside_the_res
     refused = bridge.measure_for_asv(group.name, str(root))  # asv now records under the host name: nothing is measured
     assert refused.why_not.startswith("Fp16Small: every cell skipped: asv records this run under machine 'vm'")
     assert all(c.status is Status.SKIPPED for c in refused.cells.values())
+
+
+def test_a_tuned_run_times_only_its_provider_tuned_records_it_and_keeps_apart(gpu_stack, tmp_path, monkeypatch):
+    """FUSEDBENCH_TUNE=fused:algorithm=N: the fused cells execute another of the heuristic's algorithms, still
+    verified; every other provider is as it was; the run records under the tuned machine, never the GPU's."""
+    import json
+
+    from conftest import make_checkout
+
+    import fusedbench.asv_bridge as bridge
+    from fusedbench.gpu.checking import check_workload
+    from fusedbench.machine import gpu_machine_name
+    from fusedbench.records import load_records
+    from fusedbench.suites import GROUPS, BenchmarkGroup
+    from fusedbench.tuning import TUNE_VARIABLE, parse_tuning
+
+    tuning = parse_tuning("fused:algorithm=3")
+    workload = Workload(epilog_spec("RELU_BIAS"), dtype_spec("fp16"), 1024, 512, 768)
+    checked = check_workload(gpu_stack, workload, ["fused", "gemm"], seed=3, tuning=tuning)
+    assert [c.status for c in checked] == [Status.OK, Status.OK], [c.reason for c in checked]
+
+    root = make_checkout(tmp_path / "fusedbench")
+    machine = tuning.machine(gpu_machine_name())
+    (root / "results" / machine).mkdir(parents=True)
+    (root / "results" / machine / "machine.json").write_text(json.dumps({"machine": machine, "version": 1}))
+    group = BenchmarkGroup("Fp16Tuned", "fp16", "small", ("RELU_BIAS",), ("unfused", "fused", "gemm"))
+    monkeypatch.setitem(GROUPS, group.name, group)
+    monkeypatch.setenv(TUNE_VARIABLE, tuning.label)
+    cache = bridge.measure_for_asv(group.name, str(root))
+    assert cache.why_not == "" and all(c.ok for c in cache.cells.values())
+    (record,), _ = load_records(str(root / "results"))
+    assert record.machine == machine and record.environment["tuning"] == tuning.to_json()
+    for cell in record.cells:
+        if cell.key.provider == "fused":
+            offered = cell.provenance["algorithms_offered"]
+            assert offered > 1 and cell.provenance["algorithm_index"] == min(3, offered - 1) > 0
+        else:
+            assert cell.provenance == {}
+    monkeypatch.delenv(TUNE_VARIABLE)  # the same asv machine without the tuning: refused, nothing mixes
+    refused = bridge.measure_for_asv(group.name, str(root))
+    assert "not under this GPU's name" in refused.why_not

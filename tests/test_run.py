@@ -247,3 +247,34 @@ def test_progress_line_reads_the_newest_group_file(tmp_path):
     (tmp_path / "Fp16Llm.progress").write_text(json.dumps({"group": "Fp16Llm", "done": 36, "total": 864, "last": "b"}))
     (tmp_path / "Fp16Seed.json").write_text("{}")  # other files are not progress
     assert progress_line(str(tmp_path)) == "measuring Fp16Llm: 36/864 cells (b)"
+
+
+def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned_one_clears_the_variable(
+    checkout, fake_gpu, monkeypatch
+):
+    import fusedbench.check
+    from fusedbench.tuning import TUNE_VARIABLE, parse_tuning
+
+    monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
+    checked, seen = [], []
+    monkeypatch.setattr(
+        fusedbench.check, "run_check", lambda **kw: checked.append(kw["tuning"]) or SimpleNamespace(cells=[])
+    )
+    real_run = subprocess.run
+
+    def fake_run(command, **kwargs):
+        if "asv" not in command:
+            return real_run(command, **kwargs)
+        seen.append((command[command.index("--machine") + 1], kwargs["env"].get(TUNE_VARIABLE)))
+        return SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setenv(TUNE_VARIABLE, "gemm:workspace=0")  # left over in the shell: never applied by a plain run
+    tuning = parse_tuning("fused:algorithm=3")
+    for asked in (tuning, None):
+        fake_gpu.run_suite(
+            suite="quick", bench=None, launch_method="forkserver", repo=str(checkout), echo=print, tuning=asked
+        )
+    assert checked == [tuning, None]
+    assert set(seen[:2]) == {(f"{MACHINE}-tuned-fused-algorithm-3", "fused:algorithm=3")}
+    assert set(seen[2:]) == {(MACHINE, None)}

@@ -10,6 +10,7 @@ cell's process.
 from __future__ import annotations
 
 import gc
+from dataclasses import replace
 
 from fusedbench.epilogs import EPILOGS, Epilog
 from fusedbench.errors import Skipped, Unsupported
@@ -21,6 +22,7 @@ from fusedbench.model import Cell, CellKey
 from fusedbench.progress import write_progress
 from fusedbench.sampling import SAMPLES, sample_interleaved
 from fusedbench.suites import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, BenchmarkGroup
+from fusedbench.tuning import Tuning
 from fusedbench.workloads import Workload
 
 WARMUP_ROUNDS = 1  # one call of every provider, on top of the warm-up call in prepare_provider
@@ -45,8 +47,8 @@ def _needed_bytes(workload: Workload) -> int:
     return fused + MEMORY_HEADROOM * workload.m * workload.n * dtype.result_itemsize
 
 
-def measure_group(stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0) -> list[Cell]:
-    """Time every cell of `group`: one Cell per (workload, provider), in catalog order."""
+def measure_group(stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0, tuning: Tuning | None = None) -> list[Cell]:
+    """Time every cell of `group` (one provider tuned, where asked): a Cell per (workload, provider), catalog order."""
     clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
     cells: list[Cell] = []
     for index, workload in enumerate(group.workloads()):
@@ -64,13 +66,15 @@ def measure_group(stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0) -> l
         except Skipped as exc:
             cells.extend(Cell.skipped(key, exc.reason) for key in keys)
             continue
-        cells.extend(_measure_workload(stack, operands, keys, clock, flush, order_seed=seed + index))
+        cells.extend(_measure_workload(stack, operands, keys, clock, flush, order_seed=seed + index, tuning=tuning))
         del operands
         write_progress(group.name, len(cells), group.cell_count, workload.label)
     return cells
 
 
-def _measure_workload(stack: GpuStack, operands, keys: list[CellKey], clock, flush, order_seed: int = 0) -> list[Cell]:
+def _measure_workload(
+    stack: GpuStack, operands, keys: list[CellKey], clock, flush, order_seed: int = 0, tuning: Tuning | None = None
+) -> list[Cell]:
     """Prepare every provider of one workload, then time them together (`sample_interleaved`)."""
     by_provider = {key.provider: key for key in keys}
     cells: dict[str, Cell] = {}
@@ -78,7 +82,7 @@ def _measure_workload(stack: GpuStack, operands, keys: list[CellKey], clock, flu
     try:
         for provider, key in by_provider.items():
             try:
-                prepared[provider] = prepare_provider(provider, stack, operands)
+                prepared[provider] = prepare_provider(provider, stack, operands, tuning)
             except Unsupported as exc:
                 cells[provider] = Cell.refused(key, exc.reason)
             except Skipped as exc:
@@ -102,7 +106,7 @@ def _measure_workload(stack: GpuStack, operands, keys: list[CellKey], clock, flu
         if isinstance(samples, Exception):
             cells[provider] = Cell.failed(key, f"{type(samples).__name__}: {samples}")
         else:
-            cells[provider] = Cell.measured(key, samples)
+            cells[provider] = replace(Cell.measured(key, samples), provenance=prepared[provider].provenance)
     return [cells[provider] for provider in by_provider]
 
 

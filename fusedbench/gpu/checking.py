@@ -16,6 +16,7 @@ from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.providers import PreparedProvider, prepare_provider
 from fusedbench.model import Cell, CellKey, Status
 from fusedbench.reference import Reference, ReferenceInputs, reference_outputs
+from fusedbench.tuning import Tuning
 from fusedbench.verify import verify_outputs
 from fusedbench.workloads import Workload
 
@@ -39,10 +40,16 @@ def run_poisoned(prepared: PreparedProvider, framework: str) -> tuple[dict[str, 
 
 
 def _check_provider(
-    stack: GpuStack, workload: Workload, operands, key: CellKey, inputs: ReferenceInputs, references: dict
+    stack: GpuStack,
+    workload: Workload,
+    operands,
+    key: CellKey,
+    inputs: ReferenceInputs,
+    references: dict,
+    tuning: Tuning | None,
 ) -> Cell:
     try:
-        prepared = prepare_provider(key.provider, stack, operands)
+        prepared = prepare_provider(key.provider, stack, operands, tuning)
     except Unsupported as exc:
         return Cell.refused(key, exc.reason)
     except Skipped as exc:
@@ -67,8 +74,10 @@ def _check_provider(
     return Cell(key, Status.OK, error=error)
 
 
-def check_workload(stack: GpuStack, workload: Workload, providers: list[str], seed: int) -> list[Cell]:
-    """Verify each provider on one workload, with operands drawn fresh from `seed`."""
+def check_workload(
+    stack: GpuStack, workload: Workload, providers: list[str], seed: int, tuning: Tuning | None = None
+) -> list[Cell]:
+    """Verify each provider on one workload (tuned as it will be timed), with operands drawn fresh from `seed`."""
     keys = workload.cell_keys(providers)
     try:
         operands = make_operands(stack, workload, seed)
@@ -76,4 +85,4 @@ def check_workload(stack: GpuStack, workload: Workload, providers: list[str], se
         return [Cell.skipped(key, exc.reason) for key in keys]
     inputs = operands.reference_inputs()
     references: dict[Epilog, Reference] = {}
-    return [_check_provider(stack, workload, operands, key, inputs, references) for key in keys]
+    return [_check_provider(stack, workload, operands, key, inputs, references, tuning) for key in keys]

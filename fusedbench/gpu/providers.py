@@ -33,6 +33,7 @@ from fusedbench.gpu.arrays import as_cupy, as_torch
 from fusedbench.gpu.kernels import make_epilog_pass, make_row_sum
 from fusedbench.gpu.operands import Operands
 from fusedbench.providers import PROVIDERS
+from fusedbench.tuning import Tuning
 
 # nvmath times each candidate algorithm this many times (its default is 10), each time after
 # copying an L2-sized buffer from the host: at the seed shape 3 iterations took 1 s of the fp16
@@ -54,6 +55,7 @@ class PreparedProvider:
     library_outputs: dict[str, int] = field(default_factory=dict)  # aux the library allocates per call: bytes
     release: Callable[[], None] = lambda: None
     computes: EpilogSpec | None = None  # what run() computes when it is not the workload's epilog
+    provenance: dict[str, Any] = field(default_factory=dict)  # what a tuning chose, for the cell's record
 
 
 def _one_line(text: str) -> str:
@@ -71,13 +73,39 @@ def _library_refusals(stack: GpuStack):
         raise Unsupported(f"{type(exc).__name__}: {_one_line(exc)}") from exc
 
 
-def plan_matmul(stack: GpuStack, operands: Operands, *, spec: EpilogSpec | None = None, autotune: bool = False):
-    """An nvmath Matmul writing into operands.result, planned (and optionally autotuned) for `spec`."""
+@dataclass
+class PlannedMatmul:
+    """An nvmath Matmul and the algorithm to execute: None is the plan's first (the heuristic's choice,
+    or autotune's fastest); a tuning's forced choice otherwise, with what it chose in `provenance`."""
+
+    matmul: Any
+    algorithm: Any = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def execute(self):
+        return self.matmul.execute(algorithm=self.algorithm)
+
+    def free(self) -> None:
+        self.matmul.free()
+
+
+def plan_matmul(
+    stack: GpuStack,
+    operands: Operands,
+    *,
+    spec: EpilogSpec | None = None,
+    autotune: bool = False,
+    tuning: Tuning | None = None,
+):
+    """An nvmath Matmul writing into operands.result, planned (and optionally autotuned or tuned) for `spec`."""
     advanced = stack.nvmath_advanced
     dtype = operands.workload.dtype
     options: dict[str, Any] = {"inplace": True}
     if dtype.compute_type:
         options["compute_type"] = getattr(stack.compute_types, dtype.compute_type)
+    if tuning is not None and tuning.setting == "workspace":
+        options["memory_limit"] = tuning.value
+    forced = tuning is not None and tuning.setting == "algorithm"
     scales = {"a": 1.0, "b": 1.0} if dtype.operand_itemsize == 1 else None  # fp8 needs operand scales
     matmul = advanced.Matmul(
         operands.a, operands.b, c=operands.result, beta=0.0, quantization_scales=scales, options=options
@@ -85,16 +113,24 @@ def plan_matmul(stack: GpuStack, operands: Operands, *, spec: EpilogSpec | None 
     # DEFAULT is planned as "no epilog": nvmath takes epilog=None for the plain GEMM.
     epilog = None if spec is None or spec.epilog is Epilog.DEFAULT else advanced.MatmulEpilog(spec.value)
     inputs = {name: getattr(operands, name) for name in spec.inputs} if spec is not None else {}
-    matmul.plan(epilog=epilog, epilog_inputs=inputs or None)
+    algorithms = matmul.plan(
+        preferences={"limit": tuning.value + 1} if forced else None, epilog=epilog, epilog_inputs=inputs or None
+    )
     if autotune:
         matmul.autotune(iterations=AUTOTUNE_ITERATIONS)
-    return matmul
+    if tuning is None:
+        return PlannedMatmul(matmul)
+    index = min(tuning.value, len(algorithms) - 1) if forced else 0
+    chosen = {"tuning": tuning.label, "algorithm_index": index, "algorithms_offered": len(algorithms)}
+    return PlannedMatmul(matmul, algorithms[index] if forced else None, chosen)
 
 
-def build_fused(stack: GpuStack, operands: Operands, *, autotune: bool = False) -> PreparedProvider:
-    """cuBLASLt's epilog through nvmath's Matmul, planned once (and autotuned if asked)."""
+def build_fused(
+    stack: GpuStack, operands: Operands, *, autotune: bool = False, tuning: Tuning | None = None
+) -> PreparedProvider:
+    """cuBLASLt's epilog through nvmath's Matmul, planned once (and autotuned, or tuned, if asked)."""
     spec, workload = operands.workload.epilog, operands.workload
-    matmul = plan_matmul(stack, operands, spec=spec, autotune=autotune)
+    matmul = plan_matmul(stack, operands, spec=spec, autotune=autotune, tuning=tuning)
     result = operands.result
 
     def run():
@@ -104,23 +140,25 @@ def build_fused(stack: GpuStack, operands: Operands, *, autotune: bool = False) 
     sizes = {
         name: spec.extra_bytes(name, workload.m, workload.n, workload.dtype.result_itemsize) for name in spec.outputs
     }
-    return PreparedProvider(run, (result,), sizes, matmul.free)
+    return PreparedProvider(run, (result,), sizes, matmul.free, provenance=matmul.provenance)
 
 
 def build_fused_autotuned(stack: GpuStack, operands: Operands) -> PreparedProvider:
     return build_fused(stack, operands, autotune=True)
 
 
-def build_gemm(stack: GpuStack, operands: Operands) -> PreparedProvider:
+def build_gemm(stack: GpuStack, operands: Operands, *, tuning: Tuning | None = None) -> PreparedProvider:
     """The same GEMM with no epilog: the floor every cell's epilog cost is measured over."""
-    matmul = plan_matmul(stack, operands)
+    matmul = plan_matmul(stack, operands, tuning=tuning)
     result = operands.result
 
     def run():
         matmul.execute()
         return {"result": result}
 
-    return PreparedProvider(run, (result,), release=matmul.free, computes=EPILOGS[Epilog.DEFAULT])
+    return PreparedProvider(
+        run, (result,), release=matmul.free, computes=EPILOGS[Epilog.DEFAULT], provenance=matmul.provenance
+    )
 
 
 def _aux_buffer(operands: Operands, spec: EpilogSpec) -> Any:
@@ -291,10 +329,11 @@ def builder_of(name: str) -> Callable[[GpuStack, Operands], PreparedProvider]:
     return getattr(importlib.import_module(module), function)
 
 
-def prepare_provider(name: str, stack: GpuStack, operands: Operands) -> PreparedProvider:
-    """Allocate, plan and warm up `name` for the workload; raises Unsupported or Skipped."""
+def prepare_provider(name: str, stack: GpuStack, operands: Operands, tuning: Tuning | None = None) -> PreparedProvider:
+    """Allocate, plan and warm up `name` for the workload (tuned if `tuning` is its); raises Unsupported or Skipped."""
+    mine = {"tuning": tuning} if tuning is not None and tuning.provider == name else {}
     with _library_refusals(stack):
-        prepared = builder_of(name)(stack, operands)
+        prepared = builder_of(name)(stack, operands, **mine)
         try:
             prepared.run()  # warm-up: compiles kernels, allocates workspaces, surfaces refusals
         except BaseException:
