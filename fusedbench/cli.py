@@ -277,6 +277,208 @@ def command_report(
     return EXIT_OK
 
 
+def _compared(results_dirs: list[str], machine, baseline, candidate, preset_name, strict: bool):
+    """Load the folders, choose the two runs, pick the preset, compare: (verdicts, preset line, chosen)."""
+    from fusedbench.alerts import choose_runs, judge_comparison
+    from fusedbench.compare import compare_runs
+    from fusedbench.thresholds import preset_for
+
+    if len(results_dirs) > 2:
+        raise FusedbenchError(f"give one results folder, or two (baseline's, candidate's), not {len(results_dirs)}")
+    loaded = [(folder, _load(folder, strict=strict)) for folder in results_dirs or ["results"]]
+    chosen = choose_runs(loaded, machine, baseline, candidate, os.getcwd())
+    preset, preset_line = preset_for(chosen.candidate.machine, preset_name)
+    verdicts = judge_comparison(compare_runs(chosen.baseline, chosen.candidate, preset))
+    return verdicts, preset_line, chosen
+
+
+def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: int, only_alerts: bool) -> None:
+    from fusedbench.alerts import describe, dump, summary_markdown, to_json
+    from fusedbench.compare import Verdict
+
+    if output_format == "json":
+        _emit(dump(to_json(verdicts, preset_line)))
+        return
+    if output_format == "md":
+        _emit(summary_markdown(verdicts, preset_line))
+        return
+    comparison = verdicts.comparison
+    console = _console()
+    console.print(f"{comparison.candidate.label} against {comparison.baseline.label}; {preset_line}", markup=False)
+    counts = comparison.cells["verdict"].map(lambda v: v.value).value_counts()
+    console.print("compared rows: " + ", ".join(f"{n} {v}" for v, n in counts.items()), markup=False)
+    shown = verdicts.alerts if only_alerts else comparison.cells[comparison.cells["verdict"] != Verdict.SAME]
+    columns = ("verdict", "cell", "metric", "class", "change", "95% interval", "threshold", "reason")
+    table_rows = [
+        (
+            row.get("kind") if only_alerts else row["verdict"].value,
+            describe(row).split(" ")[0] if row.get("epilog") else f"group {row['group']} ({row['provider']})",
+            row["metric"],
+            row.get("cell_class") or "",
+            "" if pd_isna(row["ratio"]) else f"x{row['ratio']:.3f}",
+            "" if pd_isna(row["ci_low"]) else f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
+            "" if pd_isna(row["threshold"]) else f"{row['threshold']:.1%}",
+            row.get("reason") or "",
+        )
+        for _, row in shown.head(rows).iterrows()
+    ]
+    title = "alerts, worst first" if only_alerts else "every change that is not 'same', worst first"
+    if table_rows:
+        console.print(_table(title, columns, table_rows))
+    if len(shown) > rows:
+        console.print(f"... {len(shown) - rows} more rows (--rows N, or --format md / json for all)", markup=False)
+    moved = comparison.groups[comparison.groups["verdict"] != Verdict.SAME]
+    if not only_alerts and not moved.empty:
+        gate_rows = [
+            (
+                g["verdict"].value,
+                f"{g['group']} ({g['provider']}, {g['cells']} cells)",
+                g["metric"],
+                f"x{g['ratio']:.3f}",
+                f"[{g['ci_low']:.3f}, {g['ci_high']:.3f}]",
+                f"{g['threshold']:.1%}",
+            )
+            for _, g in moved.iterrows()
+        ]
+        columns = ("verdict", "group gate", "metric", "median change", "95% interval", "threshold")
+        console.print(_table("group gates that moved", columns, gate_rows))
+
+
+def pd_isna(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def command_compare(*, results_dirs, machine, baseline, candidate, preset, output_format, rows, strict) -> int:
+    """Compare two runs cell by cell (exit 0 whatever changed; `alert` is the one that fails)."""
+    verdicts, preset_line, _ = _compared(results_dirs, machine, baseline, candidate, preset, strict)
+    _print_comparison(verdicts, preset_line, output_format, rows=rows, only_alerts=False)
+    return EXIT_OK
+
+
+def command_alert(*, results_dirs, machine, baseline, candidate, preset, output_format, rows, strict, dump) -> int:
+    """The CI gate: compare, print what fails and what warns, write the step summary; exit 1 on an alert."""
+    from fusedbench.alerts import dump as dump_json
+    from fusedbench.alerts import summary_markdown, write_step_summary
+    from fusedbench.thresholds import preset_for
+
+    if dump:
+        found, line = preset_for(machine or _newest_machine(results_dirs), preset)
+        _emit(dump_json(found.to_json() | {"in_force_because": line}))
+        return EXIT_OK
+    verdicts, preset_line, chosen = _compared(results_dirs, machine, baseline, candidate, preset, strict)
+    _name_regression_starts(verdicts, chosen)
+    _print_comparison(verdicts, preset_line, output_format, rows=rows, only_alerts=True)
+    if output_format == "text":
+        for warning in verdicts.warnings:
+            sys.stderr.write(f"warning: {warning}\n")
+        outcome = f"{len(verdicts.alerts)} alert(s): the build fails" if verdicts.failed else "no alert: nothing failed"
+        _emit(outcome + "\n")
+    written = write_step_summary(summary_markdown(verdicts, preset_line))
+    if written:
+        sys.stderr.write(f"step summary appended to {written}\n")
+    return EXIT_FAILED if verdicts.failed else EXIT_OK
+
+
+def command_history(*, results_dir: str, machine: str, cell: str, strict: bool) -> int:
+    """One cell's median time at every commit with results on the machine (git order), and where asv's
+    step detection puts the start of its last regression."""
+    from fusedbench.alerts import git_ancestors
+    from fusedbench.history import cell_series, parse_cell, regression_start
+
+    key = parse_cell(cell)
+    results = _load(results_dir, strict=strict)
+    newest = results.cells[results.cells["machine"] == machine]["commit"]
+    heads = [c for c in dict.fromkeys(newest) if git_ancestors(c, os.getcwd()) is not None]
+    if not heads:
+        raise FusedbenchError(f"no results on machine {machine!r} whose commits git here knows; run from the checkout")
+    order: list[str] = []
+    for head in heads:  # the longest first-parent line through the machine's commits
+        line = [*reversed(git_ancestors(head, os.getcwd()) or []), head]
+        order = line if len(line) > len(order) else order
+    series = cell_series(results, machine, key, order)
+    if series.empty:
+        raise FusedbenchError(f"cell {cell} has no timed results on {machine}")
+    for commit, seconds in zip(series["commit"], series["time_s"], strict=True):
+        _emit(f"{commit[:8]}  {seconds * 1e3:9.3f} ms\n")
+    start = regression_start(series)
+    _emit(f"step up (asv.step_detect): {'began at ' + start[:8] if start else 'none'}\n")
+    return EXIT_OK
+
+
+def command_calibrate(*, results_dir: str, machine: str, runs: list[str], write: bool, strict: bool) -> int:
+    """Derive a threshold preset from A/A runs, print its thresholds, noise and rates (and keep it, with --write)."""
+    from fusedbench.calibration import GOALS, calibrate
+    from fusedbench.thresholds import CLASS_LABELS, PRESETS_FILE, save_preset
+
+    if len(runs) < 2:
+        raise FusedbenchError(f"--runs needs at least two A/A runs (the same code run again), got {len(runs)}")
+    preset = calibrate(_load(results_dir, strict=strict), machine, runs)
+    console = _console()
+    rows = [
+        (
+            key,
+            CLASS_LABELS.get(key.split("/")[-1], "groups"),
+            f"{value:.1%}",
+            preset.noise.get(key, ""),
+            _effect(preset.rates["minimum_detectable"].get(key)),
+        )
+        for key, value in (("/".join(k), v) for k, v in preset.thresholds.items())
+    ]
+    console.print(
+        _table(
+            f"preset {preset.name}: {preset.pairs} A/A pair(s) of {len(preset.runs)} runs on {machine}",
+            ("metric/class", "times", "threshold", "noise", "detected at 95%"),
+            rows,
+        )
+    )
+    console.print(
+        f"false alarms: {preset.rates['false_alarm_per_build']:.1%} of A/A builds red (goal: at most 5%)", markup=False
+    )
+    for goal in GOALS:
+        rate = preset.rates["detection"][goal]
+        console.print(f"detection of {goal}: {_effect(rate, 'rate')} (goal: at least 95%)", markup=False)
+    if write:
+        save_preset(preset)
+        console.print(f"preset {preset.name!r} written to {PRESETS_FILE}", markup=False)
+    return EXIT_OK
+
+
+def _effect(value, kind: str = "effect") -> str:
+    if value is None or value != value:
+        return "not reached" if kind == "effect" else "no such cells"
+    return f"{value:.1%}"
+
+
+def _newest_machine(results_dirs: list[str]) -> str:
+    """The machine of the newest run in the (candidate's) results folder; '' where there is none."""
+    from fusedbench.alerts import only_machine
+
+    folder = (results_dirs or ["results"])[-1]
+    try:
+        return only_machine(_load(folder, strict=False), folder)
+    except FusedbenchError:
+        return ""
+
+
+def _name_regression_starts(verdicts, chosen) -> None:
+    """Where the history on the machine allows, say in each cell alert's reason which commit its step began at."""
+    from fusedbench.alerts import git_ancestors
+    from fusedbench.history import KEY, cell_series, regression_start
+
+    ancestors = git_ancestors(chosen.candidate.commit, os.getcwd())
+    if not ancestors or verdicts.alerts.empty:
+        return
+    order = [*reversed(ancestors), chosen.candidate.commit]
+    for index, row in verdicts.alerts.iterrows():
+        if not row.get("epilog") or row["metric"] != "time":
+            continue
+        version = chosen.candidate.groups.get(row["group"])
+        series = cell_series(chosen.results, chosen.candidate.machine, {k: row[k] for k in KEY}, order, version)
+        start = regression_start(series)
+        if start is not None and start != chosen.candidate.commit:
+            verdicts.alerts.at[index, "reason"] = f"{row['reason']}; the step began at commit {start[:8]}".lstrip("; ")
+
+
 def _emit(text: str) -> None:
     """Write to standard output, a full disk or a closed pipe becoming a FusedbenchError, not a traceback."""
     try:
@@ -405,7 +607,78 @@ def build_parser() -> argparse.ArgumentParser:
             strict=a.strict,
         )
     )
+    for name, helptext in (
+        ("compare", "compare two runs cell by cell: each metric's change, its interval and a verdict"),
+        ("alert", "the CI gate: exit 1 when a run regresses against its baseline, 0 when nothing changed"),
+    ):
+        sub = commands.add_parser(name, help=helptext)
+        sub.add_argument(
+            "results_dirs",
+            nargs="*",
+            default=[],
+            metavar="RESULTS",
+            help="asv's results folder (default: results), or two: the baseline's, then the candidate's",
+        )
+        sub.add_argument("--machine", default=None, help="the machine (default: the one with the newest run)")
+        sub.add_argument("--baseline", default=None, metavar="REF", help=REF_HELP + BASELINE_DEFAULT[name])
+        sub.add_argument("--candidate", default=None, metavar="REF", help=REF_HELP + " (default: the newest run)")
+        sub.add_argument("--preset", default=None, help="threshold preset (default: the machine's; --dump-thresholds)")
+        formats = ("text", "md", "json")
+        sub.add_argument("--format", dest="output_format", choices=formats, default="text")
+        sub.add_argument("--rows", type=int, default=40, help="rows of the terminal table (default: 40)")
+        sub.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
+        if name == "alert":
+            sub.add_argument("--dump-thresholds", action="store_true", help="print the preset in force and exit")
+    history = commands.add_parser("history", help="one cell's time over commits on a machine, and where a step began")
+    history.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    history.add_argument("--machine", required=True, help="the machine (asv's name, e.g. h100-80gb-hbm3)")
+    history.add_argument(
+        "--cell",
+        required=True,
+        metavar="EPILOG/DTYPE/SHAPE/PROVIDER",
+        help="e.g. RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused",
+    )
+    history.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
+    history.set_defaults(
+        handler=lambda a: command_history(results_dir=a.results_dir, machine=a.machine, cell=a.cell, strict=a.strict)
+    )
+    calibrate = commands.add_parser("calibrate", help="earn a threshold preset from A/A runs (the same code run again)")
+    calibrate.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    calibrate.add_argument("--machine", required=True, help="the machine the A/A runs were made on")
+    calibrate.add_argument("--runs", required=True, action="extend", type=_names, help="the A/A runs' commits")
+    calibrate.add_argument("--write", action="store_true", help="keep the preset in fusedbench/presets.json")
+    calibrate.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
+    calibrate.set_defaults(
+        handler=lambda a: command_calibrate(
+            results_dir=a.results_dir, machine=a.machine, runs=a.runs, write=a.write, strict=a.strict
+        )
+    )
+    commands.choices["compare"].set_defaults(handler=lambda a: command_compare(**_comparison_args(a)))
+    commands.choices["alert"].set_defaults(
+        handler=lambda a: command_alert(**_comparison_args(a), dump=a.dump_thresholds)
+    )
     return parser
+
+
+REF_HELP = "COMMIT (a prefix, on --machine), MACHINE@COMMIT, or MACHINE@ (its newest run)"
+BASELINE_DEFAULT = {
+    "compare": " (default: the nearest earlier commit with comparable results; with two folders, the first's newest)",
+    "alert": " (default: the nearest earlier commit, in git order, with results for the same benchmarks at the same "
+    "version; with two folders, the first's newest)",
+}
+
+
+def _comparison_args(args) -> dict:
+    return {
+        "results_dirs": args.results_dirs,
+        "machine": args.machine,
+        "baseline": args.baseline,
+        "candidate": args.candidate,
+        "preset": args.preset,
+        "output_format": args.output_format,
+        "rows": args.rows,
+        "strict": args.strict,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -63,6 +63,14 @@ COLUMNS = [
     "gemm_ratio_high",
 ]
 CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
+# Per cell, beside the table (same index): what comparing two runs needs and the table does not show.
+DETAIL_COLUMNS = [
+    "group",  # the asv class (benchmark group) the cell belongs to
+    "version",  # asv's version of that benchmark: runs of different versions are incomparable
+    "started_ms",  # when asv started the benchmark (ms since the epoch; None where asv did not say)
+    "raw",  # the raw samples, a tuple in the order they were taken (round by round where `paired`)
+    "paired",  # whether the run sampled in rounds, so sample i of every cell of a workload shares a clock
+]
 NO_REASON = "asv skipped it; no fusedbench record gives the reason"
 NO_TIME = "asv recorded no time for a cell the measurement timed (the asv run failed or was interrupted)"
 
@@ -75,6 +83,7 @@ class ResultSet:
     ceilings: pd.DataFrame  # CEILING_COLUMNS: the best GEMM rate (and where it was reached), copy bandwidth
     records: list[GroupRecord]  # oldest first
     problems: list[str]  # one line per file or folder that could not be read fully, naming what was lost
+    detail: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DETAIL_COLUMNS))  # per cell
 
 
 def _machine_folders(results_dir: str, problems: list[str]):
@@ -174,8 +183,7 @@ class _Run:
 
     ceilings: list = field(default_factory=list)
     rows: list = field(default_factory=list)
-    samples: list = field(default_factory=list)  # each row's raw samples
-    paired: list = field(default_factory=list)  # whether each row's run sampled in rounds
+    detail: list = field(default_factory=list)  # each row's DETAIL_COLUMNS
     problems: list = field(default_factory=list)
 
 
@@ -220,8 +228,15 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
             if record is None and not cell.ok:
                 unrecorded[group.name] = unrecorded.get(group.name, 0) + 1
             read.rows.append(_row(cell, _number(value), stat))
-            read.samples.append(list(cell.samples))
-            read.paired.append(record is not None and record.sampling in PAIRED_SAMPLINGS)
+            read.detail.append(
+                {
+                    "group": group.name,
+                    "version": result.benchmark_version.get(benchmark),
+                    "started_ms": result.started_at.get(benchmark),
+                    "raw": tuple(cell.samples),
+                    "paired": record is not None and record.sampling in PAIRED_SAMPLINGS,
+                }
+            )
     if unrecorded:
         read.problems.append(
             f"{path}: no fusedbench record for group(s) {', '.join(unrecorded)} of commit {commit[:8]} on "
@@ -247,7 +262,7 @@ def load_results(results_dir: str) -> ResultSet:
     by_group: dict[tuple[str, str, str], list[GroupRecord]] = {}
     for record in records:
         by_group.setdefault((record.machine, record.commit, record.group), []).append(record)
-    rows, raw_samples, paired, ceiling_rows, files, readable = [], [], [], [], 0, 0
+    rows, detail, ceiling_rows, files, readable = [], [], [], 0, 0
     for path, result in _asv_results(results_dir, problems):
         files += 1
         try:
@@ -261,8 +276,7 @@ def load_results(results_dir: str) -> ResultSet:
             continue
         ceiling_rows += read.ceilings
         rows += read.rows
-        raw_samples += read.samples
-        paired += read.paired
+        detail += read.detail
         problems += read.problems
     if readable and not rows:
         raise FusedbenchError(
@@ -271,9 +285,13 @@ def load_results(results_dir: str) -> ResultSet:
     if not files and not problems:
         problems.append(f"{results_dir} holds no asv results yet; `fusedbench run` on a GPU machine writes them")
     work = pd.DataFrame(rows, columns=COLUMNS)
-    work = gemm_ratios(work, raw_samples, pd.Series(paired, index=work.index, dtype=bool))
+    details = pd.DataFrame(detail, columns=DETAIL_COLUMNS, index=work.index)
+    work = gemm_ratios(work, list(details["raw"]), details["paired"].astype(bool))
     roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
-    return ResultSet(cells=with_floors(work, roofs)[COLUMNS], ceilings=roofs, records=records, problems=problems)
+    cells = with_floors(work, roofs)[COLUMNS]
+    return ResultSet(
+        cells=cells, ceilings=roofs, records=records, problems=problems, detail=details.set_index(cells.index)
+    )
 
 
 def best_gemm_rates(work: pd.DataFrame, ceiling_rows: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,123 @@
+"""`fusedbench compare` and `fusedbench alert` on committed runs: choices of runs, outputs, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fusedbench.cli import main
+
+ROOT = Path(__file__).parent.parent
+MACHINE = "h100-80gb-hbm3"
+QUICK_RUNS = ("6c07033f", "c29370f9", "b42fdf64", "dcb8dbf7", "7dd23c51")  # the A/A quick runs, in git order
+
+
+def copy_runs(target: Path, commits) -> Path:
+    """A results folder with only these commits' runs on MACHINE (a fraction of the committed results: fast)."""
+    (target / MACHINE).mkdir(parents=True)
+    shutil.copy(ROOT / "results" / "benchmarks.json", target)
+    shutil.copy(ROOT / "results" / MACHINE / "machine.json", target / MACHINE)
+    for commit in commits:
+        for path in (ROOT / "results" / MACHINE).glob(f"{commit}-*"):
+            shutil.copy(path, target / MACHINE)
+    return target
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory) -> Path:
+    return copy_runs(tmp_path_factory.mktemp("quick") / "results", QUICK_RUNS)
+
+
+@pytest.fixture(autouse=True)
+def in_the_checkout(monkeypatch):
+    monkeypatch.chdir(ROOT)  # the default baseline is found in this checkout's git history
+
+
+def run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_alert_takes_the_newest_run_against_the_nearest_earlier_commit_and_is_silent_on_a_a(capsys, quick):
+    code, out, err = run_cli(capsys, "alert", quick, "--machine", MACHINE)
+    assert code == 0, out + err
+    assert out.splitlines()[0].startswith(f"{MACHINE}@7dd23c51 against {MACHINE}@dcb8dbf7")
+    assert out.rstrip().endswith("no alert: nothing failed")
+
+
+def test_compare_json_has_every_cell_and_metric_of_the_two_named_runs(capsys, quick):
+    code, out, _ = run_cli(
+        capsys,
+        "compare",
+        quick,
+        "--baseline",
+        f"{MACHINE}@6c07033",
+        "--candidate",
+        "7dd23c5",
+        "--machine",
+        MACHINE,
+        "--format",
+        "json",
+    )
+    assert code == 0
+    document = json.loads(out)
+    assert document["baseline"]["commit"].startswith("6c07033")
+    assert document["candidate"]["commit"].startswith("7dd23c5")
+    metrics = [c["metric"] for c in document["cells"]]
+    assert (metrics.count("time"), metrics.count("epilog-cost"), metrics.count("fusion-speedup")) == (28, 23, 5)
+    assert all(c["ci_low"] <= c["ratio"] <= c["ci_high"] for c in document["cells"])
+    assert document["alerts"] == [] and {"time", "epilog-cost"} <= set(metrics)
+
+
+def test_two_results_folders_compare_their_newest_runs(capsys, tmp_path):
+    before = copy_runs(tmp_path / "before", QUICK_RUNS[:1])
+    after = copy_runs(tmp_path / "after", QUICK_RUNS[1:])
+    code, out, _ = run_cli(capsys, "compare", before, after, "--machine", MACHINE, "--format", "json")
+    assert code == 0
+    document = json.loads(out)
+    assert document["baseline"]["results"] == str(before) and document["candidate"]["results"] == str(after)
+    assert document["baseline"]["commit"].startswith("6c07033") and document["candidate"]["commit"].startswith(
+        "7dd23c5"
+    )
+
+
+def test_dump_thresholds_prints_the_preset_in_force_and_why(capsys, quick):
+    code, out, _ = run_cli(capsys, "alert", quick, "--dump-thresholds")
+    assert code == 0
+    preset = json.loads(out)
+    assert {"name", "thresholds", "calibrated_on", "runs", "noise", "rates", "in_force_because"} <= preset.keys()
+    classes = ("large", "medium", "small", "group", "provider")
+    assert set(preset["thresholds"]) == {f"{m}/{k}" for m in ("time", "epilog-cost", "fusion-speedup") for k in classes}
+    assert preset["name"] == MACHINE and "calibrated on this GPU's own A/A runs" in preset["in_force_because"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--machine", "h900"], f"machine 'h900' has no results; machines with results: {MACHINE}"),
+        (["--machine", MACHINE, "--baseline", "deadbee"], f"commit 'deadbee' matches no runs of {MACHINE}; runs: "),
+        (["--machine", MACHINE, "--baseline", "7dd23c5", "--candidate", "7dd23c5"], "are the same run"),
+        (["--preset", "nope"], "no threshold preset 'nope'; presets: "),
+    ],
+)
+def test_a_bad_choice_is_one_line_naming_the_value_and_exit_2(capsys, quick, argv, says):
+    code, out, err = run_cli(capsys, "alert", quick, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and says in err and err.count("\n") == 1
+
+
+def test_three_folders_or_a_missing_one_are_refused(capsys, quick, tmp_path):
+    assert run_cli(capsys, "compare", quick, quick, quick)[0] == 2
+    code, _, err = run_cli(capsys, "alert", tmp_path / "nowhere")
+    assert code == 2 and "no results folder at" in err
+
+
+def test_without_git_history_the_default_baseline_asks_for_one(capsys, quick, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not a checkout: git cannot order the commits
+    code, _, err = run_cli(capsys, "alert", quick, "--machine", MACHINE)
+    assert code == 2 and "pass --baseline COMMIT" in err
+    assert run_cli(capsys, "alert", quick, "--machine", MACHINE, "--baseline", "dcb8dbf")[0] == 0

@@ -1,0 +1,67 @@
+"""The CI workflows: valid for actionlint, the GPU matrix as the fleet, and the alert step run for real
+against the committed results (what a pull request's GPU job would print and exit with)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+
+def gpu_workflow() -> dict:
+    return yaml.safe_load((WORKFLOWS / "gpu.yml").read_text())
+
+
+def step(job: dict, step_id: str) -> dict:
+    (found,) = [s for s in job["steps"] if s.get("id") == step_id]
+    return found
+
+
+def test_actionlint_finds_nothing_in_the_workflows():
+    actionlint = shutil.which(
+        "actionlint", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    )
+    assert actionlint, "actionlint is missing: install the dev extra (pip install -e '.[dev]')"
+    result = subprocess.run([actionlint, "-color=false"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_gpu_matrix_is_the_fleet_each_model_on_its_own_self_hosted_runner():
+    job = gpu_workflow()["jobs"]["bench"]
+    assert job["strategy"]["matrix"]["gpu"] == ["h100", "h200"]
+    assert job["runs-on"] == ["self-hosted", "linux", "${{ matrix.gpu }}"]
+    assert job["strategy"]["fail-fast"] is False  # one GPU's regression does not cancel the other's run
+
+
+def test_the_gpu_job_installs_with_the_readme_command_and_alerts_only_on_pull_requests():
+    job = gpu_workflow()["jobs"]["bench"]
+    install = next(s for s in job["steps"] if s.get("name", "").startswith("Install"))
+    readme = (ROOT / "README.md").read_text()
+    command = "pip install -e '.[cu13,torch]'"
+    assert command in install["run"] and command in readme
+    assert step(job, "alert")["if"] == "github.event_name == 'pull_request'"
+
+
+@pytest.mark.parametrize(("machine", "baseline"), [("h100-80gb-hbm3", "dcb8dbf7")])
+def test_the_alert_step_run_on_the_committed_results_is_green_and_writes_the_summary(tmp_path, machine, baseline):
+    """The step as the workflow runs it, from the checkout's root, on A/A runs: exit 0, a green summary."""
+    alert = step(gpu_workflow()["jobs"]["bench"], "alert")
+    summary = tmp_path / "summary.md"
+    env = os.environ | {
+        "MACHINE": machine,
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+    }
+    result = subprocess.run(["bash", "-e", "-c", alert["run"]], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no alert: nothing failed" in result.stdout
+    text = summary.read_text()
+    assert text.startswith("## fusedbench alert: green") and f"{machine}@{baseline}" in text
