@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from fusedbench.analysis import INVERSION
-from fusedbench.compare import ALL_PROVIDERS, EPILOG_COST, FUSION_SPEEDUP, TIME, Comparison, Run, Verdict, runs_of
+from fusedbench.compare import ALL_PROVIDERS, EPILOG_COST, FUSION_SPEEDUP, KEY, TIME, Comparison, Run, Verdict, runs_of
 from fusedbench.errors import FusedbenchError
 from fusedbench.results import ResultSet
 from fusedbench.shapes import shape_label
@@ -36,21 +36,8 @@ class AlertKind(enum.Enum):
     FAILED = Verdict.FAILED.value
 
 
-JSON_KEYS = [
-    "epilog",
-    "dtype",
-    "m",
-    "k",
-    "n",
-    "provider",
-    "metric",
-    "verdict",
-    "ratio",
-    "ci_low",
-    "ci_high",
-    "threshold",
-    "reason",
-]
+# The keys of every compared row and alert in --format json (alerts add "kind").
+JSON_KEYS = [*KEY, "metric", "verdict", "ratio", "ci_low", "ci_high", "threshold", "reason"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +65,7 @@ def judge_comparison(comparison: Comparison) -> Verdicts:
         kind = None
         if verdict is Verdict.FAILED:
             if "(known:" in row["reason"]:
-                warnings.append(f"{_where(row)} still fails (it failed in the baseline too): {row['reason']}")
+                warnings.append(f"{where(row)} still fails (it failed in the baseline too): {row['reason']}")
             else:
                 kind = AlertKind.FAILED
         elif verdict is Verdict.MISSING:
@@ -88,20 +75,20 @@ def judge_comparison(comparison: Comparison) -> Verdicts:
             before = row["baseline"] < INVERSION
             if now and before:
                 warnings.append(
-                    f"{_where(row)}: known fusion inversion, fused {row['candidate']:.2f}x unfused "
+                    f"{where(row)}: known fusion inversion, fused {row['candidate']:.2f}x unfused "
                     f"(baseline {row['baseline']:.2f}x)"
                 )
             if verdict is Verdict.SLOWER:
                 kind = AlertKind.FUSION_INVERSION if now and not before else AlertKind.FUSION_LOSS
             elif now and not before:
                 warnings.append(
-                    f"{_where(row)}: fused is now {row['candidate']:.2f}x unfused, below "
+                    f"{where(row)}: fused is now {row['candidate']:.2f}x unfused, below "
                     f"{INVERSION:g}x, but the change is within the noise ({_change(row)})"
                 )
         elif verdict is Verdict.SLOWER and metric in (TIME, EPILOG_COST):
             kind = AlertKind.REGRESSION
         if verdict is Verdict.UNDECIDED and _worse(row):
-            warnings.append(f"{_where(row)} {metric}: {_change(row)}, beyond its threshold but too noisy to tell")
+            warnings.append(f"{where(row)} {metric}: {_change(row)}, beyond its threshold but too noisy to tell")
         if kind is not None:
             failing.append((index, kind.value))
     alerts = cells.loc[[i for i, _ in failing]].assign(kind=[k for _, k in failing])
@@ -114,7 +101,7 @@ def judge_comparison(comparison: Comparison) -> Verdicts:
                 | {key: gate[key] for key in ("group", "provider", "metric", "verdict", "ratio", "ci_low", "ci_high")}
                 | {
                     "threshold": gate["threshold"],
-                    "reason": f"the median change of the group's {gate['cells']} {_whose(gate['provider'])} cells",
+                    "reason": f"the median change of the group's {gate['cells']} {_whose(gate['provider'])}cells",
                     "kind": kind.value,
                 }
             )
@@ -128,7 +115,7 @@ def judge_comparison(comparison: Comparison) -> Verdicts:
 
 
 def _whose(provider: str) -> str:
-    return "" if provider == ALL_PROVIDERS else provider
+    return "" if provider == ALL_PROVIDERS else f"{provider} "
 
 
 def _count(cells: pd.DataFrame, verdict: Verdict) -> int:
@@ -140,7 +127,7 @@ def _worse(row) -> bool:
     return (ratio < 1) if row["metric"] == FUSION_SPEEDUP else (ratio > 1)
 
 
-def _where(row) -> str:
+def where(row) -> str:
     if row.get("epilog") is None or (isinstance(row.get("epilog"), float) and math.isnan(row["epilog"])):
         return f"group {row['group']}" + ("" if row["provider"] == ALL_PROVIDERS else f" ({row['provider']})")
     return f"{row['epilog']}/{row['dtype']}/{shape_label(row['m'], row['k'], row['n'])}/{row['provider']}"
@@ -158,7 +145,7 @@ def describe(row) -> str:
     verdict = row["verdict"].value if isinstance(row["verdict"], Verdict) else row["verdict"]
     change = _change(row)
     reason = f" - {row['reason']}" if row.get("reason") else ""
-    return f"{head}{_where(row)} {row['metric']} {verdict}{' ' + change if change else ''}{reason}"
+    return f"{head}{where(row)} {row['metric']} {verdict}{' ' + change if change else ''}{reason}"
 
 
 def to_json(verdicts: Verdicts, preset_line: str) -> dict:

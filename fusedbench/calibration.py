@@ -38,6 +38,7 @@ from fusedbench.compare import (
 )
 from fusedbench.errors import FusedbenchError
 from fusedbench.results import ResultSet
+from fusedbench.suites import SUITES
 from fusedbench.thresholds import CLASSES, GATES, GROUP_GATE, PROVIDER_GATE, Preset, cell_class
 
 ALPHA = 0.05  # at most 1 build in 20 red on an A/A pair
@@ -114,7 +115,7 @@ def derive_thresholds(pairs: list[ReplicateBuilds], alpha: float = ALPHA) -> tup
     for key, parts in pooled.items():
         maxima = np.concatenate(parts)
         raw = math.expm1(max(0.0, float(np.quantile(maxima, 1 - each))))
-        thresholds[key] = max(STEP, math.ceil(raw / STEP - 1e-9) * STEP)
+        thresholds[key] = round(max(STEP, math.ceil(raw / STEP - 1e-9) * STEP), 4)
         metric, klass = key.split("/")
         if klass in GATES:
             what = f"{sum(1 for b in pairs for _, p, m in b.gates if m == metric and gate_class(p) == klass)} gates"
@@ -127,7 +128,7 @@ def derive_thresholds(pairs: list[ReplicateBuilds], alpha: float = ALPHA) -> tup
     return thresholds, noise
 
 
-def make_preset(name: str, calibrated_on: str, runs: tuple[str, ...], pairs: list[ReplicateBuilds]) -> Preset:
+def make_preset(name: str, calibrated_on: str, runs: tuple, pairs: list[ReplicateBuilds]) -> Preset:
     """A preset from A/A pairs; a class the pairs lack takes its metric's largest cell threshold."""
     found, noise = derive_thresholds(pairs)
     thresholds = {}
@@ -188,7 +189,7 @@ def minimum_detectable(
 ) -> float:
     """The smallest effect (on a half-per-cent grid up to 50%) caught in at least DETECT of the builds."""
     for step in range(1, 101):
-        effect = step * STEP
+        effect = round(step * STEP, 4)
         rng = np.random.default_rng(seed)
         found = [detection(b, preset, metric, classes, effect, rng) for b in builds_list]
         found = [r for r in found if not math.isnan(r)]
@@ -202,17 +203,33 @@ def minimum_detectable(
 def rates(builds_list: list[ReplicateBuilds], preset: Preset, seed: int = 0) -> dict:
     """The false-alarm rate per build, each goal's detection rate, and the minimum detectable effect per class."""
     rng = np.random.default_rng(seed)
-    false_alarm = float(np.mean(np.concatenate([red_builds(b, preset) for b in builds_list])))
+    red = [red_builds(b, preset) for b in builds_list]
+    false_alarm = round(float(np.mean(np.concatenate(red))), 4)
+    by_suite: dict[str, list[np.ndarray]] = {}
+    for builds, reds in zip(builds_list, red, strict=True):
+        by_suite.setdefault(suite_of(builds), []).append(reds)
     goals = {}
     for goal, (metric, classes, effect) in GOALS.items():
         found = [detection(b, preset, metric, classes, effect, rng) for b in builds_list]
         found = [r for r in found if not math.isnan(r)]
-        goals[goal] = float(np.mean(found)) if found else None
+        goals[goal] = round(float(np.mean(found)), 4) if found else None
     mde = {}
     for metric, klass in preset.thresholds:
         effect = minimum_detectable(builds_list, preset, metric, (klass,), seed)
         mde[f"{metric}/{klass}"] = None if math.isnan(effect) else effect
-    return {"false_alarm_per_build": false_alarm, "detection": goals, "minimum_detectable": mde}
+    return {
+        "false_alarm_per_build": false_alarm,
+        "false_alarm_by_suite": {name: round(float(np.mean(np.concatenate(r))), 4) for name, r in by_suite.items()},
+        "pairs_by_suite": {name: len(r) for name, r in by_suite.items()},
+        "detection": goals,
+        "minimum_detectable": mde,
+    }
+
+
+def suite_of(builds: ReplicateBuilds) -> str:
+    """The suite whose groups a pair compared ('default', 'quick'), or its groups joined."""
+    groups = set(builds.rows["group"])
+    return next((name for name, members in SUITES.items() if set(members) == groups), "+".join(sorted(groups)))
 
 
 def aa_pairs(results: ResultSet, machine: str, commits: list[str]) -> list[tuple[Run, Run]]:
@@ -230,10 +247,12 @@ def aa_pairs(results: ResultSet, machine: str, commits: list[str]) -> list[tuple
     return pairs
 
 
-def calibrate(results: ResultSet, machine: str, commits: list[str], name: str | None = None) -> Preset:
-    """A preset from the A/A runs at `commits` on `machine`, with its false-alarm and detection rates."""
-    pairs = aa_pairs(results, machine, commits)
+def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]], name: str | None = None) -> Preset:
+    """A preset from A/A runs on `machine`, with its false-alarm and detection rates. Each set holds runs
+    of one measurement code (pairs are made within a set only), so A/A runs of an older and a newer
+    version of the code can both teach the preset, each set maybe from other machine sessions."""
+    pairs = [pair for commits in run_sets for pair in aa_pairs(results, machine, commits)]
     builds = [replicate_builds(base, cand, seed=index) for index, (base, cand) in enumerate(pairs)]
-    full = tuple(dict.fromkeys(run.commit for pair in pairs for run in pair))
+    full = tuple(tuple(select_run(results, machine, commit).commit for commit in commits) for commits in run_sets)
     preset = make_preset(name or machine, machine, full, builds)
     return replace(preset, rates=rates(builds, preset), pairs=len(pairs))

@@ -293,7 +293,7 @@ def _compared(results_dirs: list[str], machine, baseline, candidate, preset_name
 
 
 def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: int, only_alerts: bool) -> None:
-    from fusedbench.alerts import describe, dump, summary_markdown, to_json
+    from fusedbench.alerts import dump, summary_markdown, to_json, where
     from fusedbench.compare import Verdict
 
     if output_format == "json":
@@ -308,13 +308,22 @@ def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: i
     counts = comparison.cells["verdict"].map(lambda v: v.value).value_counts()
     console.print("compared rows: " + ", ".join(f"{n} {v}" for v, n in counts.items()), markup=False)
     shown = verdicts.alerts if only_alerts else comparison.cells[comparison.cells["verdict"] != Verdict.SAME]
-    columns = ("verdict", "cell", "metric", "class", "change", "95% interval", "threshold", "reason")
+    columns = (
+        "alert" if only_alerts else "verdict",
+        "cell",
+        "metric",
+        "class",
+        "change",
+        "95% interval",
+        "threshold",
+        "reason",
+    )
     table_rows = [
         (
             row.get("kind") if only_alerts else row["verdict"].value,
-            describe(row).split(" ")[0] if row.get("epilog") else f"group {row['group']} ({row['provider']})",
+            where(row),
             row["metric"],
-            row.get("cell_class") or "",
+            "" if pd_isna(row.get("cell_class")) else row["cell_class"],
             "" if pd_isna(row["ratio"]) else f"x{row['ratio']:.3f}",
             "" if pd_isna(row["ci_low"]) else f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
             "" if pd_isna(row["threshold"]) else f"{row['threshold']:.1%}",
@@ -405,13 +414,14 @@ def command_history(*, results_dir: str, machine: str, cell: str, strict: bool) 
     return EXIT_OK
 
 
-def command_calibrate(*, results_dir: str, machine: str, runs: list[str], write: bool, strict: bool) -> int:
+def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], write: bool, strict: bool) -> int:
     """Derive a threshold preset from A/A runs, print its thresholds, noise and rates (and keep it, with --write)."""
     from fusedbench.calibration import GOALS, calibrate
     from fusedbench.thresholds import CLASS_LABELS, PRESETS_FILE, save_preset
 
-    if len(runs) < 2:
-        raise FusedbenchError(f"--runs needs at least two A/A runs (the same code run again), got {len(runs)}")
+    for commits in runs:
+        if len(commits) < 2:
+            raise FusedbenchError(f"--runs {','.join(commits)}: a set needs at least two A/A runs of the same code")
     preset = calibrate(_load(results_dir, strict=strict), machine, runs)
     console = _console()
     rows = [
@@ -431,8 +441,13 @@ def command_calibrate(*, results_dir: str, machine: str, runs: list[str], write:
             rows,
         )
     )
+    by_suite = ", ".join(
+        f"{name}: {rate:.1%} of builds from {preset.rates['pairs_by_suite'][name]} pair(s)"
+        for name, rate in preset.rates["false_alarm_by_suite"].items()
+    )
     console.print(
-        f"false alarms: {preset.rates['false_alarm_per_build']:.1%} of A/A builds red (goal: at most 5%)", markup=False
+        f"false alarms: {preset.rates['false_alarm_per_build']:.1%} of A/A builds red ({by_suite}; goal: at most 5%)",
+        markup=False,
     )
     for goal in GOALS:
         rate = preset.rates["detection"][goal]
@@ -645,7 +660,14 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate = commands.add_parser("calibrate", help="earn a threshold preset from A/A runs (the same code run again)")
     calibrate.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
     calibrate.add_argument("--machine", required=True, help="the machine the A/A runs were made on")
-    calibrate.add_argument("--runs", required=True, action="extend", type=_names, help="the A/A runs' commits")
+    calibrate.add_argument(
+        "--runs",
+        required=True,
+        action="append",
+        type=_names,
+        metavar="C1,C2,...",
+        help="a set of A/A runs' commits, all of one measurement code (repeat for another set)",
+    )
     calibrate.add_argument("--write", action="store_true", help="keep the preset in fusedbench/presets.json")
     calibrate.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
     calibrate.set_defaults(

@@ -49,7 +49,7 @@ class Preset:
     name: str
     thresholds: Mapping[tuple[str, str], float]
     calibrated_on: str  # the machine whose A/A runs it came from
-    runs: tuple[str, ...] = ()  # the commits of those runs (default suite and quick suite)
+    runs: tuple[tuple[str, ...], ...] = ()  # the commits of those runs: a tuple per set of one measurement code
     noise: Mapping[str, str] = field(default_factory=dict)  # what was measured, per metric and class, in words
     rates: Mapping[str, Any] = field(default_factory=dict)  # false alarms per build, detection, minimum effects
     pairs: int = 0  # how many A/A pairs it came from
@@ -61,7 +61,7 @@ class Preset:
         return {
             "name": self.name,
             "calibrated_on": self.calibrated_on,
-            "runs": list(self.runs),
+            "runs": [list(commits) for commits in self.runs],
             "thresholds": {f"{metric}/{klass}": value for (metric, klass), value in self.thresholds.items()},
             "noise": dict(self.noise),
             "rates": dict(self.rates),
@@ -74,7 +74,7 @@ class Preset:
             name=data["name"],
             thresholds={tuple(key.split("/")): float(value) for key, value in data["thresholds"].items()},
             calibrated_on=data["calibrated_on"],
-            runs=tuple(data["runs"]),
+            runs=tuple(tuple(commits) for commits in data["runs"]),
             noise=dict(data["noise"]),
             rates=dict(data.get("rates", {})),
             pairs=int(data.get("pairs", 0)),

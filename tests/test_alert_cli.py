@@ -15,14 +15,14 @@ MACHINE = "h100-80gb-hbm3"
 QUICK_RUNS = ("6c07033f", "c29370f9", "b42fdf64", "dcb8dbf7", "7dd23c51")  # the A/A quick runs, in git order
 
 
-def copy_runs(target: Path, commits) -> Path:
-    """A results folder with only these commits' runs on MACHINE (a fraction of the committed results: fast)."""
-    (target / MACHINE).mkdir(parents=True)
+def copy_runs(target: Path, commits, machine: str = MACHINE) -> Path:
+    """A results folder with only these commits' runs on `machine` (a fraction of the committed results: fast)."""
+    (target / machine).mkdir(parents=True)
     shutil.copy(ROOT / "results" / "benchmarks.json", target)
-    shutil.copy(ROOT / "results" / MACHINE / "machine.json", target / MACHINE)
+    shutil.copy(ROOT / "results" / machine / "machine.json", target / machine)
     for commit in commits:
-        for path in (ROOT / "results" / MACHINE).glob(f"{commit}-*"):
-            shutil.copy(path, target / MACHINE)
+        for path in (ROOT / "results" / machine).glob(f"{commit}-*"):
+            shutil.copy(path, target / machine)
     return target
 
 
@@ -121,3 +121,60 @@ def test_without_git_history_the_default_baseline_asks_for_one(capsys, quick, tm
     code, _, err = run_cli(capsys, "alert", quick, "--machine", MACHINE)
     assert code == 2 and "pass --baseline COMMIT" in err
     assert run_cli(capsys, "alert", quick, "--machine", MACHINE, "--baseline", "dcb8dbf")[0] == 0
+
+
+TUNED = "67306e2d"  # quick runs with one provider degraded on purpose (fusedbench run --tune), on the H100
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        # the forced 8th algorithm: GELU_AUX_BIAS's fused cell 18% slower and now below unfused
+        (
+            "algorithm-7",
+            {("regression", "GELU_AUX_BIAS", "time"), ("fusion-inversion", "GELU_AUX_BIAS", "fusion-speedup")},
+        ),
+        # no workspace: cuBLASLt refuses DRELU_BGRAD's fused cell, which the baseline timed
+        ("workspace-0", {("missing", "DRELU_BGRAD", "time")}),
+    ],
+)
+def test_a_run_degraded_on_purpose_fails_on_its_touched_cells_and_no_untouched_cell(
+    capsys, tmp_path, setting, expected
+):
+    tuned = f"{MACHINE}-tuned-fused-{setting}"
+    results = copy_runs(tmp_path / "results", QUICK_RUNS[-1:])
+    copy_runs(tmp_path / "tuned", [TUNED], tuned)
+    shutil.copytree(tmp_path / "tuned" / tuned, results / tuned)
+    code, out, _ = run_cli(
+        capsys, "alert", results, "--baseline", f"{MACHINE}@7dd23c5", "--candidate", f"{tuned}@", "--format", "json"
+    )
+    assert code == 1
+    alerts = json.loads(out)["alerts"]
+    cells = [a for a in alerts if a["epilog"] is not None]
+    assert {(a["kind"], a["epilog"], a["metric"]) for a in cells} == expected
+    assert {a["provider"] for a in cells} == {"fused"}  # the only provider the tuning touched
+    assert all(a["provider"] in ("fused", "*") for a in alerts)  # no gate of an untouched provider either
+
+
+def test_history_prints_a_cells_series_in_git_order_and_the_step(capsys, quick):
+    cell = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
+    code, out, _ = run_cli(capsys, "history", quick, "--machine", MACHINE, "--cell", cell)
+    assert code == 0
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines[:-1]] == [c[:8] for c in QUICK_RUNS]
+    assert all(line.endswith(" ms") for line in lines[:-1])
+    assert lines[-1].startswith("step up (asv.step_detect): ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["history", "--machine", MACHINE, "--cell", "RELU/fp16/fused"], "is not EPILOG/DTYPE/SHAPE/PROVIDER"),
+        (["history", "--machine", MACHINE, "--cell", "RELU/fp16/(1,2)x(2,3)/fused"], "has no timed results"),
+        (["calibrate", "--machine", MACHINE, "--runs", "6c07033"], "a set needs at least two A/A runs"),
+        (["calibrate", "--machine", MACHINE, "--runs", "6c07033,deadbee"], "commit 'deadbee' matches no runs"),
+    ],
+)
+def test_history_and_calibrate_refuse_bad_input_in_one_line(capsys, quick, argv, says):
+    code, out, err = run_cli(capsys, *argv[:1], quick, *argv[1:])
+    assert code == 2 and out == "" and says in err and err.count("\n") == 1

@@ -1,0 +1,88 @@
+"""The committed presets are what their A/A runs give: recomputed here from the committed results, with the
+false-alarm and detection rates docs/regressions.md reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fusedbench.calibration import ALPHA, DETECT, GOALS, calibrate, detection, red_builds, replicate_builds
+from fusedbench.compare import Run
+from fusedbench.results import load_results
+from fusedbench.thresholds import PRESETS, Preset
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture(scope="module")
+def results():
+    return load_results(str(ROOT / "results"))
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_a_committed_preset_is_exactly_what_its_a_a_runs_give(results, name):
+    committed = PRESETS[name]
+    again = calibrate(results, committed.calibrated_on, [list(commits) for commits in committed.runs], name)
+    assert again.thresholds == committed.thresholds
+    assert again.noise == committed.noise and again.pairs == committed.pairs
+    assert again.rates["false_alarm_by_suite"] == pytest.approx(committed.rates["false_alarm_by_suite"])
+    assert again.rates["detection"] == pytest.approx(committed.rates["detection"])
+    assert again.rates["minimum_detectable"] == committed.rates["minimum_detectable"]
+
+
+def test_the_h100_preset_keeps_a_a_builds_green_and_catches_a_whole_group_slowing_by_three_per_cent():
+    rates = PRESETS["h100-80gb-hbm3"].rates
+    assert rates["pairs_by_suite"] == {"default": 1, "quick": 10}
+    assert all(rate <= ALPHA for rate in rates["false_alarm_by_suite"].values())
+    assert rates["detection"]["a 3% slowdown of a whole group (time)"] >= DETECT
+    # The goals per cell are not reached with 10 samples a cell (docs/regressions.md gives the noise):
+    assert rates["detection"]["a 10% slowdown of one cell >= 5 ms (time)"] < DETECT
+    assert rates["minimum_detectable"]["time/large"] > 0.10
+
+
+def _synthetic_pair(shift: float = 1.0, noise: float = 0.01):
+    """Two runs of 40 workloads x 3 providers, 10 rounds each, `noise` per sample, the candidate x `shift`."""
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    rows = {commit: [] for commit in ("a" * 40, "b" * 40)}
+    for commit, factor in zip(rows, (1.0, shift), strict=True):
+        for index in range(40):
+            for provider, seconds in (("gemm", 10e-3), ("fused", 10.3e-3), ("unfused", 12e-3)):
+                raw = tuple(seconds * factor * (1 + noise * rng.standard_normal(10)))
+                rows[commit].append(
+                    {
+                        "epilog": "RELU",
+                        "dtype": "fp16",
+                        "m": 1024 + index,
+                        "k": 4096,
+                        "n": 8192,
+                        "provider": provider,
+                        "status": "ok",
+                        "group": "Fp16Seed",
+                        "version": "v",
+                        "raw": raw,
+                    }
+                )
+    return [Run("m", commit, pd.DataFrame(cells)) for commit, cells in rows.items()]
+
+
+def test_calibration_on_pure_noise_gives_thresholds_that_keep_its_own_builds_green_and_catch_what_they_should():
+    base, cand = _synthetic_pair()
+    builds = replicate_builds(base, cand, replicates=400)
+    from fusedbench.calibration import make_preset, rates
+
+    preset = make_preset("synthetic", "m", ("a", "b"), [builds])
+    assert isinstance(preset, Preset)
+    assert 0.01 < preset.threshold("time", "large") < 0.10  # 1% noise per sample: a few per cent at the worst cell
+    assert preset.threshold("time", "group") < preset.threshold("time", "large")  # a median over 120 cells is steadier
+    assert red_builds(builds, preset).mean() <= ALPHA
+    found = rates([builds], preset)
+    assert found["detection"]["a 3% slowdown of a whole group (time)"] >= DETECT
+    rng = np.random.default_rng(0)
+    assert detection(builds, preset, "time", ("large",), 0.0, rng) <= ALPHA  # no effect, (almost) no detection
+    assert detection(builds, preset, "time", ("large",), 0.5, rng) == 1.0  # a 50% slowdown: always
+    assert set(found["minimum_detectable"]) == {"/".join(key) for key in preset.thresholds}
+    assert set(GOALS) == set(found["detection"])
