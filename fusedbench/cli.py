@@ -436,7 +436,7 @@ def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], 
     ]
     console.print(
         _table(
-            f"preset {preset.name}: {preset.pairs} A/A pair(s) of {len(preset.runs)} runs on {machine}",
+            f"preset {preset.name}: {preset.pairs} A/A pair(s) of {sum(map(len, preset.runs))} runs on {machine}",
             ("metric/class", "times", "threshold", "noise", "detected at 95%"),
             rows,
         )
