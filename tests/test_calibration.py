@@ -32,14 +32,19 @@ def test_a_committed_preset_is_exactly_what_its_a_a_runs_give(results, name):
     assert again.rates["minimum_detectable"] == committed.rates["minimum_detectable"]
 
 
-def test_the_h100_preset_keeps_a_a_builds_green_and_catches_a_whole_group_slowing_by_three_per_cent():
-    rates = PRESETS["h100-80gb-hbm3"].rates
-    assert rates["pairs_by_suite"] == {"default": 1, "quick": 10}
-    assert all(rate <= ALPHA for rate in rates["false_alarm_by_suite"].values())
-    assert rates["detection"]["a 3% slowdown of a whole group (time)"] >= DETECT
-    # The goals per cell are not reached with 10 samples a cell (docs/regressions.md gives the noise):
+def test_the_h100_preset_keeps_a_a_builds_green_and_misses_what_docs_regressions_says_it_misses():
+    preset = PRESETS["h100-80gb-hbm3"]
+    rates = preset.rates
+    assert rates["pairs_by_suite"] == {"default": 1, "quick": 20}
+    assert all(rate <= ALPHA for rate in rates["false_alarm_by_suite"].values())  # the goal: met
+    # A whole group 4% slower is caught; 3% is caught 84.5% of the time, short of the goal (the
+    # cross-session quick pairs raised the group gate to 2.0%):
+    assert rates["minimum_detectable"]["time/group"] == 0.04
+    assert 0.8 < rates["detection"]["a 3% slowdown of a whole group (time)"] < DETECT
+    # The goals per cell are not reached with 10 samples a cell:
     assert rates["detection"]["a 10% slowdown of one cell >= 5 ms (time)"] < DETECT
     assert rates["minimum_detectable"]["time/large"] > 0.10
+    assert len(preset.runs) == 2 and sum(map(len, preset.runs)) == 12
 
 
 def _synthetic_pair(shift: float = 1.0, noise: float = 0.01):
