@@ -26,6 +26,7 @@ from fusedbench.results import ResultSet
 from fusedbench.shapes import shape_label
 
 STEP_SUMMARY_LIMIT = 1_000_000  # GitHub refuses a step summary over 1 MiB
+KNOWN_SHOWN = 3  # known inversions named in the warning (the worst); the rest are counted
 
 
 class AlertKind(enum.Enum):
@@ -60,6 +61,7 @@ def _inverted(value: float, high: float) -> bool:
 
 def judge_comparison(comparison: Comparison) -> Verdicts:
     cells, warnings, failing = comparison.cells, [], []
+    known: list[tuple[float, str]] = []  # inversions present in both runs: one summary line, worst first
     for index, row in cells.iterrows():
         verdict, metric = row["verdict"], row["metric"]
         kind = None
@@ -74,10 +76,7 @@ def judge_comparison(comparison: Comparison) -> Verdicts:
             now = _inverted(row["candidate"], row["candidate_high"])
             before = row["baseline"] < INVERSION
             if now and before:
-                warnings.append(
-                    f"{where(row)}: known fusion inversion, fused {row['candidate']:.2f}x unfused "
-                    f"(baseline {row['baseline']:.2f}x)"
-                )
+                known.append((row["candidate"], f"{where(row)} {row['candidate']:.2f}x (was {row['baseline']:.2f}x)"))
             if verdict is Verdict.SLOWER:
                 kind = AlertKind.FUSION_INVERSION if now and not before else AlertKind.FUSION_LOSS
             elif now and not before:
@@ -91,6 +90,12 @@ def judge_comparison(comparison: Comparison) -> Verdicts:
             warnings.append(f"{where(row)} {metric}: {_change(row)}, beyond its threshold but too noisy to tell")
         if kind is not None:
             failing.append((index, kind.value))
+    if known:
+        worst = "; ".join(text for _, text in sorted(known)[:KNOWN_SHOWN])
+        more = f" and {len(known) - KNOWN_SHOWN} more (--format json)" if len(known) > KNOWN_SHOWN else ""
+        warnings.append(
+            f"{len(known)} known fusion inversion(s), fused below {INVERSION:g}x unfused in both runs: {worst}{more}"
+        )
     alerts = cells.loc[[i for i, _ in failing]].assign(kind=[k for _, k in failing])
     gates = []
     for _, gate in comparison.groups.iterrows():
@@ -210,6 +215,36 @@ def summary_markdown(verdicts: Verdicts, preset_line: str, limit: int = STEP_SUM
             break
         text += line + "\n"
     return text
+
+
+def comparison_markdown(verdicts: Verdicts, preset_line: str) -> str:
+    """`compare --format md`: every row that is not 'same', worst first, then the gates that moved."""
+    from fusedbench.results import format_markdown
+
+    comparison = verdicts.comparison
+    cells = comparison.cells[comparison.cells["verdict"] != Verdict.SAME]
+    gates = comparison.groups[comparison.groups["verdict"] != Verdict.SAME]
+    counts = comparison.cells["verdict"].map(lambda v: v.value).value_counts()
+    text = [
+        f"## {comparison.candidate.label} against {comparison.baseline.label}",
+        "",
+        f"{preset_line}. Compared rows: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".",
+        "",
+    ]
+    if not cells.empty:
+        shown = cells.assign(
+            cell=[where(row) for _, row in cells.iterrows()], verdict=cells["verdict"].map(lambda v: v.value)
+        )
+        columns = ["verdict", "cell", "metric", "cell_class", "ratio", "ci_low", "ci_high", "threshold", "reason"]
+        text += [format_markdown(shown[columns]), ""]
+    if not gates.empty:
+        columns = ["verdict", "group", "provider", "metric", "ratio", "ci_low", "ci_high", "threshold", "cells"]
+        text += [
+            "Gates that moved:",
+            "",
+            format_markdown(gates.assign(verdict=gates["verdict"].map(lambda v: v.value))[columns]),
+        ]
+    return "\n".join(text)
 
 
 def write_step_summary(text: str, environ=os.environ) -> str | None:

@@ -293,14 +293,14 @@ def _compared(results_dirs: list[str], machine, baseline, candidate, preset_name
 
 
 def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: int, only_alerts: bool) -> None:
-    from fusedbench.alerts import dump, summary_markdown, to_json, where
+    from fusedbench.alerts import comparison_markdown, dump, summary_markdown, to_json, where
     from fusedbench.compare import Verdict
 
     if output_format == "json":
         _emit(dump(to_json(verdicts, preset_line)))
         return
     if output_format == "md":
-        _emit(summary_markdown(verdicts, preset_line))
+        _emit(summary_markdown(verdicts, preset_line) if only_alerts else comparison_markdown(verdicts, preset_line))
         return
     comparison = verdicts.comparison
     console = _console()

@@ -198,3 +198,18 @@ def test_the_default_baseline_skips_an_earlier_run_whose_benchmark_version_diffe
     older = loaded.cells["commit"].str.startswith(QUICK_RUNS[-2])
     loaded.detail.loc[older, "version"] = "another measurement"
     assert default_baseline(loaded, candidate, str(ROOT)).startswith(QUICK_RUNS[-3])
+
+
+def test_compare_markdown_lists_what_moved_worst_first_and_the_gates(capsys, tmp_path):
+    tuned = f"{MACHINE}-tuned-fused-algorithm-7"
+    results = copy_runs(tmp_path / "results", QUICK_RUNS[-1:])
+    copy_runs(tmp_path / "tuned", [TUNED], tuned)
+    shutil.copytree(tmp_path / "tuned" / tuned, results / tuned)
+    code, out, _ = run_cli(
+        capsys, "compare", results, "--baseline", f"{MACHINE}@7dd23c5", "--candidate", f"{tuned}@", "--format", "md"
+    )
+    assert code == 0  # compare reports; only alert fails a build
+    lines = out.splitlines()
+    assert lines[0] == f"## {tuned}@67306e2d against {MACHINE}@7dd23c51"
+    assert "| slower | GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused | time | large | 1.184 |" in out
+    assert "| slower | Quick | * | time | 1.029 |" in out and "| same |" not in out
