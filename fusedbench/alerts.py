@@ -14,6 +14,7 @@ import enum
 import json
 import math
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 
@@ -90,6 +91,12 @@ def judge_comparison(comparison: Comparison) -> Verdicts:
             warnings.append(f"{where(row)} {metric}: {_change(row)}, beyond its threshold but too noisy to tell")
         if kind is not None:
             failing.append((index, kind.value))
+    gpus = {re.sub(r"-tuned-.*$", "", run.machine) for run in (comparison.baseline, comparison.candidate)}
+    if len(gpus) > 1:
+        warnings.append(
+            f"the runs are of different machines ({comparison.baseline.machine}, {comparison.candidate.machine}): "
+            "every change includes the difference between them, and the thresholds are for one machine's noise"
+        )
     if known:
         worst = "; ".join(text for _, text in sorted(known)[:KNOWN_SHOWN])
         more = f" and {len(known) - KNOWN_SHOWN} more (--format json)" if len(known) > KNOWN_SHOWN else ""
@@ -192,13 +199,12 @@ def _run_json(run: Run) -> dict:
 def summary_markdown(verdicts: Verdicts, preset_line: str, limit: int = STEP_SUMMARY_LIMIT) -> str:
     """GitHub step summary: the verdict, alerts worst first, then warnings; cut to stay under `limit` bytes."""
     comparison = verdicts.comparison
-    counts = comparison.cells["verdict"].map(lambda v: v.value).value_counts()
     head = [
         f"## fusedbench alert: {'RED' if verdicts.failed else 'green'}",
         "",
         f"**{comparison.candidate.label}** against **{comparison.baseline.label}**; {preset_line}.",
         "",
-        "Compared rows: " + ", ".join(f"{n} {v}" for v, n in counts.items()),
+        verdict_counts(comparison).capitalize(),
         "",
     ]
     body = []
@@ -217,6 +223,15 @@ def summary_markdown(verdicts: Verdicts, preset_line: str, limit: int = STEP_SUM
     return text
 
 
+def verdict_counts(comparison: Comparison) -> str:
+    """'compared rows: 5140 same; gates: 60 same, 1 slower'."""
+
+    def counted(frame: pd.DataFrame) -> str:
+        return ", ".join(f"{n} {v}" for v, n in frame["verdict"].map(lambda v: v.value).value_counts().items())
+
+    return f"compared rows: {counted(comparison.cells)}; gates: {counted(comparison.groups) or 'none'}"
+
+
 def comparison_markdown(verdicts: Verdicts, preset_line: str) -> str:
     """`compare --format md`: every row that is not 'same', worst first, then the gates that moved."""
     from fusedbench.results import format_markdown
@@ -224,11 +239,10 @@ def comparison_markdown(verdicts: Verdicts, preset_line: str) -> str:
     comparison = verdicts.comparison
     cells = comparison.cells[comparison.cells["verdict"] != Verdict.SAME]
     gates = comparison.groups[comparison.groups["verdict"] != Verdict.SAME]
-    counts = comparison.cells["verdict"].map(lambda v: v.value).value_counts()
     text = [
         f"## {comparison.candidate.label} against {comparison.baseline.label}",
         "",
-        f"{preset_line}. Compared rows: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".",
+        f"{preset_line}. {verdict_counts(comparison).capitalize()}.",
         "",
     ]
     if not cells.empty:
@@ -262,9 +276,12 @@ def write_step_summary(text: str, environ=os.environ) -> str | None:
 
 def git_ancestors(commit: str, cwd: str) -> list[str] | None:
     """The commit's ancestors, nearest first (the commit itself excluded); None where git does not know it."""
-    result = subprocess.run(
-        ["git", "rev-list", "--first-parent", commit], cwd=cwd, capture_output=True, text=True, check=False
-    )
+    try:
+        result = subprocess.run(
+            ["git", "rev-list", "--first-parent", commit], cwd=cwd, capture_output=True, text=True, check=False
+        )
+    except OSError:  # no git on this machine
+        return None
     if result.returncode != 0:
         return None
     return result.stdout.split()[1:]
@@ -289,9 +306,15 @@ def default_baseline(results: ResultSet, candidate: Run, cwd: str) -> str:
         versions = dict(zip(theirs["group"], theirs["version"], strict=True))
         if any(versions.get(g) == v for g, v in candidate.groups.items()):
             return commit
+    gpu = re.sub(r"-tuned-.*$", "", candidate.machine)
+    hint = (
+        f"--baseline {gpu}@COMMIT (a tuned run is judged against its GPU's own runs)"
+        if gpu != candidate.machine
+        else "--baseline COMMIT"
+    )
     raise FusedbenchError(
         f"no earlier commit has results on {candidate.machine} for the groups {candidate.commit[:8]} ran "
-        f"({', '.join(candidate.groups)}) at the same benchmark version; pass --baseline COMMIT"
+        f"({', '.join(candidate.groups)}) at the same benchmark version; pass {hint}"
     )
 
 

@@ -256,6 +256,11 @@ def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]], name:
     """A preset from A/A runs on `machine`, with its false-alarm and detection rates. Each set holds runs
     of one measurement code (pairs are made within a set only), so A/A runs of an older and a newer
     version of the code can both teach the preset, each set maybe from other machine sessions."""
+    for commits in run_sets:
+        resolved = [select_run(results, machine, commit).commit for commit in commits]
+        if len(set(resolved)) < len(resolved):
+            twice = next(c for c in resolved if resolved.count(c) > 1)
+            raise FusedbenchError(f"--runs names run {twice[:8]} twice: an A/A pair needs two different runs")
     pairs = [pair for commits in run_sets for pair in aa_pairs(results, machine, commits)]
     builds = [replicate_builds(base, cand, seed=index) for index, (base, cand) in enumerate(pairs)]
     full = tuple(tuple(select_run(results, machine, commit).commit for commit in commits) for commits in run_sets)

@@ -60,6 +60,12 @@ def _seed(value: str) -> int:
     return seed
 
 
+def _count(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of rows, 0 or more, got {value!r}")
+    return int(value)
+
+
 def _console(file=None) -> Console:
     # The terminal's width, or wide enough for the check table when output goes to a file or a CI log.
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 200
@@ -277,7 +283,7 @@ def command_report(
     return EXIT_OK
 
 
-def _compared(results_dirs: list[str], machine, baseline, candidate, preset_name, strict: bool):
+def _compared(results_dirs: list[str], machine, baseline, candidate, preset_name, strict: bool, gate: bool = False):
     """Load the folders, choose the two runs, pick the preset, compare: (verdicts, preset line, chosen)."""
     from fusedbench.alerts import choose_runs, judge_comparison
     from fusedbench.compare import compare_runs
@@ -287,13 +293,19 @@ def _compared(results_dirs: list[str], machine, baseline, candidate, preset_name
         raise FusedbenchError(f"give one results folder, or two (baseline's, candidate's), not {len(results_dirs)}")
     loaded = [(folder, _load(folder, strict=strict)) for folder in results_dirs or ["results"]]
     chosen = choose_runs(loaded, machine, baseline, candidate, os.getcwd())
+    if gate:  # a CI gate judges nothing it could not read in full on the machines it compares
+        machines = {chosen.baseline.machine, chosen.candidate.machine}
+        for _, results in loaded:
+            lost = [p for p in results.problems if any(f"{os.sep}{m}{os.sep}" in p for m in machines)]
+            if lost:
+                raise FusedbenchError(f"alert judges only results it can read in full: {lost[0]}")
     preset, preset_line = preset_for(chosen.candidate.machine, preset_name)
     verdicts = judge_comparison(compare_runs(chosen.baseline, chosen.candidate, preset))
     return verdicts, preset_line, chosen
 
 
 def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: int, only_alerts: bool) -> None:
-    from fusedbench.alerts import comparison_markdown, dump, summary_markdown, to_json, where
+    from fusedbench.alerts import comparison_markdown, dump, summary_markdown, to_json, verdict_counts, where
     from fusedbench.compare import Verdict
 
     if output_format == "json":
@@ -305,8 +317,7 @@ def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: i
     comparison = verdicts.comparison
     console = _console()
     console.print(f"{comparison.candidate.label} against {comparison.baseline.label}; {preset_line}", markup=False)
-    counts = comparison.cells["verdict"].map(lambda v: v.value).value_counts()
-    console.print("compared rows: " + ", ".join(f"{n} {v}" for v, n in counts.items()), markup=False)
+    console.print(verdict_counts(comparison), markup=False)
     shown = verdicts.alerts if only_alerts else comparison.cells[comparison.cells["verdict"] != Verdict.SAME]
     columns = (
         "alert" if only_alerts else "verdict",
@@ -336,6 +347,8 @@ def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: i
         console.print(_table(title, columns, table_rows))
     if len(shown) > rows:
         console.print(f"... {len(shown) - rows} more rows (--rows N, or --format md / json for all)", markup=False)
+    for warning in verdicts.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
     moved = comparison.groups[comparison.groups["verdict"] != Verdict.SAME]
     if not only_alerts and not moved.empty:
         gate_rows = [
@@ -374,18 +387,22 @@ def command_alert(*, results_dirs, machine, baseline, candidate, preset, output_
         found, line = preset_for(machine or _newest_machine(results_dirs), preset)
         _emit(dump_json(found.to_json() | {"in_force_because": line}))
         return EXIT_OK
-    verdicts, preset_line, chosen = _compared(results_dirs, machine, baseline, candidate, preset, strict)
+    verdicts, preset_line, chosen = _compared(results_dirs, machine, baseline, candidate, preset, strict, gate=True)
     _name_regression_starts(verdicts, chosen)
-    _print_comparison(verdicts, preset_line, output_format, rows=rows, only_alerts=True)
-    if output_format == "text":
-        for warning in verdicts.warnings:
-            sys.stderr.write(f"warning: {warning}\n")
-        outcome = f"{len(verdicts.alerts)} alert(s): the build fails" if verdicts.failed else "no alert: nothing failed"
-        _emit(outcome + "\n")
-    written = write_step_summary(summary_markdown(verdicts, preset_line))
+    code = EXIT_FAILED if verdicts.failed else EXIT_OK
+    written = write_step_summary(summary_markdown(verdicts, preset_line))  # before any output a reader may cut
     if written:
         sys.stderr.write(f"step summary appended to {written}\n")
-    return EXIT_FAILED if verdicts.failed else EXIT_OK
+    try:
+        _print_comparison(verdicts, preset_line, output_format, rows=rows, only_alerts=True)
+        if output_format == "text":
+            outcome = (
+                f"{len(verdicts.alerts)} alert(s): the build fails" if verdicts.failed else "no alert: nothing failed"
+            )
+            _emit(outcome + "\n")
+    except BrokenPipeError:  # `alert | head`: the verdict still decides the exit code
+        _silence_stdout()
+    return code
 
 
 def command_history(*, results_dir: str, machine: str, cell: str, strict: bool) -> int:
@@ -396,6 +413,9 @@ def command_history(*, results_dir: str, machine: str, cell: str, strict: bool) 
 
     key = parse_cell(cell)
     results = _load(results_dir, strict=strict)
+    if machine not in set(results.cells["machine"]):
+        have = ", ".join(sorted(set(results.cells["machine"]))) or "none"
+        raise FusedbenchError(f"machine {machine!r} has no results in {results_dir}; machines with results: {have}")
     newest = results.cells[results.cells["machine"] == machine]["commit"]
     heads = [c for c in dict.fromkeys(newest) if git_ancestors(c, os.getcwd()) is not None]
     if not heads:
@@ -417,7 +437,7 @@ def command_history(*, results_dir: str, machine: str, cell: str, strict: bool) 
 def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], write: bool, strict: bool) -> int:
     """Derive a threshold preset from A/A runs, print its thresholds, noise and rates (and keep it, with --write)."""
     from fusedbench.calibration import GOALS, calibrate
-    from fusedbench.thresholds import CLASS_LABELS, PRESETS_FILE, save_preset
+    from fusedbench.thresholds import CLASS_LABELS, save_preset
 
     for commits in runs:
         if len(commits) < 2:
@@ -453,8 +473,7 @@ def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], 
         rate = preset.rates["detection"][goal]
         console.print(f"detection of {goal}: {_effect(rate, 'rate')} (goal: at least 95%)", markup=False)
     if write:
-        save_preset(preset)
-        console.print(f"preset {preset.name!r} written to {PRESETS_FILE}", markup=False)
+        console.print(save_preset(preset), markup=False)
     return EXIT_OK
 
 
@@ -514,11 +533,15 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
-def _results_arguments(parser: argparse.ArgumentParser) -> None:
+def _folder_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    parser.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
+
+
+def _results_arguments(parser: argparse.ArgumentParser) -> None:
+    _folder_arguments(parser)
     parser.add_argument("--machine", action="extend", type=_names, default=[], help="only these machines")
     parser.add_argument("--commit", action="extend", type=_names, default=[], help="only these commits (prefixes)")
-    parser.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -640,12 +663,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--preset", default=None, help="threshold preset (default: the machine's; --dump-thresholds)")
         formats = ("text", "md", "json")
         sub.add_argument("--format", dest="output_format", choices=formats, default="text")
-        sub.add_argument("--rows", type=int, default=40, help="rows of the terminal table (default: 40)")
+        sub.add_argument("--rows", type=_count, default=40, help="rows of the terminal table (default: 40)")
         sub.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
         if name == "alert":
             sub.add_argument("--dump-thresholds", action="store_true", help="print the preset in force and exit")
     history = commands.add_parser("history", help="one cell's time over commits on a machine, and where a step began")
-    history.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    _folder_arguments(history)
     history.add_argument("--machine", required=True, help="the machine (asv's name, e.g. h100-80gb-hbm3)")
     history.add_argument(
         "--cell",
@@ -653,12 +676,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="EPILOG/DTYPE/SHAPE/PROVIDER",
         help="e.g. RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused",
     )
-    history.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
     history.set_defaults(
         handler=lambda a: command_history(results_dir=a.results_dir, machine=a.machine, cell=a.cell, strict=a.strict)
     )
     calibrate = commands.add_parser("calibrate", help="earn a threshold preset from A/A runs (the same code run again)")
-    calibrate.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    _folder_arguments(calibrate)
     calibrate.add_argument("--machine", required=True, help="the machine the A/A runs were made on")
     calibrate.add_argument(
         "--runs",
@@ -669,7 +691,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="a set of A/A runs' commits, all of one measurement code (repeat for another set)",
     )
     calibrate.add_argument("--write", action="store_true", help="keep the preset in fusedbench/presets.json")
-    calibrate.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
     calibrate.set_defaults(
         handler=lambda a: command_calibrate(
             results_dir=a.results_dir, machine=a.machine, runs=a.runs, write=a.write, strict=a.strict

@@ -32,10 +32,10 @@ from fusedbench.errors import FusedbenchError
 from fusedbench.model import Status
 from fusedbench.providers import FUSED, GEMM
 from fusedbench.results import ResultSet
-from fusedbench.thresholds import GROUP_GATE, PROVIDER_GATE, Preset, cell_class
+from fusedbench.thresholds import GROUP_GATE, METRIC_NAMES, PROVIDER_GATE, Preset, cell_class
 
-TIME, EPILOG_COST, FUSION_SPEEDUP = "time", "epilog-cost", "fusion-speedup"
-METRICS = (TIME, EPILOG_COST, FUSION_SPEEDUP)
+METRICS = METRIC_NAMES
+TIME, EPILOG_COST, FUSION_SPEEDUP = METRICS
 WORSE_WHEN_LOWER = {FUSION_SPEEDUP}  # fusion paying less is the regression; for the others a rise is
 KEY = ["epilog", "dtype", "m", "k", "n", "provider"]
 WORKLOAD = ["epilog", "dtype", "m", "k", "n"]
@@ -346,6 +346,12 @@ def group_rows(paired: Paired, measured: pd.DataFrame, preset: Preset) -> pd.Dat
 def compare_runs(base: Run, cand: Run, preset: Preset, *, replicates: int = BOOTSTRAP) -> Comparison:
     """Every cell and metric of two runs, compared; groups only where both ran them at one version."""
     comparable = {g for g, v in cand.groups.items() if base.groups.get(g) == v}
+    if not comparable:
+        raise FusedbenchError(
+            f"{cand.label} and {base.label} share no group at one benchmark version "
+            f"(candidate: {', '.join(cand.groups) or 'none'}; baseline: {', '.join(base.groups) or 'none'}), "
+            "so nothing can be compared; choose a baseline that ran the same groups"
+        )
     paired = pair_runs(restrict(base, comparable), restrict(cand, comparable), replicates=replicates)
     measured = measured_rows(paired, preset)
     cells = pd.concat([measured, status_rows(base, cand)], ignore_index=True)

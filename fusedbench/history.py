@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fusedbench.dtypes import DTYPES
+from fusedbench.epilogs import Epilog
 from fusedbench.errors import FusedbenchError
+from fusedbench.providers import PROVIDERS
 from fusedbench.results import ResultSet
 from fusedbench.shapes import parse_shape
 
@@ -24,6 +27,13 @@ def parse_cell(text: str) -> dict:
             f"cell {text!r} is not EPILOG/DTYPE/SHAPE/PROVIDER, e.g. RELU/fp16/(8192,4096)x(4096,8192)/fused"
         )
     epilog, dtype, shape, provider = parts
+    for what, value, known in (
+        ("epilog", epilog, [e.name for e in Epilog]),
+        ("dtype", dtype, list(DTYPES)),
+        ("provider", provider, list(PROVIDERS)),
+    ):
+        if value not in known:
+            raise FusedbenchError(f"cell {text!r}: unknown {what} {value!r}; choose from {', '.join(known)}")
     try:
         m, k, n = parse_shape(shape)
     except (ValueError, FusedbenchError):

@@ -23,6 +23,7 @@ from fusedbench.errors import FusedbenchError
 CLASSES = (("large", 5e-3), ("medium", 1e-3), ("small", 0.0))  # (name, lower bound in seconds)
 # The gates: a group's median change over all its providers' cells, and over one provider's cells.
 GROUP_GATE, PROVIDER_GATE = "group", "provider"
+METRIC_NAMES = ("time", "epilog-cost", "fusion-speedup")  # what compare measures (compare.METRICS)
 GATES = (GROUP_GATE, PROVIDER_GATE)
 CLASS_LABELS = {
     "large": ">= 5 ms",
@@ -86,38 +87,69 @@ PRESETS_FILE = os.path.join(os.path.dirname(__file__), "presets.json")
 
 
 def load_presets(path: str = PRESETS_FILE) -> dict[str, Preset]:
-    with open(path, encoding="utf-8") as stream:
-        return {name: Preset.from_json(data) for name, data in json.load(stream).items()}
+    """Every preset in the presets file, each checked whole: one FusedbenchError line naming what is wrong."""
+    fix = f"restore it with `git checkout -- {os.path.relpath(path)}` or rerun `fusedbench calibrate --write`"
+    try:
+        with open(path, encoding="utf-8") as stream:
+            data = json.load(stream)
+        if not isinstance(data, dict):
+            raise ValueError(f"expected an object of presets, found a {type(data).__name__}")
+        presets = {name: Preset.from_json(entry) for name, entry in data.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+        raise FusedbenchError(f"threshold presets {path} cannot be read ({detail}); {fix}") from None
+    for preset in presets.values():
+        classes = (*(c for c, _ in CLASSES), *GATES)
+        missing = [f"{m}/{k}" for m in METRIC_NAMES for k in classes if (m, k) not in preset.thresholds]
+        wrong = [f"{'/'.join(k)}={v}" for k, v in preset.thresholds.items() if not 0 < v < math.inf]
+        if missing or wrong:
+            what = f"lacks {', '.join(missing)}" if missing else f"has thresholds not above 0: {', '.join(wrong)}"
+            raise FusedbenchError(f"threshold preset {preset.name!r} in {path} {what}; {fix}")
+    return presets
 
 
-def save_preset(preset: Preset, path: str = PRESETS_FILE) -> None:
-    """Add or replace one preset in the presets file, atomically."""
+def save_preset(preset: Preset, path: str = PRESETS_FILE) -> str:
+    """Add or replace one preset in the presets file, atomically; says what it replaced."""
     from fusedbench.files import write_text_atomically
 
-    with open(path, encoding="utf-8") as stream:
-        presets = json.load(stream)
-    presets[preset.name] = preset.to_json()
-    write_text_atomically(path, json.dumps(presets, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    PRESETS[preset.name] = preset
+    presets = load_presets(path)
+    before = presets.get(preset.name)
+    presets[preset.name] = preset
+    text = json.dumps({n: p.to_json() for n, p in presets.items()}, indent=2, sort_keys=True, allow_nan=False)
+    write_text_atomically(path, text + "\n")
+    _PRESETS.clear()
+    if before is None:
+        return f"preset {preset.name!r} added to {path}"
+    return f"preset {preset.name!r} in {path} replaced: it came from {before.pairs} A/A pair(s), now {preset.pairs}"
 
 
-PRESETS: dict[str, Preset] = load_presets()
+_PRESETS: dict[str, Preset] = {}
 DEFAULT_PRESET = "h100-80gb-hbm3"
+
+
+def presets() -> dict[str, Preset]:
+    """The committed presets, read once (a broken file is one error line, at the command that needs it)."""
+    if not _PRESETS:
+        _PRESETS.update(load_presets(PRESETS_FILE))
+    return _PRESETS
 
 
 def preset_for(machine: str, name: str | None = None) -> tuple[Preset, str]:
     """The preset in force for `machine` (or the one named) and one line saying why it is that one."""
+    known = presets()
     if name is not None:
-        if name not in PRESETS:
-            raise FusedbenchError(f"no threshold preset {name!r}; presets: {', '.join(PRESETS)}")
-        return PRESETS[name], f"preset {name!r}, as asked"
-    if not PRESETS:
-        raise FusedbenchError(f"no threshold presets in {PRESETS_FILE}; run `fusedbench calibrate` on A/A runs")
+        if name not in known:
+            raise FusedbenchError(f"no threshold preset {name!r}; presets: {', '.join(known)}")
+        return known[name], f"preset {name!r}, as asked"
+    if DEFAULT_PRESET not in known:
+        raise FusedbenchError(f"no preset {DEFAULT_PRESET!r} in {PRESETS_FILE}; run `fusedbench calibrate --write`")
     gpu = re.sub(r"-tuned-.*$", "", machine)  # a tuned run is judged by its GPU's noise
-    if gpu in PRESETS:
-        return PRESETS[gpu], f"preset {gpu!r}, calibrated on this GPU's own A/A runs"
+    if gpu in known:
+        return known[gpu], f"preset {gpu!r}, calibrated on this GPU's own A/A runs"
+    if not gpu:
+        return known[DEFAULT_PRESET], f"preset {DEFAULT_PRESET!r}: no machine named and no results to take one from"
     return (
-        PRESETS[DEFAULT_PRESET],
+        known[DEFAULT_PRESET],
         f"preset {DEFAULT_PRESET!r}: {gpu} has no A/A runs of its own yet, so it uses the {DEFAULT_PRESET} "
         "calibration (run the calibration there to earn its own; docs/regressions.md)",
     )

@@ -126,6 +126,15 @@ def test_without_git_history_the_default_baseline_asks_for_one(capsys, quick, tm
 TUNED = "67306e2d"  # quick runs with one provider degraded on purpose (fusedbench run --tune), on the H100
 
 
+def tuned_results(tmp_path: Path, setting: str) -> tuple[str, Path]:
+    """(the tuned machine, a results folder with the last A/A quick run and the run tuned with `setting`)."""
+    tuned = f"{MACHINE}-tuned-fused-{setting}"
+    results = copy_runs(tmp_path / "results", QUICK_RUNS[-1:])
+    copy_runs(tmp_path / "tuned", [TUNED], tuned)
+    shutil.copytree(tmp_path / "tuned" / tuned, results / tuned)
+    return tuned, results
+
+
 @pytest.mark.parametrize(
     ("setting", "expected"),
     [
@@ -139,10 +148,7 @@ TUNED = "67306e2d"  # quick runs with one provider degraded on purpose (fusedben
 def test_a_run_degraded_on_purpose_fails_on_its_touched_cells_and_no_untouched_cell(
     capsys, tmp_path, setting, expected
 ):
-    tuned = f"{MACHINE}-tuned-fused-{setting}"
-    results = copy_runs(tmp_path / "results", QUICK_RUNS[-1:])
-    copy_runs(tmp_path / "tuned", [TUNED], tuned)
-    shutil.copytree(tmp_path / "tuned" / tuned, results / tuned)
+    tuned, results = tuned_results(tmp_path, setting)
     code, out, _ = run_cli(
         capsys, "alert", results, "--baseline", f"{MACHINE}@7dd23c5", "--candidate", f"{tuned}@", "--format", "json"
     )
@@ -171,6 +177,10 @@ def test_history_prints_a_cells_series_in_git_order_and_the_step(capsys, quick):
         (["history", "--machine", MACHINE, "--cell", "RELU/fp16/(1,2)x(2,3)/fused"], "has no timed results"),
         (["calibrate", "--machine", MACHINE, "--runs", "6c07033"], "a set needs at least two A/A runs"),
         (["calibrate", "--machine", MACHINE, "--runs", "6c07033,deadbee"], "commit 'deadbee' matches no runs"),
+        (["history", "--machine", "h900", "--cell", "RELU/fp16/(1,2)x(2,3)/fused"], "machine 'h900' has no results in"),
+        (["history", "--machine", MACHINE, "--cell", "relu/fp16/(1,2)x(2,3)/fused"], "unknown epilog 'relu'; choose"),
+        (["history", "--machine", MACHINE, "--cell", "RELU/fp16/(1,2)x(2,3)/cublas"], "unknown provider 'cublas'"),
+        (["calibrate", "--machine", MACHINE, "--runs", "6c07033,6c07033f"], "names run 6c07033f twice"),
     ],
 )
 def test_history_and_calibrate_refuse_bad_input_in_one_line(capsys, quick, argv, says):
@@ -201,10 +211,7 @@ def test_the_default_baseline_skips_an_earlier_run_whose_benchmark_version_diffe
 
 
 def test_compare_markdown_lists_what_moved_worst_first_and_the_gates(capsys, tmp_path):
-    tuned = f"{MACHINE}-tuned-fused-algorithm-7"
-    results = copy_runs(tmp_path / "results", QUICK_RUNS[-1:])
-    copy_runs(tmp_path / "tuned", [TUNED], tuned)
-    shutil.copytree(tmp_path / "tuned" / tuned, results / tuned)
+    tuned, results = tuned_results(tmp_path, "algorithm-7")
     code, out, _ = run_cli(
         capsys, "compare", results, "--baseline", f"{MACHINE}@7dd23c5", "--candidate", f"{tuned}@", "--format", "md"
     )
@@ -213,3 +220,89 @@ def test_compare_markdown_lists_what_moved_worst_first_and_the_gates(capsys, tmp
     assert lines[0] == f"## {tuned}@67306e2d against {MACHINE}@7dd23c51"
     assert "| slower | GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused | time | large | 1.184 |" in out
     assert "| slower | Quick | * | time | 1.029 |" in out and "| same |" not in out
+
+
+def test_alert_refuses_to_judge_a_machine_whose_newest_results_cannot_be_read(capsys, tmp_path):
+    results = copy_runs(tmp_path / "results", QUICK_RUNS)
+    (newest,) = (results / MACHINE).glob(f"{QUICK_RUNS[-1]}-existing-*.json")
+    newest.write_text("{bad")
+    code, _, err = run_cli(capsys, "alert", results, "--machine", MACHINE)
+    assert code == 2 and "error: alert judges only results it can read in full: " in err and str(newest) in err
+    assert run_cli(capsys, "compare", results, "--machine", MACHINE, "--baseline", QUICK_RUNS[0])[0] == 0  # warns
+
+
+def test_a_reader_that_goes_away_does_not_turn_a_red_alert_green(capsys, tmp_path, monkeypatch):
+    import fusedbench.cli as cli
+
+    tuned, results = tuned_results(tmp_path, "workspace-0")
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+
+    def reader_gone(*args, **kwargs):
+        raise BrokenPipeError
+
+    monkeypatch.setattr(cli, "_print_comparison", reader_gone)
+    monkeypatch.setattr(cli, "_silence_stdout", lambda: None)
+    code, _, _ = run_cli(capsys, "alert", results, "--baseline", f"{MACHINE}@7dd23c5", "--candidate", f"{tuned}@")
+    assert code == 1 and summary.read_text().startswith("## fusedbench alert: RED")
+
+
+def test_without_git_the_default_baseline_asks_for_one(monkeypatch):
+    import subprocess
+
+    from fusedbench.alerts import git_ancestors
+
+    def no_git(*args, **kwargs):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(subprocess, "run", no_git)
+    assert git_ancestors("HEAD", str(ROOT)) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{bad", "JSONDecodeError"),
+        ("[]", "expected an object of presets, found a list"),
+        ('{"p": {"name": "p"}}', "KeyError"),
+    ],
+)
+def test_a_broken_presets_file_is_one_error_line_naming_the_file_and_the_fix(capsys, tmp_path, monkeypatch, text, says):
+    import fusedbench.thresholds as thresholds
+
+    path = tmp_path / "presets.json"
+    path.write_text(text)
+    monkeypatch.setattr(thresholds, "PRESETS_FILE", str(path))
+    monkeypatch.setattr(thresholds, "_PRESETS", {})
+    code, out, err = run_cli(capsys, "alert", "--dump-thresholds", "--machine", MACHINE)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"threshold presets {path} cannot be read" in err and says in err and "fusedbench calibrate --write" in err
+
+
+def test_a_preset_missing_a_class_or_with_a_threshold_not_above_zero_is_refused(tmp_path):
+    from fusedbench.errors import FusedbenchError
+    from fusedbench.thresholds import PRESETS_FILE, load_presets, save_preset
+
+    committed = json.loads(Path(PRESETS_FILE).read_text())
+    entry = committed[MACHINE]
+    for change, says in (
+        (lambda t: t.pop("time/large"), "lacks time/large"),
+        (lambda t: t.update({"time/large": -1}), "not above 0"),
+    ):
+        broken = json.loads(json.dumps(committed))
+        change(broken[MACHINE]["thresholds"])
+        path = tmp_path / "presets.json"
+        path.write_text(json.dumps(broken))
+        with pytest.raises(FusedbenchError, match=says):
+            load_presets(str(path))
+    path.write_text(json.dumps(committed))
+    preset = load_presets(str(path))[MACHINE]
+    assert save_preset(preset, str(path)).endswith(
+        f"replaced: it came from {entry['pairs']} A/A pair(s), now {entry['pairs']}"
+    )
+
+
+def test_a_negative_row_count_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["compare", "--rows", "-1"])
+    assert exited.value.code == 2 and "expected a whole number of rows, 0 or more, got '-1'" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import pytest
 from fusedbench.calibration import ALPHA, DETECT, GOALS, calibrate, detection, red_builds, replicate_builds
 from fusedbench.compare import Run
 from fusedbench.results import load_results
-from fusedbench.thresholds import PRESETS, Preset
+from fusedbench.thresholds import Preset, presets
 
 ROOT = Path(__file__).parent.parent
 
@@ -21,9 +21,9 @@ def results():
     return load_results(str(ROOT / "results"))
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", sorted(presets()))
 def test_a_committed_preset_is_exactly_what_its_a_a_runs_give(results, name):
-    committed = PRESETS[name]
+    committed = presets()[name]
     again = calibrate(results, committed.calibrated_on, [list(commits) for commits in committed.runs], name)
     assert again.thresholds == committed.thresholds
     assert again.noise == committed.noise and again.pairs == committed.pairs
@@ -33,7 +33,7 @@ def test_a_committed_preset_is_exactly_what_its_a_a_runs_give(results, name):
 
 
 def test_the_h100_preset_keeps_a_a_builds_green_and_misses_what_docs_regressions_says_it_misses():
-    preset = PRESETS["h100-80gb-hbm3"]
+    preset = presets()["h100-80gb-hbm3"]
     rates = preset.rates
     assert rates["pairs_by_suite"] == {"default": 1, "quick": 20}
     assert all(rate <= ALPHA for rate in rates["false_alarm_by_suite"].values())  # the goal: met

@@ -238,3 +238,22 @@ def test_the_verdict_is_symmetric_in_which_run_is_the_baseline(flip):
     row = verdicts.comparison.cells
     row = row[(row["epilog"] == "BIAS") & (row["provider"] == "fused") & (row["metric"] == TIME)].iloc[0]
     assert row["verdict"] is (Verdict.FASTER if flip else Verdict.SLOWER)
+
+
+def test_runs_that_share_no_group_at_one_version_are_refused_not_reported_green():
+    from fusedbench.errors import FusedbenchError
+
+    other = make_run("b" * 40, seed=2, group="Fp16Llm")
+    with pytest.raises(FusedbenchError, match=r"share no group at one benchmark version .* nothing can be compared"):
+        compare_runs(make_run("a" * 40, seed=1), other, PRESET)
+
+
+def test_two_machines_compare_with_a_warning_that_the_change_includes_the_machines():
+    h200 = make_run("a" * 40, seed=2)
+    h200 = Run("h200-141gb", h200.commit, h200.cells.assign(machine="h200-141gb"))
+    verdicts = judged(make_run("a" * 40, seed=1), h200)
+    assert any(
+        w.startswith("the runs are of different machines (h100-80gb-hbm3, h200-141gb)") for w in verdicts.warnings
+    )
+    tuned = Run("h100-80gb-hbm3-tuned-fused-algorithm-7", h200.commit, h200.cells)
+    assert not any("different machines" in w for w in judged(make_run("a" * 40, seed=1), tuned).warnings)
