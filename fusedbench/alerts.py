@@ -14,7 +14,6 @@ import enum
 import json
 import math
 import os
-import re
 import subprocess
 from dataclasses import dataclass
 
@@ -25,6 +24,7 @@ from fusedbench.compare import ALL_PROVIDERS, EPILOG_COST, FUSION_SPEEDUP, KEY, 
 from fusedbench.errors import FusedbenchError
 from fusedbench.results import ResultSet
 from fusedbench.shapes import shape_label
+from fusedbench.tuning import gpu_machine
 
 STEP_SUMMARY_LIMIT = 1_000_000  # GitHub refuses a step summary over 1 MiB
 KNOWN_SHOWN = 3  # known inversions named in the warning (the worst); the rest are counted
@@ -91,7 +91,7 @@ def judge_comparison(comparison: Comparison) -> Verdicts:
             warnings.append(f"{where(row)} {metric}: {_change(row)}, beyond its threshold but too noisy to tell")
         if kind is not None:
             failing.append((index, kind.value))
-    gpus = {re.sub(r"-tuned-.*$", "", run.machine) for run in (comparison.baseline, comparison.candidate)}
+    gpus = {gpu_machine(run.machine) for run in (comparison.baseline, comparison.candidate)}
     if len(gpus) > 1:
         warnings.append(
             f"the runs are of different machines ({comparison.baseline.machine}, {comparison.candidate.machine}): "
@@ -306,7 +306,7 @@ def default_baseline(results: ResultSet, candidate: Run, cwd: str) -> str:
         versions = dict(zip(theirs["group"], theirs["version"], strict=True))
         if any(versions.get(g) == v for g, v in candidate.groups.items()):
             return commit
-    gpu = re.sub(r"-tuned-.*$", "", candidate.machine)
+    gpu = gpu_machine(candidate.machine)
     hint = (
         f"--baseline {gpu}@COMMIT (a tuned run is judged against its GPU's own runs)"
         if gpu != candidate.machine

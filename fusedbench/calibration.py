@@ -237,10 +237,9 @@ def suite_of(builds: ReplicateBuilds) -> str:
     return next((name for name, members in SUITES.items() if set(members) == groups), "+".join(sorted(groups)))
 
 
-def aa_pairs(results: ResultSet, machine: str, commits: list[str]) -> list[tuple[Run, Run]]:
+def aa_pairs(runs: list[Run], machine: str) -> list[tuple[Run, Run]]:
     """Every pair of the given runs (same code, one machine) that share a group at one benchmark version,
     each pair restricted to those groups."""
-    runs = [select_run(results, machine, commit) for commit in commits]
     pairs = []
     for index, base in enumerate(runs):
         for cand in runs[index + 1 :]:
@@ -248,7 +247,8 @@ def aa_pairs(results: ResultSet, machine: str, commits: list[str]) -> list[tuple
             if shared:
                 pairs.append((restrict(base, shared), restrict(cand, shared)))
     if not pairs:
-        raise FusedbenchError(f"no two of the runs {', '.join(c[:8] for c in commits)} on {machine} share a group")
+        names = ", ".join(run.commit[:8] for run in runs)
+        raise FusedbenchError(f"no two of the runs {names} on {machine} share a group")
     return pairs
 
 
@@ -256,13 +256,14 @@ def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]], name:
     """A preset from A/A runs on `machine`, with its false-alarm and detection rates. Each set holds runs
     of one measurement code (pairs are made within a set only), so A/A runs of an older and a newer
     version of the code can both teach the preset, each set maybe from other machine sessions."""
-    for commits in run_sets:
-        resolved = [select_run(results, machine, commit).commit for commit in commits]
-        if len(set(resolved)) < len(resolved):
-            twice = next(c for c in resolved if resolved.count(c) > 1)
+    sets = [[select_run(results, machine, commit) for commit in commits] for commits in run_sets]
+    for runs in sets:
+        commits = [run.commit for run in runs]
+        twice = next((c for c in commits if commits.count(c) > 1), None)
+        if twice:
             raise FusedbenchError(f"--runs names run {twice[:8]} twice: an A/A pair needs two different runs")
-    pairs = [pair for commits in run_sets for pair in aa_pairs(results, machine, commits)]
+    pairs = [pair for runs in sets for pair in aa_pairs(runs, machine)]
     builds = [replicate_builds(base, cand, seed=index) for index, (base, cand) in enumerate(pairs)]
-    full = tuple(tuple(select_run(results, machine, commit).commit for commit in commits) for commits in run_sets)
+    full = tuple(tuple(run.commit for run in runs) for runs in sets)
     preset = make_preset(name or machine, machine, full, builds)
     return replace(preset, rates=rates(builds, preset), pairs=len(pairs))

@@ -305,6 +305,8 @@ def _compared(results_dirs: list[str], machine, baseline, candidate, preset_name
 
 
 def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: int, only_alerts: bool) -> None:
+    import pandas
+
     from fusedbench.alerts import comparison_markdown, dump, summary_markdown, to_json, verdict_counts, where
     from fusedbench.compare import Verdict
 
@@ -334,10 +336,10 @@ def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: i
             row.get("kind") if only_alerts else row["verdict"].value,
             where(row),
             row["metric"],
-            "" if pd_isna(row.get("cell_class")) else row["cell_class"],
-            "" if pd_isna(row["ratio"]) else f"x{row['ratio']:.3f}",
-            "" if pd_isna(row["ci_low"]) else f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
-            "" if pd_isna(row["threshold"]) else f"{row['threshold']:.1%}",
+            "" if pandas.isna(row.get("cell_class")) else row["cell_class"],
+            "" if pandas.isna(row["ratio"]) else f"x{row['ratio']:.3f}",
+            "" if pandas.isna(row["ci_low"]) else f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
+            "" if pandas.isna(row["threshold"]) else f"{row['threshold']:.1%}",
             row.get("reason") or "",
         )
         for _, row in shown.head(rows).iterrows()
@@ -364,10 +366,6 @@ def _print_comparison(verdicts, preset_line: str, output_format: str, *, rows: i
         ]
         columns = ("verdict", "group gate", "metric", "median change", "95% interval", "threshold")
         console.print(_table("group gates that moved", columns, gate_rows))
-
-
-def pd_isna(value) -> bool:
-    return value is None or (isinstance(value, float) and value != value)
 
 
 def command_compare(*, results_dirs, machine, baseline, candidate, preset, output_format, rows, strict) -> int:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from fusedbench.errors import FusedbenchError
+from fusedbench.tuning import gpu_machine
 
 # Cell classes by the time that sets their noise: the cell's own median for `time`, its workload's
 # GEMM for the paired metrics. Short kernels are noisier (launch and clock jitter weigh more).
@@ -143,7 +143,7 @@ def preset_for(machine: str, name: str | None = None) -> tuple[Preset, str]:
         return known[name], f"preset {name!r}, as asked"
     if DEFAULT_PRESET not in known:
         raise FusedbenchError(f"no preset {DEFAULT_PRESET!r} in {PRESETS_FILE}; run `fusedbench calibrate --write`")
-    gpu = re.sub(r"-tuned-.*$", "", machine)  # a tuned run is judged by its GPU's noise
+    gpu = gpu_machine(machine)  # a tuned run is judged by its GPU's noise
     if gpu in known:
         return known[gpu], f"preset {gpu!r}, calibrated on this GPU's own A/A runs"
     if not gpu:

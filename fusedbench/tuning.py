@@ -30,6 +30,7 @@ SETTINGS = {
 # The providers planned by cuBLASLt's heuristic through nvmath (fused-autotuned reorders by timing).
 TUNABLE_PROVIDERS = ("fused", "gemm")
 _FORM = "PROVIDER:SETTING=N, e.g. fused:algorithm=3 or gemm:workspace=0"
+TUNED_MARK = "-tuned-"  # between the GPU's machine name and the tuning, in a tuned run's machine name
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,16 @@ class Tuning:
 
     def machine(self, gpu_machine: str) -> str:
         """The asv machine a tuned run records under, apart from the GPU's own history."""
-        return f"{gpu_machine}-tuned-{self.provider}-{self.setting}-{self.value}"
+        return f"{gpu_machine}{TUNED_MARK}{self.provider}-{self.setting}-{self.value}"
 
     def to_json(self) -> dict:
         return {"provider": self.provider, "setting": self.setting, "value": self.value}
+
+
+def gpu_machine(machine: str) -> str:
+    """The GPU's own machine of a tuned run's machine ('h100-80gb-hbm3-tuned-fused-algorithm-7' ->
+    'h100-80gb-hbm3'); any other machine is its own."""
+    return machine.split(TUNED_MARK, 1)[0]
 
 
 def parse_tuning(text: str) -> Tuning:

@@ -38,3 +38,10 @@ def test_the_environment_variable_is_the_tuning_or_nothing():
     assert tuning_from_environment({TUNE_VARIABLE: "gemm:workspace=0"}) == Tuning("gemm", "workspace", 0)
     with pytest.raises(FusedbenchError, match=f"^{TUNE_VARIABLE}: tuning 'x'"):
         tuning_from_environment({TUNE_VARIABLE: "x"})
+
+
+def test_a_tuned_machine_belongs_to_its_gpu_and_any_other_machine_to_itself():
+    from fusedbench.tuning import gpu_machine
+
+    assert gpu_machine(parse_tuning("fused:algorithm=3").machine("h100-80gb-hbm3")) == "h100-80gb-hbm3"
+    assert gpu_machine("h200-141gb") == "h200-141gb"
