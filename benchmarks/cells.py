@@ -118,3 +118,8 @@ class Fp8Llm(_Cells):
 class Fp8Membound(_Cells):
     def setup_cache(self):
         return _measure("Fp8Membound")
+
+
+class Blog(_Cells):
+    def setup_cache(self):
+        return _measure("Blog")

@@ -232,9 +232,13 @@ def rates(builds_list: list[ReplicateBuilds], preset: Preset, seed: int = 0) -> 
 
 
 def suite_of(builds: ReplicateBuilds) -> str:
-    """The suite whose groups a pair compared ('default', 'quick'), or its groups joined."""
+    """The smallest suite holding every group a pair compared ('default', 'quick'), or the groups joined.
+
+    Smallest, not equal: a suite that gained a group since (the default suite's Blog) still names
+    the runs made before."""
     groups = set(builds.rows["group"])
-    return next((name for name, members in SUITES.items() if set(members) == groups), "+".join(sorted(groups)))
+    holding = [name for name, members in SUITES.items() if groups <= set(members)]
+    return min(holding, key=lambda name: len(SUITES[name])) if holding else "+".join(sorted(groups))
 
 
 def aa_pairs(runs: list[Run], machine: str) -> list[tuple[Run, Run]]:

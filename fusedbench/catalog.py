@@ -48,6 +48,7 @@ def catalog_json() -> dict:
             for name, shapes in SHAPE_SETS.items()
         },
         "provider_details": [
-            {"name": p.name, "description": p.description, "libraries": list(p.libraries)} for p in PROVIDERS.values()
+            {"name": p.name, "description": p.description, "libraries": list(p.libraries), "control": p.control}
+            for p in PROVIDERS.values()
         ],
     }

@@ -135,6 +135,20 @@ class EpilogSpec:
         return tuple(names)
 
     @property
+    def textbook_layout(self) -> str:
+        """The layout the seed blog's naive code multiplies in, named as `layout` is.
+
+        The blog keeps activations and gradients as (features, batch) row-major arrays and weights
+        as (out, in): its forward is `Matmul(weights, x)`, both row-major ("TT"); its backward is
+        `Matmul(weights.T, grad)`, A a column-major view ("NT"). The weight gradient, which it does
+        not show, is written the same way, `Matmul(grad, x.T)` ("TN"): the bias gradient is then a
+        sum along A's (or, for BGRADB, B's) contiguous axis.
+        """
+        if self.summed in (Summed.A, Summed.B):
+            return "TN"
+        return "NT" if self.derivative is not Derivative.NONE else "TT"
+
+    @property
     def has_pointwise_work(self) -> bool:
         """Whether an unfused version needs an elementwise pass over D after the GEMM."""
         return self.bias or self.activation is not Activation.NONE or self.derivative is not Derivative.NONE

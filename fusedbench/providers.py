@@ -24,6 +24,7 @@ class Provider:
         str, ...
     ]  # the Python packages whose versions its timings depend on (imported as the name's first word)
     builder: str  # "module:function" that prepares it on the GPU (fusedbench.gpu.providers)
+    control: bool = False  # a control for another provider, timed in its own group only, never on the ladder
 
 
 # Cheapest to write first. Each is prepared once (allocation, planning) and then run many times
@@ -33,7 +34,8 @@ PROVIDERS: dict[str, Provider] = {
     for provider in (
         Provider(
             "textbook",
-            "the seed blog's naive code: plain GEMM, then y += bias[:, None], y[y < 0] = 0, masks, sum",
+            "the seed blog's naive code in its layout: y = mm.execute(), then y += bias[:, None], y[y < 0] = 0, "
+            "y[mask] = 0, sum(y, axis=1)",
             "#9e9e9e",
             ("nvmath-python", "cupy", "torch"),
             "fusedbench.gpu.providers:build_textbook",
@@ -74,8 +76,19 @@ PROVIDERS: dict[str, Provider] = {
             ("nvmath-python",),
             "fusedbench.gpu.providers:build_gemm",
         ),
+        Provider(
+            "blog",
+            "control: the seed blog's two naive snippets transcribed as printed (RELU_BIAS, DRELU_BGRAD at fp16), "
+            "which the textbook must match",
+            "#6d6875",
+            ("nvmath-python", "cupy"),
+            "fusedbench.gpu.blog:build_blog",
+            control=True,
+        ),
     )
 }
+# The ladder every group measures (the controls run in groups of their own).
+LADDER = tuple(name for name, provider in PROVIDERS.items() if not provider.control)
 
 # The providers fused is compared against (DESIGN.md, 'Providers'), and the plain GEMM every
 # cell's epilog cost is measured over.
@@ -85,8 +98,8 @@ GEMM = "gemm"
 
 
 def select_providers(names: Iterable[str] | None) -> list[str]:
-    """Validate provider names (all of them when `names` is empty)."""
-    chosen = list(names) if names else list(PROVIDERS)
+    """Validate provider names (the ladder when `names` is empty)."""
+    chosen = list(names) if names else list(LADDER)
     unknown = [p for p in chosen if p not in PROVIDERS]
     if unknown:
         raise FusedbenchError(f"unknown provider {unknown[0]!r}; choose from {', '.join(PROVIDERS)}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.errors import FusedbenchError
-from fusedbench.providers import PROVIDERS
+from fusedbench.providers import LADDER
 from fusedbench.shapes import SHAPE_SETS, shape_set
 from fusedbench.workloads import Workload, build_workloads
 
@@ -27,29 +27,37 @@ CEILING_GEMM_SHAPE = (8192, 8192, 8192)
 CEILING_COPY_BYTES = 2 << 30
 CEILINGS_REGEX = r"^ceilings\."
 
-# asv's `version` of every benchmark: what asv computed from the benchmark source at commit
-# d1e4d02 (the measurement the committed default runs used), kept explicit so that a refactor
-# that measures the same thing keeps asv's history comparable. Change a group's version only
-# when what it measures changes (for example "Fp16Seed-2"); asv then starts a new history.
+# asv's `version` of every benchmark, explicit so that a refactor that measures the same thing
+# keeps asv's history comparable. Change a group's version only when what it measures changes;
+# asv then starts a new history. The ceilings keep the hashes asv computed at commit d1e4d02.
+# The cell groups are at revision 2: the textbook in the blog's layout and statements, and the
+# unfused passes rewritten to reach copy bandwidth (the d1e4d02 hashes were revision 1).
+CELLS_REVISION = "2: textbook in the blog's layout and statements; unfused passes at copy bandwidth"
 ASV_VERSIONS = {
     "GemmCeiling": "2a00b4b7e29bb04968bb39009d43a695117a7af8f6d44716e2cbebe053d54ec8",
     "CopyCeiling": "7ccc417e886a6e0f014a37ecb1a23fa2d47425ccbbe76aee6f8ac768719d7b37",
-    "Quick": "e177bef02d9eaf7a0ad72117eda8287d486d05425e5eee270de01821943f9802",
-    "Fp16Seed": "1577f0db28c0cad5e18f3a9686439a29a3102416e3fdb24539fb31a949f70f1d",
-    "Fp16Llm": "a62f9d49ff169f0b89fe769a37a205f9aa347a184102b827c54e74910daf1921",
-    "Fp16Membound": "39e6922680b2587d86009f94c7e50d712c4d3986949e17968f21ba0925387caf",
-    "Bf16Seed": "e7ed9f656388779ddb0190ac546b6f7896fd967deefa30d2fff5b63bce978630",
-    "Bf16Llm": "c3f0457c36d00097c81a3a313b01a78a3de1ae181be59d0d0b5bde8d02f265d2",
-    "Bf16Membound": "f0c3370f622cbcdd1ec636ff6fdba9b8e2e8c9fb6689f9272a1b77eb47ef50ff",
-    "Fp32Seed": "de7eec97ed8fa9d86a6b2d25c79700a5d311c6810d6101d94e33dc6c278238a0",
-    "Fp32Llm": "0d7d90797349a034c777cc0d65ea12491b65a819c4bcfa562b2a0f087d66b7db",
-    "Fp32Membound": "bd97f18020683fbdbe6b475009bc40d0072cfb81a0edbded0be588d176c7787d",
-    "Tf32Seed": "55233074c2c14cbb0fc66c16f6a14c3cb8708b2124f0e1e71f6a627c1505ac33",
-    "Tf32Llm": "b3c4ad20d632692f0cff3dcf291f48fdf65ead67f3478601163f4760ece199a2",
-    "Tf32Membound": "955e529b0a97057fd7792037e6bb1eebe9cc6504b15cbd85288bacdb9b13b742",
-    "Fp8Seed": "8a3fc569afa023f862f54aab3ee4c687f4d11d71fabb6c705d22e2df1cd939d7",
-    "Fp8Llm": "2f8593f68492b873440b4af25ffafe93196e3d8771f9ed8a5f7503255e81dbd7",
-    "Fp8Membound": "af695a59cf83eb987ad2110ebfe40ef0294c8666b20dc1c8d41f71824f8b4613",
+    **dict.fromkeys(
+        (
+            "Quick",
+            "Fp16Seed",
+            "Fp16Llm",
+            "Fp16Membound",
+            "Bf16Seed",
+            "Bf16Llm",
+            "Bf16Membound",
+            "Fp32Seed",
+            "Fp32Llm",
+            "Fp32Membound",
+            "Tf32Seed",
+            "Tf32Llm",
+            "Tf32Membound",
+            "Fp8Seed",
+            "Fp8Llm",
+            "Fp8Membound",
+            "Blog",
+        ),
+        CELLS_REVISION,
+    ),
 }
 
 
@@ -86,7 +94,7 @@ def _group(dtype: str, shapes: str, epilogs=None, providers=None, name: str | No
         dtype=dtype,
         shape_set=shapes,
         epilogs=tuple(epilogs or (spec.name for spec in EPILOGS.values())),
-        providers=tuple(providers or PROVIDERS),
+        providers=tuple(providers or LADDER),
     )
 
 
@@ -98,6 +106,8 @@ GROUPS: dict[str, BenchmarkGroup] = {
     group.name: group
     for group in (
         _group("fp16", "seed", ("DEFAULT", "BIAS", "RELU_BIAS", "GELU_AUX_BIAS", "DRELU_BGRAD"), name="Quick"),
+        # The textbook against the blog's own snippets, in rounds of their own (fusedbench.gpu.blog).
+        _group("fp16", "seed", ("RELU_BIAS", "DRELU_BGRAD"), ("textbook", "blog"), name="Blog"),
         *(_group(dtype, shapes) for dtype in DTYPES for shapes in _TIMED_SETS),
     )
 }
@@ -108,6 +118,7 @@ SUITES: dict[str, tuple[str, ...]] = {
         *(f"{dtype.capitalize()}{shapes.capitalize()}" for dtype in ("fp16", "bf16") for shapes in _TIMED_SETS),
         # fp32 without TF32 runs the seed GEMM at about 50 TFLOP/s (0.35 s a call): full suite only.
         *(f"{dtype.capitalize()}Seed" for dtype in ("tf32", "fp8")),
+        "Blog",
     ),
     "full": tuple(name for name in GROUPS if name != "Quick"),
 }

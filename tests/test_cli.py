@@ -27,7 +27,9 @@ def test_list_json_is_one_object_with_the_catalog(capsys):
     assert catalog["dtypes"] == ["fp16", "bf16", "fp32", "tf32", "fp8"]
     assert catalog["shapes"]["seed"] == [[65536, 16384, 8192]]
     assert all(len(mkn) == 3 for shapes in catalog["shapes"].values() for mkn in shapes)
-    assert catalog["providers"] == ["textbook", "unfused", "fused", "fused-autotuned", "torch", "gemm"]
+    assert catalog["providers"] == ["textbook", "unfused", "fused", "fused-autotuned", "torch", "gemm", "blog"]
+    controls = [p["name"] for p in catalog["provider_details"] if p["control"]]
+    assert controls == ["blog"]
 
 
 def test_llm_shapes_name_their_source_model(capsys):
@@ -50,7 +52,8 @@ def test_list_json_gives_each_suites_groups_and_cell_counts(capsys):
     _, out, _ = run_cli(capsys, "list", "--json")
     suites = json.loads(out)["suites"]
     assert suites["quick"] == [{"group": "Quick", "dtype": "fp16", "shape_set": "seed", "cells": 30}]
-    assert sum(g["cells"] for g in suites["default"]) == 2880
+    assert sum(g["cells"] for g in suites["default"]) == 2880 + 4  # the ladder's cells and the Blog control's
+    assert {"group": "Blog", "dtype": "fp16", "shape_set": "seed", "cells": 4} in suites["default"]
 
 
 def test_check_without_a_gpu_stack_exits_2_with_one_line(capsys, monkeypatch):

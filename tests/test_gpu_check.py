@@ -229,9 +229,10 @@ def test_a_tuned_run_times_only_its_provider_tuned_records_it_and_keeps_apart(gp
     for cell in record.cells:
         if cell.key.provider == "fused":
             offered = cell.provenance["algorithms_offered"]
-            assert offered > 1 and cell.provenance["algorithm_index"] == min(3, offered - 1) > 0
+            assert offered > 1 and cell.provenance["heuristic_rank"] == min(3, offered - 1) > 0
+            assert cell.provenance["chosen_by"] == tuning.label
         else:
-            assert cell.provenance == {}
+            assert cell.provenance["chosen_by"] == "heuristic" and cell.provenance["heuristic_rank"] == 0
     monkeypatch.delenv(TUNE_VARIABLE)  # the same asv machine without the tuning: refused, nothing mixes
     refused = bridge.measure_for_asv(group.name, str(root))
     assert "not under this GPU's name" in refused.why_not

@@ -12,7 +12,7 @@ from plotly.offline import get_plotlyjs
 from fusedbench.analysis import geometric_mean, speedups
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
-from fusedbench.providers import PROVIDERS
+from fusedbench.providers import LADDER
 from fusedbench.report import PNG_SCALE, PNG_WIDTH, key_figures, render_report, write_pngs, write_report
 from fusedbench.report.figures import ladder_figure, roofline_figure, speedup_heatmap
 from fusedbench.results import load_results
@@ -141,7 +141,7 @@ def test_roofline_draws_the_roof_only_with_the_runs_ceilings(results):
 
     without = roofline_figure(results.cells, results.ceilings, machine=MACHINE, dtype="fp16")
     assert "no ceilings measured" in without.layout.title.text
-    assert [trace.name for trace in without.data] == list(PROVIDERS)
+    assert [trace.name for trace in without.data] == list(LADDER)
     # Synthetic ceilings for this test only: a 700 TFLOP/s GEMM and 4 TB/s of copy bandwidth.
     (commit,) = set(results.cells["commit"])
     roof_row = {"machine": MACHINE, "dtype": "fp16", "gemm_tflops": 700.0, "gemm_at": "somewhere", "copy_tbps": 4.0}

@@ -12,6 +12,7 @@ from conftest import git, make_checkout
 
 from fusedbench.errors import FusedbenchError
 from fusedbench.machine import machine_name
+from fusedbench.providers import LADDER
 from fusedbench.run import asv_command, run_targets
 from fusedbench.suites import GROUPS, SUITES, select_groups, suite_bench_regex, suite_groups
 
@@ -80,7 +81,10 @@ def test_default_suite_covers_every_epilog_at_16_bit_on_seed_llm_and_membound():
     for dtype in ("fp16", "bf16"):
         for shapes in ("seed", "llm", "membound"):
             assert f"{dtype}/{shapes}" in default
-    assert all(len(GROUPS[name].epilogs) == 16 for name in SUITES["default"])
+    ladder_groups = [name for name in SUITES["default"] if GROUPS[name].providers == LADDER]
+    assert len(ladder_groups) == len(SUITES["default"]) - 1  # all but the Blog control
+    assert all(len(GROUPS[name].epilogs) == 16 for name in ladder_groups)
+    assert GROUPS["Blog"].providers == ("textbook", "blog")
 
 
 @pytest.fixture

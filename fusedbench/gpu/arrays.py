@@ -42,6 +42,22 @@ def as_torch(array: Any) -> Any:
     return torch.from_dlpack(array)
 
 
+def in_order(array: Any, row_major: bool) -> Any:
+    """The same 2-D values in row-major (C) or column-major (F) memory: the array itself where it already is."""
+    if is_torch(array):
+        if row_major:
+            return array.contiguous()
+        return array.t().contiguous().t()
+    import cupy
+
+    return cupy.ascontiguousarray(array) if row_major else cupy.asfortranarray(array)
+
+
+def copy_of(array: Any) -> Any:
+    """A new array with the same values, as naive code makes one (cupy's copy(), torch's clone())."""
+    return array.clone() if is_torch(array) else array.copy()
+
+
 def data_ptr(array: Any) -> int:
     return array.data_ptr() if is_torch(array) else array.data.ptr
 

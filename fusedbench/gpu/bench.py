@@ -3,7 +3,8 @@
 Called from asv's `setup_cache` (through `fusedbench.asv_bridge`). A workload's providers are
 prepared together, warmed up, then timed in interleaved rounds (one call of each per round, in a
 carryover-balanced order) with CUDA events, L2 flushed before every sample (every cell is
-measured cold). The result is a list of `model.Cell`s (picklable) that asv hands to each
+measured cold); then each provider's call runs once more with CUPTI recording its kernels
+(`gpu.provenance`). The result is a list of `model.Cell`s (picklable) that asv hands to each
 cell's process.
 """
 
@@ -16,6 +17,7 @@ from fusedbench.epilogs import EPILOGS, Epilog
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
 from fusedbench.gpu.operands import make_operands
+from fusedbench.gpu.provenance import kernel_provenance
 from fusedbench.gpu.providers import prepare_provider
 from fusedbench.gpu.timing import CudaEventClock, L2Flusher
 from fusedbench.model import Cell, CellKey
@@ -28,7 +30,8 @@ from fusedbench.workloads import Workload
 WARMUP_ROUNDS = 1  # one call of every provider, on top of the warm-up call in prepare_provider
 WARMUP_SECONDS = 0.05  # and at least this much GPU time: raises the SM clock after the host-side set-up
 # D-sized buffers beyond the operands while a workload's providers are all prepared: the
-# textbook's temporaries, the unfused pass's aux buffer, the aux outputs nvmath allocates per call.
+# textbook's results and temporaries, the unfused pass's aux buffer, the aux outputs nvmath
+# allocates per call. The textbook's copies of A and B in the blog's layout come on top.
 MEMORY_HEADROOM = 6
 
 
@@ -44,7 +47,8 @@ def _free_bytes(stack: GpuStack) -> int:
 def _needed_bytes(workload: Workload) -> int:
     spec, dtype = workload.epilog, workload.dtype
     fused = spec.fused_bytes(workload.m, workload.k, workload.n, dtype.operand_itemsize, dtype.result_itemsize)
-    return fused + MEMORY_HEADROOM * workload.m * workload.n * dtype.result_itemsize
+    textbook_copies = (workload.m + workload.n) * workload.k * dtype.operand_itemsize
+    return fused + textbook_copies + MEMORY_HEADROOM * workload.m * workload.n * dtype.result_itemsize
 
 
 def measure_group(stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0, tuning: Tuning | None = None) -> list[Cell]:
@@ -98,6 +102,12 @@ def _measure_workload(
             between_samples=flush,
             order_seed=order_seed,
         )
+        # After the timing, so CUPTI is off while samples are taken.
+        kernels = {
+            provider: kernel_provenance(prepared[provider].run, flush)
+            for provider, samples in timed.items()
+            if not isinstance(samples, Exception)
+        }
     finally:
         for ready in prepared.values():
             ready.release()
@@ -106,7 +116,8 @@ def _measure_workload(
         if isinstance(samples, Exception):
             cells[provider] = Cell.failed(key, f"{type(samples).__name__}: {samples}")
         else:
-            cells[provider] = replace(Cell.measured(key, samples), provenance=prepared[provider].provenance)
+            provenance = {**prepared[provider].provenance, **kernels[provider]}
+            cells[provider] = replace(Cell.measured(key, samples), provenance=provenance)
     return [cells[provider] for provider in by_provider]
 
 

@@ -10,6 +10,12 @@ All arithmetic is float32; storage is fp16, fp32, bf16 (as uint16 bits) or fp8 e
 bits, read only). D is column-major (M x N): a thread takes ROWS consecutive rows of one column,
 so neighbouring threads touch neighbouring addresses, with 16-byte vector loads and stores
 wherever M is a multiple of ROWS (a scalar loop covers the rest).
+
+On an H200 (4.3 TB/s) a pass has about 25 instructions per element before it stops being
+memory-bound, so the passes avoid what costs more than that: 64-bit integer division (a software
+routine; indices are 32-bit wherever the arrays allow), libdevice's exact tanhf (GELU goes
+through __expf and a fast reciprocal, a few ulp off, far inside every tolerance), and
+bit-by-bit bf16 rounding (the hardware's paired conversions instead).
 """
 
 from __future__ import annotations
@@ -23,9 +29,9 @@ from fusedbench.epilogs import Activation, Derivative, EpilogSpec
 # load), 32 of fp32, and exactly one byte of the ReLU bit-mask.
 ROWS = 8
 
-# Columns each thread sums in the first stage of a row reduction: enough threads to fill the
-# GPU, few enough chunks that the second stage is tiny.
-COLUMNS_PER_CHUNK = 64
+# Threads a row sum aims for: a few per SM slot on a 132-SM GPU, enough loads in flight to
+# reach HBM bandwidth however few rows there are (BGRADA sums only K columns of M rows).
+ROW_SUM_THREADS = 1 << 18
 
 PREAMBLE = r"""
 // Generic loads and stores go through float32. Templates, because cupy's float16 type is only
@@ -56,15 +62,16 @@ __device__ __forceinline__ float half_to_f32(unsigned int bits) {
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
     return f;
 }
-__device__ __forceinline__ unsigned int f32_to_half(float f) {
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
+// Two floats to one word of two fp16 / bf16 (the first in the low half), one instruction each.
+__device__ __forceinline__ unsigned int pack_half2(float lo, float hi) {
+    unsigned int w;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    return w;
 }
-__device__ __forceinline__ unsigned int f32_to_bf16(float v) {
-    unsigned short h;
-    store_f32(v, h);
-    return h;
+__device__ __forceinline__ unsigned int pack_bf16x2(float lo, float hi) {
+    unsigned int w;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    return w;
 }
 template <typename T> struct Rows;  // specialised per storage type below
 template <> struct Rows<float16> {
@@ -79,10 +86,10 @@ template <> struct Rows<float16> {
     }
     static __device__ __forceinline__ void store(float16* p, const float* x) {
         uint4 w;
-        w.x = f32_to_half(x[0]) | (f32_to_half(x[1]) << 16);
-        w.y = f32_to_half(x[2]) | (f32_to_half(x[3]) << 16);
-        w.z = f32_to_half(x[4]) | (f32_to_half(x[5]) << 16);
-        w.w = f32_to_half(x[6]) | (f32_to_half(x[7]) << 16);
+        w.x = pack_half2(x[0], x[1]);
+        w.y = pack_half2(x[2], x[3]);
+        w.z = pack_half2(x[4], x[5]);
+        w.w = pack_half2(x[6], x[7]);
         *reinterpret_cast<uint4*>(p) = w;
     }
 };
@@ -98,10 +105,10 @@ template <> struct Rows<unsigned short> {  // bfloat16
     }
     static __device__ __forceinline__ void store(unsigned short* p, const float* x) {
         uint4 w;
-        w.x = f32_to_bf16(x[0]) | (f32_to_bf16(x[1]) << 16);
-        w.y = f32_to_bf16(x[2]) | (f32_to_bf16(x[3]) << 16);
-        w.z = f32_to_bf16(x[4]) | (f32_to_bf16(x[5]) << 16);
-        w.w = f32_to_bf16(x[6]) | (f32_to_bf16(x[7]) << 16);
+        w.x = pack_bf16x2(x[0], x[1]);
+        w.y = pack_bf16x2(x[2], x[3]);
+        w.z = pack_bf16x2(x[4], x[5]);
+        w.w = pack_bf16x2(x[6], x[7]);
         *reinterpret_cast<uint4*>(p) = w;
     }
 };
@@ -133,19 +140,31 @@ template <typename T> __device__ __forceinline__ void store_some(T* p, const flo
 }
 // ReLU as cuBLASLt applies it: negatives become 0, NaN stays NaN.
 __device__ __forceinline__ float relu_f32(float x) { return x < 0.f ? 0.f : x; }
-__device__ __forceinline__ float gelu_f32(float x) {
-    const float inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.f + tanhf(inner));
+// tanh-GELU through s = (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)): gelu = x s, and
+// gelu' = s + 2 x s (1 - s) u'. Two special-function instructions per element.
+__device__ __forceinline__ float gelu_gate(float x) {
+    const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return __fdividef(1.f, 1.f + __expf(-2.f * u));
 }
+__device__ __forceinline__ float gelu_f32(float x) { return x * gelu_gate(x); }
 __device__ __forceinline__ float gelu_grad_f32(float x) {
-    const float t = tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x));
-    return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * 0.7978845608028654f * (1.f + 3.f * 0.044715f * x * x);
+    const float s = gelu_gate(x);
+    return s + 2.f * x * s * (1.f - s) * 0.7978845608028654f * (1.f + 3.f * 0.044715f * x * x);
 }
 """
 
 
+def _index_type(narrow: bool) -> str:
+    """32-bit unsigned indices where every offset fits (their division is a few instructions), else 64-bit."""
+    return "unsigned int" if narrow else "long long"
+
+
+def _fits_32_bits(*arrays) -> bool:
+    return all(a.size < 2**32 for a in arrays)
+
+
 @functools.cache
-def _epilog_kernel(spec: EpilogSpec, vector: bool):
+def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool):
     """The whole pointwise part of `spec` in one pass: bias, aux output, activation, derivative.
 
     Parameters, in call order: m, groups, [bias], [mask, mask_ld], [pre, pre_ld], [aux_ld], d,
@@ -169,7 +188,7 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool):
     )
     if spec.derivative is Derivative.DRELU:
         inputs += ["raw uint8 mask", "int64 mask_ld"]
-        per_row.append("if (!((mask[col * mask_ld + g] >> j) & 1)) v = 0.f;")
+        per_row.append("if (!((mask_bits >> j) & 1)) v = 0.f;")
     elif spec.derivative is Derivative.DGELU:
         inputs += ["raw P pre", "int64 pre_ld"]
         per_row.append("v *= gelu_grad_f32(pre_rows[j]);")
@@ -179,16 +198,19 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool):
     if relu_aux:
         outputs.append("raw uint8 packed")
     flag = "true" if vector else "false"
-    load_pre = f"load_some(&pre[0] + col * pre_ld + row0, pre_rows, count, {flag});"
-    store_aux = f"store_some(&aux[0] + col * aux_ld + row0, saved, count, {flag});"
+    load_pre = f"load_some(&pre[0] + col * (I)pre_ld + row0, pre_rows, count, {flag});"
+    load_mask = "const unsigned int mask_bits = mask[col * (I)mask_ld + g];"
+    store_aux = f"store_some(&aux[0] + col * (I)aux_ld + row0, saved, count, {flag});"
     body = f"""
-    const long long col = i / groups, g = i % groups, row0 = g * 8;
-    const int count = row0 < m ? (int)min(8LL, m - row0) : 0;
+    typedef {_index_type(narrow)} I;
+    const I ii = (I)i, col = ii / (I)groups, g = ii - col * (I)groups, row0 = g * 8;
+    const int count = row0 < (I)m ? (int)min((I)8, (I)m - row0) : 0;
     float x[8], saved[8], pre_rows[8];
     unsigned int bits = 0;
-    T* dcol = &d[0] + col * m + row0;
+    T* dcol = &d[0] + col * (I)m + row0;
     load_some(dcol, x, count, {flag});
     {load_pre if spec.derivative is Derivative.DGELU else ""}
+    {load_mask if spec.derivative is Derivative.DRELU else ""}
 #pragma unroll
     for (int j = 0; j < 8; ++j) {{
         if (j < count) {{
@@ -199,7 +221,7 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool):
     }}
     store_some(dcol, x, count, {flag});
     {store_aux if gelu_aux else ""}
-    {"packed[i] = (unsigned char)bits;" if relu_aux else ""}
+    {"packed[ii] = (unsigned char)bits;" if relu_aux else ""}
     """
     return cupy.ElementwiseKernel(", ".join(inputs), ", ".join(outputs), body, "fusedbench_epilog", preamble=PREAMBLE)
 
@@ -223,34 +245,37 @@ def _relu_mask_kernel():
 
 
 @functools.cache
-def _row_sum_kernels(vector: bool):
+def _row_sum_kernels(vector: bool, narrow: bool):
+    """A row sum in two launches: slices of columns summed per thread and added atomically into a
+    float32 total, then the total rounded into the output (and zeroed for the next call)."""
     import cupy
 
     flag = "true" if vector else "false"
     partial = cupy.ElementwiseKernel(
         "raw T x, int64 m, int64 n, int64 groups, int64 columns",
-        "raw float32 partial",
+        "raw float32 total",
         f"""
-        const long long g = i % groups, row0 = g * 8, first = (i / groups) * columns;
-        const long long last = min(first + columns, n);
-        const int count = (int)min(8LL, m - row0);
+        typedef {_index_type(narrow)} I;
+        const I ii = (I)i, slice = ii / (I)groups, g = ii - slice * (I)groups, row0 = g * 8;
+        const I first = slice * (I)columns, last = min(first + (I)columns, (I)n);
+        const int count = (int)min((I)8, (I)m - row0);
         float acc[8] = {{0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}}, rows[8];
 #pragma unroll 4
-        for (long long col = first; col < last; ++col) {{
-            load_some(&x[0] + col * m + row0, rows, count, {flag});
+        for (I col = first; col < last; ++col) {{
+            load_some(&x[0] + col * (I)m + row0, rows, count, {flag});
 #pragma unroll
             for (int j = 0; j < 8; ++j) acc[j] += rows[j];
         }}
 #pragma unroll
-        for (int j = 0; j < 8; ++j) if (j < count) partial[(i / groups) * m + row0 + j] = acc[j];
+        for (int j = 0; j < 8; ++j) if (j < count) atomicAdd(&total[row0 + j], acc[j]);
         """,
         "fusedbench_row_sum_partial",
         preamble=PREAMBLE,
     )
     final = cupy.ElementwiseKernel(
-        "raw float32 partial, int64 m, int64 chunks",
-        "Y total",
-        "float acc = 0.f; for (long long c = 0; c < chunks; ++c) acc += partial[c * m + i]; store_f32(acc, total);",
+        "",
+        "raw float32 total, Y out",
+        "store_f32(total[i], out); total[i] = 0.f;",
         "fusedbench_row_sum_final",
         preamble=PREAMBLE,
     )
@@ -288,11 +313,12 @@ def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=
     groups = aux_out.shape[0] if relu_aux_out else -(-m // ROWS)  # mask padding bytes get zeros
     inputs: list = [m, groups]
     outputs: list = [_flat(d)]
-    vector_arrays = [d]
+    vector_arrays, indexed = [d], [d]
     if spec.bias:
         inputs.append(bias)
     if spec.derivative is Derivative.DRELU:
         inputs += [_flat(relu_aux), relu_aux.shape[0]]
+        indexed.append(relu_aux)
     elif spec.derivative is Derivative.DGELU:
         inputs += [_flat(gelu_aux), gelu_aux.shape[0]]
         vector_arrays.append(gelu_aux)
@@ -301,22 +327,28 @@ def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=
         vector_arrays.append(aux_out)
     if spec.saves_aux:
         outputs.append(_flat(aux_out))
-    kernel = _epilog_kernel(spec, _vectorizable(m, *vector_arrays))
-    return lambda: kernel(*inputs, *outputs, size=n * groups)
+        indexed.append(aux_out)
+    size = n * groups
+    narrow = size < 2**32 and _fits_32_bits(*indexed, *vector_arrays)
+    kernel = _epilog_kernel(spec, _vectorizable(m, *vector_arrays), narrow)
+    return lambda: kernel(*inputs, *outputs, size=size)
 
 
 def make_row_sum(x, out) -> Callable[[], None]:
-    """Launcher: out[i] = sum_j x[i, j] for a column-major (M x N) x, coalesced, in two stages."""
+    """Launcher: out[i] = sum_j x[i, j] for a column-major (M x N) x, coalesced, in two launches."""
     import cupy
 
     m, n = x.shape
-    chunks, groups = -(-n // COLUMNS_PER_CHUNK), -(-m // ROWS)
-    partial = cupy.empty((chunks, m), dtype=cupy.float32)
-    partial_kernel, final_kernel = _row_sum_kernels(_vectorizable(m, x))
-    flat_x, flat_partial = _flat(x), partial.reshape(-1)
+    groups = -(-m // ROWS)
+    slices = max(1, min(n, -(-ROW_SUM_THREADS // groups)))
+    columns = -(-n // slices)
+    slices = -(-n // columns)
+    total = cupy.zeros(m, dtype=cupy.float32)  # the final launch leaves it zeroed for the next call
+    partial_kernel, final_kernel = _row_sum_kernels(_vectorizable(m, x), _fits_32_bits(x) and slices * groups < 2**32)
+    flat_x = _flat(x)
 
     def launch():
-        partial_kernel(flat_x, m, n, groups, COLUMNS_PER_CHUNK, flat_partial, size=chunks * groups)
-        final_kernel(partial, m, chunks, out)
+        partial_kernel(flat_x, m, n, groups, columns, total, size=slices * groups)
+        final_kernel(total, out)
 
     return launch

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fusedbench.dtypes import DTypeSpec
 from fusedbench.epilogs import (
     EPILOGS,
     Activation,
@@ -29,7 +30,7 @@ from fusedbench.epilogs import (
 )
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
-from fusedbench.gpu.arrays import as_cupy, as_torch
+from fusedbench.gpu.arrays import as_cupy, as_torch, copy_of, in_order
 from fusedbench.gpu.kernels import make_epilog_pass, make_row_sum
 from fusedbench.gpu.operands import Operands
 from fusedbench.providers import PROVIDERS
@@ -44,6 +45,7 @@ TORCH_PEER_EPILOGS = frozenset(
     {Epilog.DEFAULT, Epilog.BIAS, Epilog.RELU, Epilog.RELU_BIAS, Epilog.GELU, Epilog.GELU_BIAS}
 )
 _GELU_SCALE = math.sqrt(2.0 / math.pi)
+_CUDA_TYPES = {"bfloat16": "CUDA_R_16BF", "float16": "CUDA_R_16F", "float32": "CUDA_R_32F"}
 
 
 @dataclass
@@ -55,7 +57,7 @@ class PreparedProvider:
     library_outputs: dict[str, int] = field(default_factory=dict)  # aux the library allocates per call: bytes
     release: Callable[[], None] = lambda: None
     computes: EpilogSpec | None = None  # what run() computes when it is not the workload's epilog
-    provenance: dict[str, Any] = field(default_factory=dict)  # what a tuning chose, for the cell's record
+    provenance: dict[str, Any] = field(default_factory=dict)  # cuBLASLt's algorithm and who chose it, for the record
 
 
 def _one_line(text: str) -> str:
@@ -89,6 +91,17 @@ class PlannedMatmul:
         self.matmul.free()
 
 
+def _matmul_options(stack: GpuStack, dtype: DTypeSpec, *, inplace: bool) -> tuple[dict[str, Any], dict | None]:
+    """nvmath's Matmul options and operand scales for a precision (fp8 needs scales and a result type)."""
+    options: dict[str, Any] = {"inplace": inplace}
+    if dtype.compute_type:
+        options["compute_type"] = getattr(stack.compute_types, dtype.compute_type)
+    narrow = dtype.operand_itemsize == 1
+    if narrow and not inplace:  # in place, D takes C's type
+        options["result_type"] = getattr(importlib.import_module("nvmath").CudaDataType, _CUDA_TYPES[dtype.result])
+    return options, ({"a": 1.0, "b": 1.0} if narrow else None)
+
+
 def plan_matmul(
     stack: GpuStack,
     operands: Operands,
@@ -99,14 +112,10 @@ def plan_matmul(
 ):
     """An nvmath Matmul writing into operands.result, planned (and optionally autotuned or tuned) for `spec`."""
     advanced = stack.nvmath_advanced
-    dtype = operands.workload.dtype
-    options: dict[str, Any] = {"inplace": True}
-    if dtype.compute_type:
-        options["compute_type"] = getattr(stack.compute_types, dtype.compute_type)
+    options, scales = _matmul_options(stack, operands.workload.dtype, inplace=True)
     if tuning is not None and tuning.setting == "workspace":
         options["memory_limit"] = tuning.value
     forced = tuning is not None and tuning.setting == "algorithm"
-    scales = {"a": 1.0, "b": 1.0} if dtype.operand_itemsize == 1 else None  # fp8 needs operand scales
     matmul = advanced.Matmul(
         operands.a, operands.b, c=operands.result, beta=0.0, quantization_scales=scales, options=options
     )
@@ -116,13 +125,44 @@ def plan_matmul(
     algorithms = matmul.plan(
         preferences={"limit": tuning.value + 1} if forced else None, epilog=epilog, epilog_inputs=inputs or None
     )
+    planned = list(algorithms)
     if autotune:
         matmul.autotune(iterations=AUTOTUNE_ITERATIONS)
-    if tuning is None:
-        return PlannedMatmul(matmul)
     index = min(tuning.value, len(algorithms) - 1) if forced else 0
-    chosen = {"tuning": tuning.label, "algorithm_index": index, "algorithms_offered": len(algorithms)}
-    return PlannedMatmul(matmul, algorithms[index] if forced else None, chosen)
+    chosen = planned[index] if forced else matmul.algorithms[0]
+    provenance = {
+        "algorithm": describe_algorithm(chosen),
+        "chosen_by": tuning.label if tuning is not None else ("autotune" if autotune else "heuristic"),
+        "heuristic_rank": planned.index(chosen),
+        "algorithms_offered": len(planned),
+    }
+    return PlannedMatmul(matmul, planned[index] if forced else None, provenance)
+
+
+def describe_algorithm(algorithm) -> str:
+    """cuBLASLt's algorithm in one line: its id and the configuration that tells two apart."""
+    attributes = {
+        "id": "algorithm_id",
+        "tile": "tile",
+        "stages": "stages",
+        "cluster": "cluster_shape",
+        "split_k": "split_k",
+        "reduction": "reduction_scheme",
+        "swizzle": "cta_swizzling",
+    }
+    parts = []
+    for name, attribute in attributes.items():
+        try:  # not every cuBLASLt version has every attribute
+            value = getattr(algorithm, attribute)
+        except Exception:
+            continue
+        text = (
+            "x".join(str(v) for v in value)
+            if isinstance(value, tuple)
+            else str(int(value) if isinstance(value, bool) else value)
+        )
+        parts.append(f"{name}={text}")
+    return " ".join(parts)
 
 
 def build_fused(
@@ -211,31 +251,43 @@ def build_unfused(stack: GpuStack, operands: Operands) -> PreparedProvider:
             launch()
         return outputs
 
-    return PreparedProvider(run, tuple(outputs.values()), release=matmul.free)
+    return PreparedProvider(run, tuple(outputs.values()), release=matmul.free, provenance=matmul.provenance)
 
 
 class _Textbook:
-    """The seed blog's naive code on the same operands: a plain GEMM, then one array op per step.
+    """The seed blog's naive code, statement for statement, on operands laid out as the blog lays them out.
 
-    It works on D's transpose, the same memory seen as a row-major (N x M) array, where bias
-    broadcasts along the last axis: the layout naive array code is fast on (walking the
-    column-major D row by row would make every broadcast op uncoalesced and slow it unfairly).
+    `Matmul(weights, x)` (or `Matmul(weights.T, grad)`, `spec.textbook_layout`) planned once with
+    no epilog, `y = mm.execute()` (a new result each call, in A's memory order), then one array
+    statement per step: `y += bias[:, None]`, `y[y < 0] = 0`, `y[mask] = 0` with the blog's
+    boolean `mask = (t1 < 0)`, `sum(y, axis=1)`. Where the blog has no snippet (GELU, its
+    derivative, saved aux, BGRADA / BGRADB) the same style; bf16 and fp8 the same statements in
+    torch. fp8 multiplies only in the TN layout, so there the operands stay as the suite has them.
     """
 
     def __init__(self, stack: GpuStack, operands: Operands):
         self.spec = spec = operands.workload.epilog
-        self.operands = operands
+        dtype, m = operands.workload.dtype, operands.workload.m
         self.xp = operands.xp
-        self.matmul = plan_matmul(stack, operands)
-        self.outputs: dict[str, Any] = {"result": operands.result}
-        if spec.saves_aux and spec.activation is Activation.RELU:
-            bool_dtype = getattr(self.xp, "bool", None) or self.xp.bool_
-            self.outputs["relu_aux"] = operands.empty_result_like(dtype=bool_dtype)  # one byte per element
-        elif spec.saves_aux:
-            self.outputs["gelu_aux"] = operands.empty_result_like()
-        if spec.summed is not Summed.NONE:
-            length = operands.workload.n if spec.summed is Summed.B else operands.workload.m
-            self.outputs[spec.outputs[-1]] = operands.empty_vector(length)
+        layout = "TN" if dtype.operand_itemsize == 1 else spec.textbook_layout
+        self.a = in_order(operands.a, row_major=layout[0] == "T")
+        self.b = in_order(operands.b, row_major=layout[1] == "T")
+        options, scales = _matmul_options(stack, dtype, inplace=False)
+        self.matmul = stack.nvmath_advanced.Matmul(self.a, self.b, quantization_scales=scales, options=options)
+        self.matmul.plan()
+        self.bias = operands.bias
+        # t1, the pre-activation, as the forward pass left it: a row-major (M, N) array.
+        self.negative = None if operands.relu_negative is None else in_order(operands.relu_negative, row_major=True)
+        self.pre = None if operands.gelu_aux is None else in_order(operands.gelu_aux[:m], row_major=True)
+        itemsize = operands.workload.dtype.result_itemsize
+        self.fresh_outputs = {"result": operands.workload.m * operands.workload.n * itemsize}
+        if spec.saves_aux:
+            per_element = 1 if spec.activation is Activation.RELU else itemsize  # a bool mask, or a copy of y
+            self.fresh_outputs[spec.outputs[0]] = operands.workload.m * operands.workload.n * per_element
+
+    def gelu(self, y):
+        xp = self.xp
+        return 0.5 * (1 + xp.tanh(_GELU_SCALE * (y + 0.044715 * y**3)))
 
     def gelu_grad(self, x):
         xp = self.xp
@@ -243,35 +295,36 @@ class _Textbook:
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_SCALE * (1 + 3 * 0.044715 * x * x)
 
     def run(self) -> dict[str, Any]:
-        spec, ops, xp, outputs = self.spec, self.operands, self.xp, self.outputs
-        self.matmul.execute()
-        y = ops.result.T
+        spec, xp = self.spec, self.xp
+        y = self.matmul.execute()
+        outputs = {"result": y}
         if spec.bias:
-            y += ops.bias
-        if "relu_aux" in outputs:
-            xp.greater_equal(y, 0, out=outputs["relu_aux"].T)
-        if "gelu_aux" in outputs:
-            outputs["gelu_aux"].T[...] = y
+            y += self.bias[:, None]
+        if spec.saves_aux and spec.activation is Activation.RELU:
+            outputs["relu_aux"] = y >= 0  # kept for the backward pass
+        elif spec.saves_aux:
+            outputs["gelu_aux"] = copy_of(y)
         if spec.activation is Activation.RELU:
             y[y < 0] = 0
         elif spec.activation is Activation.GELU:
-            xp.multiply(0.5 * y, 1 + xp.tanh(_GELU_SCALE * (y + 0.044715 * y**3)), out=y)
+            y *= self.gelu(y)
         if spec.derivative is Derivative.DRELU:
-            y[ops.relu_negative.T] = 0
+            y[self.negative] = 0
         elif spec.derivative is Derivative.DGELU:
-            y *= self.gelu_grad(ops.gelu_aux[: ops.workload.m].T)
+            y *= self.gelu_grad(self.pre)
         if spec.summed is Summed.RESULT:
-            outputs[spec.outputs[-1]][...] = y.sum(0)
+            outputs[spec.outputs[-1]] = xp.sum(y, 1)
         elif spec.summed is Summed.A:
-            outputs["bgrada"][...] = ops.a.sum(1)
+            outputs["bgrada"] = xp.sum(self.a, 1)  # grad (M x K, row-major) summed over the batch
         elif spec.summed is Summed.B:
-            outputs["bgradb"][...] = ops.b.sum(0)
+            outputs["bgradb"] = xp.sum(self.b.T, 1)  # B = grad.T: grad (N x K, row-major) summed over the batch
         return outputs
 
 
 def build_textbook(stack: GpuStack, operands: Operands) -> PreparedProvider:
     textbook = _Textbook(stack, operands)
-    return PreparedProvider(textbook.run, tuple(textbook.outputs.values()), release=textbook.matmul.free)
+    chosen = {"algorithm": describe_algorithm(textbook.matmul.algorithms[0]), "chosen_by": "heuristic"}
+    return PreparedProvider(textbook.run, (), textbook.fresh_outputs, release=textbook.matmul.free, provenance=chosen)
 
 
 def build_torch_peer(stack: GpuStack, operands: Operands) -> PreparedProvider:

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from fusedbench.analysis import geometric_mean, with_shape
 from fusedbench.epilogs import EPILOGS
 from fusedbench.model import Status
-from fusedbench.providers import BASELINES, PROVIDERS
+from fusedbench.providers import BASELINES, LADDER, PROVIDERS
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value
@@ -92,7 +92,7 @@ def ladder_figure(cells: pd.DataFrame, *, machine: str, dtype: str, shape: str) 
     rows = with_shape(cells)
     rows = rows[(rows["machine"] == machine) & (rows["dtype"] == dtype) & (rows["shape"] == shape)]
     figure = go.Figure()
-    for provider in PROVIDERS:
+    for provider in LADDER:
         part = rows[(rows["provider"] == provider) & (rows["status"] == OK)]
         part = part.set_index("epilog").reindex([e for e in EPILOG_ORDER if e in set(part["epilog"])])
         figure.add_bar(
@@ -164,7 +164,7 @@ def roofline_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str
     rows = with_shape(cells[(cells["machine"] == machine) & (cells["dtype"] == dtype) & (cells["status"] == OK)])
     rows = rows.assign(intensity=rows["flops"] / rows["bytes"])
     figure = go.Figure()
-    for provider in PROVIDERS:
+    for provider in LADDER:
         part = rows[rows["provider"] == provider]
         figure.add_scatter(
             name=provider,

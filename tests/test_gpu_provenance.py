@@ -1,0 +1,112 @@
+"""On the GPU: the textbook is the blog's code, kernels are recorded per hot call, and the unfused passes are right
+on every index path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fusedbench.dtypes import dtype_spec
+from fusedbench.epilogs import epilog_spec
+from fusedbench.gpu.arrays import to_host
+from fusedbench.gpu.operands import make_operands
+from fusedbench.gpu.providers import prepare_provider
+from fusedbench.model import Status
+from fusedbench.reference import reference_outputs
+from fusedbench.verify import verify_outputs
+from fusedbench.workloads import Workload
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def recorder(gpu_stack):
+    from fusedbench.gpu.provenance import kernel_recorder
+
+    recorder = kernel_recorder()
+    if recorder.unavailable:
+        pytest.fail(f"the gpu tests need kernel records: {recorder.unavailable}")
+    return recorder
+
+
+@pytest.mark.parametrize("epilog", ["RELU_BIAS", "DRELU_BGRAD"])
+def test_the_textbook_is_the_blogs_code_same_outputs_same_kernels(gpu_stack, recorder, epilog):
+    """The blog's snippets, transcribed as printed (fusedbench.gpu.blog), against the textbook provider."""
+    workload = Workload(epilog_spec(epilog), dtype_spec("fp16"), 1024, 512, 768)
+    operands = make_operands(gpu_stack, workload, seed=11)
+    blog, textbook = (prepare_provider(name, gpu_stack, operands) for name in ("blog", "textbook"))
+    try:
+        outputs = {name: prepared.run() for name, prepared in (("blog", blog), ("textbook", textbook))}
+        kernels = {name: recorder.record(prepared.run) for name, prepared in (("blog", blog), ("textbook", textbook))}
+    finally:
+        blog.release()
+        textbook.release()
+    assert outputs["blog"].keys() == outputs["textbook"].keys() == {"result", *workload.epilog.outputs}
+    for name in outputs["blog"]:
+        np.testing.assert_array_equal(to_host(outputs["textbook"][name]), to_host(outputs["blog"][name]))
+    names = {provider: [k["name"] for k in launched] for provider, launched in kernels.items()}
+    assert names["textbook"] == names["blog"] and len(names["blog"]) >= 3, names  # GEMM, then array statements
+    reference = reference_outputs(workload.epilog, operands.reference_inputs())
+    host = {name: to_host(array) for name, array in outputs["textbook"].items()}
+    assert all(check.ok for check in verify_outputs(host, reference, workload.dtype.tolerance))
+
+
+def test_the_recorder_sees_exactly_the_calls_kernels(gpu_stack, recorder):
+    cupy = gpu_stack.cupy
+    x = cupy.ones(1 << 20, dtype=cupy.float32)
+    outside = cupy.zeros_like(x)
+    outside += 1  # launched before the record: not in it
+
+    def call():
+        y = x * 2
+        return cupy.sqrt(y)
+
+    launched = recorder.record(call)
+    names = [k["name"] for k in launched]
+    assert len(names) == 2 and names[0].startswith("cupy_multiply") and names[1].startswith("cupy_sqrt"), names
+    assert all(k["us"] > 0 for k in launched)
+
+
+def test_every_timed_cell_records_its_kernels_and_cublaslt_algorithm(gpu_stack, recorder):
+    from fusedbench.gpu.bench import measure_group
+    from fusedbench.suites import BenchmarkGroup
+
+    providers = ("textbook", "unfused", "fused", "fused-autotuned", "gemm")
+    group = BenchmarkGroup("Fp16Provenance", "fp16", "small", ("BIAS", "DRELU_BGRAD"), providers)
+    cells = measure_group(gpu_stack, group)
+    assert all(cell.status is Status.OK for cell in cells), [c.reason for c in cells if not c.ok]
+    for cell in cells:
+        kernels = [k["name"] for k in cell.provenance["kernels"]]
+        assert kernels, cell
+        assert cell.provenance["algorithm"].startswith("id="), cell.provenance
+        chosen = {"fused-autotuned": "autotune"}.get(cell.key.provider, "heuristic")
+        assert cell.provenance["chosen_by"] == chosen
+        if cell.key.provider == "unfused":
+            assert kernels[-2:] == ["fusedbench_row_sum_partial", "fusedbench_row_sum_final"] or (
+                cell.key.epilog == "BIAS" and kernels[-1] == "fusedbench_epilog"
+            ), kernels
+        if cell.key.provider == "gemm":
+            assert not any(name.startswith(("fusedbench", "cupy")) for name in kernels), kernels
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize(
+    ("epilog", "dtype"),
+    [("GELU_AUX_BIAS", "bf16"), ("DRELU_BGRAD", "fp16"), ("DGELU", "fp32"), ("RELU_AUX", "fp16"), ("BGRADA", "bf16")],
+)
+def test_unfused_passes_are_right_with_32_and_64_bit_indices(gpu_stack, monkeypatch, epilog, dtype, wide):
+    """Arrays of 2**32 elements take the 64-bit path; forcing it on small ones checks it where a check is cheap."""
+    from fusedbench.gpu import kernels
+
+    if wide:
+        monkeypatch.setattr(kernels, "_fits_32_bits", lambda *arrays: False)
+    workload = Workload(epilog_spec(epilog), dtype_spec(dtype), 200, 72, 136)
+    operands = make_operands(gpu_stack, workload, seed=12)
+    prepared = prepare_provider("unfused", gpu_stack, operands)
+    try:
+        host = {name: to_host(array) for name, array in prepared.run().items()}
+    finally:
+        prepared.release()
+    reference = reference_outputs(workload.epilog, operands.reference_inputs())
+    checks = verify_outputs(host, reference, workload.dtype.tolerance)
+    assert all(check.ok for check in checks), checks
