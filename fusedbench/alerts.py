@@ -298,7 +298,7 @@ def default_baseline(results: ResultSet, candidate: Run, cwd: str) -> str:
         )
     runs = runs_of(results)
     mine = runs[runs["machine"] == candidate.machine].set_index("commit")
-    detail = results.detail.join(results.cells[["machine", "commit"]])
+    detail = results.detail.join(results.cells[["machine", "commit", "group"]])
     for commit in ancestors:
         if commit not in mine.index:
             continue

@@ -12,42 +12,106 @@ import statistics
 import numpy as np
 import pandas as pd
 
+from fusedbench.dtypes import dtype_spec
+from fusedbench.epilogs import epilog_spec
 from fusedbench.model import Status
-from fusedbench.providers import BASELINES, FUSED, GEMM, PROVIDERS
+from fusedbench.providers import (
+    AUTOTUNED,
+    BASELINES,
+    CONTROL_OF_TEXTBOOK,
+    FUSED,
+    GEMM,
+    LADDER,
+    PASS_KERNEL_PREFIX,
+    UNFUSED,
+)
 from fusedbench.shapes import shape_label
 from fusedbench.stats import NOISY_RELATIVE_IQR, median_interval
+from fusedbench.suites import CONTROL_GROUPS
 
 # A fused epilog this much slower than the unfused GEMM + pass is a fusion inversion.
 INVERSION = 0.95
+# The heuristic's algorithm has regret where fused / fused-autotuned lies wholly above this.
+REGRET = 1.02
+# An unfused pass below this share of the copy bandwidth is flagged: the baseline is not the best honest one.
+PASS_OF_COPY = 0.85
 
 WORKLOAD = ["machine", "commit", "dtype", "epilog", "m", "k", "n"]
 OK = Status.OK.value
 
 
-def gemm_ratios(work: pd.DataFrame, raw_samples: list[list[float]], paired: pd.Series) -> pd.DataFrame:
-    """Fill `gemm_ratio` (with `gemm_ratio_low` / `_high`): each ok cell's time over its workload's plain GEMM.
+def paired_ratios(
+    work: pd.DataFrame, raw_samples: list, paired: pd.Series, denominator: str, numerator: str | None = None
+) -> pd.DataFrame:
+    """(ratio, low, high) for each ok cell of `numerator` (every provider without one): its time over the
+    `denominator` cell of the same workload and group; NaN where that cell is missing.
 
     Where the run sampled in rounds (`paired`, per row), the ratio is the median of round-by-round
     ratios, with a distribution-free 95% interval: both calls of a round saw the same clock, so
     the power cap's drift cancels. Elsewhere it is the ratio of the medians, with no interval.
+    Only cells of one group share rounds, so a workload measured in two groups pairs within each.
     """
-    work = work.copy()
-    ratios = [(math.nan, math.nan, math.nan)] * len(work)
-    for _, indices in work[work["status"] == OK].groupby(WORKLOAD).groups.items():
-        gemm = [i for i in indices if work.at[i, "provider"] == GEMM]
-        if not gemm:
+    ratios = pd.DataFrame(math.nan, index=work.index, columns=["ratio", "low", "high"])
+    for _, indices in work[work["status"] == OK].groupby([*WORKLOAD, "group"]).groups.items():
+        base = [i for i in indices if work.at[i, "provider"] == denominator]
+        if not base:
             continue
-        base = raw_samples[gemm[0]]
+        reference = raw_samples[work.index.get_loc(base[0])]
         for i in indices:
-            mine = raw_samples[i]
-            if paired[i] and len(mine) == len(base):
-                per_round = [a / b for a, b in zip(mine, base, strict=True)]
-                ratios[i] = (statistics.median(per_round), *median_interval(per_round))
+            if numerator is not None and work.at[i, "provider"] != numerator:
+                continue
+            mine = raw_samples[work.index.get_loc(i)]
+            if paired[i] and len(mine) == len(reference):
+                per_round = [a / b for a, b in zip(mine, reference, strict=True)]
+                ratios.loc[i] = (statistics.median(per_round), *median_interval(per_round))
             else:
-                ratios[i] = (work.at[i, "time_s"] / work.at[gemm[0], "time_s"], math.nan, math.nan)
-    columns = ["gemm_ratio", "gemm_ratio_low", "gemm_ratio_high"]
-    work[columns] = pd.DataFrame(ratios, index=work.index, columns=columns)
+                ratios.loc[i] = (work.at[i, "time_s"] / work.at[base[0], "time_s"], math.nan, math.nan)
+    return ratios
+
+
+def gemm_ratios(work: pd.DataFrame, raw_samples: list, paired: pd.Series) -> pd.DataFrame:
+    """Fill `gemm_ratio` (with `gemm_ratio_low` / `_high`): each ok cell's time over its workload's plain GEMM;
+    `regret` on fused cells (fused over fused-autotuned) and `fidelity` on textbook cells (over the blog control)."""
+    work = work.copy()
+    for prefix, denominator, numerator in (
+        ("gemm_ratio", GEMM, None),
+        ("regret", AUTOTUNED, FUSED),
+        ("fidelity", CONTROL_OF_TEXTBOOK, "textbook"),
+    ):
+        ratios = paired_ratios(work, raw_samples, paired, denominator, numerator)
+        work[[prefix, f"{prefix}_low", f"{prefix}_high"]] = ratios.to_numpy()
     return work
+
+
+def pass_bandwidths(cells: pd.DataFrame, kernel_times: pd.Series, copy_tbps: pd.Series) -> pd.DataFrame:
+    """Fill `pass_tbps` / `pass_of_copy` on unfused cells: the bytes its separate passes move beyond the GEMM
+    over the GPU time of those passes' kernels (the ones fusedbench launched, from the cell's kernel record),
+    and that over the run's copy bandwidth (`copy_tbps`, per row)."""
+    cells = cells.copy()
+    for i in cells.index[(cells["provider"] == UNFUSED) & (cells["status"] == OK)]:
+        seconds = sum(us for name, us in kernel_times[i] if name.startswith(PASS_KERNEL_PREFIX)) / 1e6
+        row = cells.loc[i]
+        dtype = dtype_spec(row["dtype"])
+        moved = epilog_spec(row["epilog"]).unfused_extra_bytes(
+            row["m"], row["k"], row["n"], dtype.operand_itemsize, dtype.result_itemsize
+        )
+        if seconds > 0 and moved > 0:
+            cells.at[i, "pass_tbps"] = moved / seconds / 1e12
+            cells.at[i, "pass_of_copy"] = cells.at[i, "pass_tbps"] / copy_tbps[i]
+    return cells
+
+
+def flags(cells: pd.DataFrame) -> pd.Series:
+    """What deserves a look, per cell: a fused cell that launches more than one kernel (fused API, unfused
+    execution), a heuristic choice autotune beats by more than REGRET (its interval wholly above), an unfused
+    pass below PASS_OF_COPY of the copy bandwidth."""
+    found = pd.Series("", index=cells.index)
+    multi = cells["provider"].isin([FUSED, AUTOTUNED]) & (cells["kernels"] > 1)
+    regret = cells["regret_low"] > REGRET
+    slow = cells["pass_of_copy"] < PASS_OF_COPY
+    for mask, flag in ((multi, "multi-kernel"), (regret, "heuristic-regret"), (slow, "slow-pass")):
+        found[mask] = (found[mask] + " " + flag).str.strip()
+    return found
 
 
 def with_shape(cells: pd.DataFrame) -> pd.DataFrame:
@@ -62,7 +126,7 @@ def speedups(cells: pd.DataFrame) -> pd.DataFrame:
     """One row per workload (machine, commit, dtype, epilog, shape) with each provider's time, and
     fused's speedup over each baseline (`over_textbook`, `over_unfused`; NaN where either cell is not ok)
     and its epilog cost over the plain GEMM (`epilog_cost`: fused / gemm - 1)."""
-    ok = with_shape(cells[cells["status"] == OK])
+    ok = with_shape(cells[(cells["status"] == OK) & ~cells["group"].isin(CONTROL_GROUPS)])
     keys = ["machine", "commit", "dtype", "epilog", "shape", "size"]
     columns = {
         "time_s": "",
@@ -75,7 +139,7 @@ def speedups(cells: pd.DataFrame) -> pd.DataFrame:
     }
     wide = ok.pivot_table(index=keys, columns="provider", values=list(columns), aggfunc="first")
     table = pd.DataFrame(index=wide.index)
-    for provider in PROVIDERS:
+    for provider in LADDER:
         for value, suffix in columns.items():
             table[provider + suffix] = wide[(value, provider)] if (value, provider) in wide.columns else np.nan
     for baseline in BASELINES:

@@ -79,7 +79,7 @@ class Run:
 
 def runs_of(results: ResultSet) -> pd.DataFrame:
     """One row per (machine, commit) with results: when asv last started one of its benchmarks, its groups."""
-    table = results.cells[["machine", "commit"]].join(results.detail[["group", "started_ms"]])
+    table = results.cells[["machine", "commit", "group"]].join(results.detail[["started_ms"]])
     return (
         table.groupby(["machine", "commit"], sort=False)
         .agg(started_ms=("started_ms", "max"), groups=("group", lambda g: tuple(dict.fromkeys(g))))

@@ -94,7 +94,12 @@ LADDER = tuple(name for name, provider in PROVIDERS.items() if not provider.cont
 # cell's epilog cost is measured over.
 BASELINES = ("textbook", "unfused")
 FUSED = "fused"
+AUTOTUNED = "fused-autotuned"
+UNFUSED = "unfused"
 GEMM = "gemm"
+CONTROL_OF_TEXTBOOK = "blog"
+# The unfused provider's own kernels (its passes after the GEMM) are named with this prefix.
+PASS_KERNEL_PREFIX = "fusedbench_"
 
 
 def select_providers(names: Iterable[str] | None) -> list[str]:

@@ -21,12 +21,12 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import pandas as pd
 
-from fusedbench.analysis import gemm_ratios
+from fusedbench.analysis import flags, gemm_ratios, pass_bandwidths
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec
 from fusedbench.errors import FusedbenchError
@@ -41,6 +41,7 @@ from fusedbench.suites import BENCHMARK_MODULE, CEILING_COPY_BYTES, CEILING_GEMM
 COLUMNS = [
     "machine",
     "commit",
+    "group",  # the asv class (benchmark group): cells of one group were timed in the same rounds
     "epilog",
     "dtype",
     "m",
@@ -61,15 +62,27 @@ COLUMNS = [
     "gemm_ratio",  # time over the plain GEMM of the same workload (1.03: the epilog costs 3%)
     "gemm_ratio_low",  # its 95% interval where the run paired samples by round; NaN where not
     "gemm_ratio_high",
+    "kernels",  # how many GPU kernels the hot call launched (CUPTI); NaN where not recorded
+    "kernel_names",  # their names in launch order, joined by " + "
+    "algorithm",  # cuBLASLt's algorithm for the provider's GEMM, and who chose it (heuristic, autotune, a tuning)
+    "regret",  # fused cells: fused / fused-autotuned, paired by round (1.05: the heuristic's choice costs 5%)
+    "regret_low",
+    "regret_high",
+    "fidelity",  # textbook cells of a group with the blog control: textbook / blog, paired by round
+    "fidelity_low",
+    "fidelity_high",
+    "pass_tbps",  # unfused cells: bytes of its separate passes over their kernels' time, TB/s
+    "pass_of_copy",  # that over the run's copy bandwidth
+    "flags",  # what deserves a look: multi-kernel fused cells, heuristic regret, slow unfused passes
 ]
 CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
 # Per cell, beside the table (same index): what comparing two runs needs and the table does not show.
 DETAIL_COLUMNS = [
-    "group",  # the asv class (benchmark group) the cell belongs to
     "version",  # asv's version of that benchmark: runs of different versions are incomparable
     "started_ms",  # when asv started the benchmark (ms since the epoch; None where asv did not say)
     "raw",  # the raw samples, a tuple in the order they were taken (round by round where `paired`)
     "paired",  # whether the run sampled in rounds, so sample i of every cell of a workload shares a clock
+    "kernel_times",  # the recorded kernels' (name, microseconds), in launch order; () where none were recorded
 ]
 NO_REASON = "asv skipped it; no fusedbench record gives the reason"
 NO_TIME = "asv recorded no time for a cell the measurement timed (the asv run failed or was interrupted)"
@@ -167,9 +180,10 @@ def record_of(candidates: Sequence[GroupRecord], started_at_ms: int | None) -> G
 
 
 def cell_of(key: CellKey, time: float, samples, recorded: Cell | None) -> Cell:
-    """One asv cell as the model sees it: asv's time and samples, its record's status and reason."""
+    """One asv cell as the model sees it: asv's time and samples, its record's status, reason and provenance."""
     if not math.isnan(time):
-        return Cell.measured(key, samples or ())
+        provenance = recorded.provenance if recorded is not None and recorded.ok else {}
+        return replace(Cell.measured(key, samples or ()), provenance=provenance)
     if recorded is None:
         return Cell.skipped(key, NO_REASON)
     if recorded.ok:
@@ -227,14 +241,14 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
             cell = cell_of(key, _number(value), sample, recorded.get(key.at("", "")))
             if record is None and not cell.ok:
                 unrecorded[group.name] = unrecorded.get(group.name, 0) + 1
-            read.rows.append(_row(cell, _number(value), stat))
+            read.rows.append(_row(cell, group.name, _number(value), stat))
             read.detail.append(
                 {
-                    "group": group.name,
                     "version": result.benchmark_version.get(benchmark),
                     "started_ms": result.started_at.get(benchmark),
                     "raw": tuple(cell.samples),
                     "paired": record is not None and record.sampling in PAIRED_SAMPLINGS,
+                    "kernel_times": kernel_times(cell),
                 }
             )
     if unrecorded:
@@ -288,7 +302,9 @@ def load_results(results_dir: str) -> ResultSet:
     details = pd.DataFrame(detail, columns=DETAIL_COLUMNS, index=work.index)
     work = gemm_ratios(work, list(details["raw"]), details["paired"].astype(bool))
     roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
-    cells = with_floors(work, roofs)[COLUMNS]
+    floored = with_floors(work, roofs)
+    floored = pass_bandwidths(floored, details["kernel_times"], floored["copy_tbps"])
+    cells = floored.assign(flags=flags(floored))[COLUMNS]
     return ResultSet(
         cells=cells, ceilings=roofs, records=records, problems=problems, detail=details.set_index(cells.index)
     )
@@ -341,13 +357,23 @@ def select_cells(cells: pd.DataFrame, *, machines: Sequence[str] = (), commits: 
     return chosen
 
 
-def _row(cell: Cell, time: float, stat) -> dict:
-    """One cell of one run as a table row (its floor and gemm ratio come later)."""
+def kernel_times(cell: Cell) -> tuple[tuple[str, float], ...]:
+    """The kernels a cell's record lists, as (name, microseconds); () where none were recorded or readable."""
+    try:
+        return tuple((str(k["name"]), float(k["us"])) for k in cell.provenance.get("kernels", ()))
+    except (TypeError, KeyError, ValueError):
+        return ()
+
+
+def _row(cell: Cell, group: str, time: float, stat) -> dict:
+    """One cell of one run as a table row (its floor, paired ratios and flags come later)."""
     key = cell.key
     spec = EPILOGS[Epilog.DEFAULT] if key.provider == GEMM else epilog_spec(key.epilog)
     flops = spec.flops(key.m, key.k, key.n)
     itemsizes = dtype_spec(key.dtype).operand_itemsize, dtype_spec(key.dtype).result_itemsize
-    described = cell.to_json(samples=False)  # the key, status and reason in the model's own form
+    described = cell.to_json(samples=False) | {"group": group}  # the key, status and reason in the model's own form
+    kernels = kernel_times(cell)
+    algorithm = cell.provenance.get("algorithm")
     return {column: described[column] for column in COLUMNS[: COLUMNS.index("reason") + 1]} | {
         "time_s": time if cell.ok else math.nan,
         "ci_low_s": _number(stat.get("ci_99_a")) if stat and cell.ok else math.nan,
@@ -361,6 +387,13 @@ def _row(cell: Cell, time: float, stat) -> dict:
         "gemm_ratio": math.nan,  # analysis.gemm_ratios() fills it from the workload's gemm cell
         "gemm_ratio_low": math.nan,
         "gemm_ratio_high": math.nan,
+        "kernels": len(kernels) if kernels else math.nan,
+        "kernel_names": " + ".join(name for name, _ in kernels),
+        "algorithm": f"{algorithm} ({cell.provenance.get('chosen_by', '?')})" if algorithm else "",
+        **dict.fromkeys(["regret", "regret_low", "regret_high", "fidelity", "fidelity_low", "fidelity_high"], math.nan),
+        "pass_tbps": math.nan,  # analysis.pass_bandwidths() fills it from the kernel times and the copy ceiling
+        "pass_of_copy": math.nan,
+        "flags": "",
     }
 
 

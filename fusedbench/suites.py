@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.errors import FusedbenchError
-from fusedbench.providers import LADDER
+from fusedbench.providers import LADDER, PROVIDERS
 from fusedbench.shapes import SHAPE_SETS, shape_set
 from fusedbench.workloads import Workload, build_workloads
 
@@ -111,6 +111,9 @@ GROUPS: dict[str, BenchmarkGroup] = {
         *(_group(dtype, shapes) for dtype in DTYPES for shapes in _TIMED_SETS),
     )
 }
+
+# Groups that time a control beside the provider it checks, apart from the ladder's speedups.
+CONTROL_GROUPS = frozenset(name for name, group in GROUPS.items() if any(PROVIDERS[p].control for p in group.providers))
 
 SUITES: dict[str, tuple[str, ...]] = {
     "quick": ("Quick",),

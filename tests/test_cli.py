@@ -181,7 +181,7 @@ def test_a_full_disk_on_stdout_is_one_line_and_exit_2():
 def test_a_reader_that_stops_early_ends_the_table_quietly():
     command = f"{sys.executable} -m fusedbench table {FIXTURE} | head -1"
     result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
-    assert result.stdout.startswith("machine,commit,epilog") and result.stdout.count("\n") == 1
+    assert result.stdout.startswith("machine,commit,group,epilog") and result.stdout.count("\n") == 1
     assert result.stderr == "" and result.returncode == 0
 
 

@@ -116,7 +116,7 @@ def test_report_command_writes_index_html_and_the_export(tmp_path, capsys, page)
     assert main(["report", FIXTURE, "-o", str(tmp_path), "--export", str(tmp_path / "cells.csv")]) == 0
     assert (tmp_path / "index.html").read_text() == page  # the page render_report draws, byte for byte
     export = (tmp_path / "cells.csv").read_text().splitlines()
-    assert export[0].startswith("machine,commit,epilog") and len(export) == 1 + 384
+    assert export[0].startswith("machine,commit,group,epilog") and len(export) == 1 + 384
     assert capsys.readouterr().out.startswith(f"wrote {tmp_path / 'index.html'}")
 
 

@@ -240,7 +240,7 @@ def test_table_formats(capsys):
     assert len(records) == 384 and set(records[0]) == set(COLUMNS)
     assert main(["table", FIXTURE, "--format", "md"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("| machine | commit | epilog |") and len(lines) == 2 + 384
+    assert lines[0].startswith("| machine | commit | group | epilog |") and len(lines) == 2 + 384
     assert main(["table", FIXTURE]) == 0
     assert capsys.readouterr().out.startswith(",".join(COLUMNS))
 

@@ -24,14 +24,18 @@ import functools
 from collections.abc import Callable
 
 from fusedbench.epilogs import Activation, Derivative, EpilogSpec
+from fusedbench.providers import PASS_KERNEL_PREFIX
 
 # Each thread owns ROWS consecutive rows of one column of D: 16 bytes of fp16 / bf16 (one vector
 # load), 32 of fp32, and exactly one byte of the ReLU bit-mask.
 ROWS = 8
 
 # Threads a row sum aims for: a few per SM slot on a 132-SM GPU, enough loads in flight to
-# reach HBM bandwidth however few rows there are (BGRADA sums only K columns of M rows).
+# reach HBM bandwidth however few rows there are (BGRADA sums only K columns of M rows); but each
+# thread sums at least MIN_COLUMNS columns, since every thread's atomic adds into the same M
+# totals serialize in L2 (with 2 columns a thread, BGRADA at (16384,256) spent 38 us on 8 MB).
 ROW_SUM_THREADS = 1 << 18
+MIN_COLUMNS = 16
 
 PREAMBLE = r"""
 // Generic loads and stores go through float32. Templates, because cupy's float16 type is only
@@ -223,7 +227,9 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool):
     {store_aux if gelu_aux else ""}
     {"packed[ii] = (unsigned char)bits;" if relu_aux else ""}
     """
-    return cupy.ElementwiseKernel(", ".join(inputs), ", ".join(outputs), body, "fusedbench_epilog", preamble=PREAMBLE)
+    return cupy.ElementwiseKernel(
+        ", ".join(inputs), ", ".join(outputs), body, PASS_KERNEL_PREFIX + "epilog", preamble=PREAMBLE
+    )
 
 
 @functools.cache
@@ -240,7 +246,7 @@ def _relu_mask_kernel():
     packed[i] = (unsigned char)bits;
     """
     return cupy.ElementwiseKernel(
-        "raw T x, int64 m, int64 groups", "raw uint8 packed", body, "fusedbench_relu_mask", preamble=PREAMBLE
+        "raw T x, int64 m, int64 groups", "raw uint8 packed", body, "operands_relu_mask", preamble=PREAMBLE
     )
 
 
@@ -269,14 +275,14 @@ def _row_sum_kernels(vector: bool, narrow: bool):
 #pragma unroll
         for (int j = 0; j < 8; ++j) if (j < count) atomicAdd(&total[row0 + j], acc[j]);
         """,
-        "fusedbench_row_sum_partial",
+        PASS_KERNEL_PREFIX + "row_sum_partial",
         preamble=PREAMBLE,
     )
     final = cupy.ElementwiseKernel(
         "",
         "raw float32 total, Y out",
         "store_f32(total[i], out); total[i] = 0.f;",
-        "fusedbench_row_sum_final",
+        PASS_KERNEL_PREFIX + "row_sum_final",
         preamble=PREAMBLE,
     )
     return partial, final
@@ -340,7 +346,7 @@ def make_row_sum(x, out) -> Callable[[], None]:
 
     m, n = x.shape
     groups = -(-m // ROWS)
-    slices = max(1, min(n, -(-ROW_SUM_THREADS // groups)))
+    slices = max(1, min(-(-n // MIN_COLUMNS), -(-ROW_SUM_THREADS // groups)))
     columns = -(-n // slices)
     slices = -(-n // columns)
     total = cupy.zeros(m, dtype=cupy.float32)  # the final launch leaves it zeroed for the next call
