@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import shutil
 import sys
@@ -265,6 +266,35 @@ def command_table(*, results_dir: str, output_format: str, machines, commits, st
     return EXIT_OK
 
 
+def command_advise(*, results_dir: str, machines, output_format: str, strict: bool) -> int:
+    """Print the dispatch policy per machine, dtype, epilog and shape class, with its evidence."""
+    from fusedbench.advice import SHAPE_CLASSES, advise
+    from fusedbench.results import format_markdown
+
+    policy = advise(_load(results_dir, strict=strict), machines)
+    if output_format == "json":
+        _emit(policy.to_json(orient="records", indent=1) + "\n")
+        return EXIT_OK
+    shown = policy.assign(
+        ratio=[_interval_text(r.ratio, r.ci_low, r.ci_high) for r in policy.itertuples()],
+        regret=[_interval_text(r.regret, r.regret_low, r.regret_high) for r in policy.itertuples()],
+        kernels=[("" if math.isnan(k) else str(int(k))) for k in policy["kernels"]],
+    )[["machine", "commit", "dtype", "epilog", "shape_class", "advice", "ratio", "kernels", "regret", "why"]]
+    classes = "; ".join(f"{name}: {label}" for name, label in SHAPE_CLASSES.items())
+    legend = f"ratio: unfused / fused, 95% interval (above 1: fusion pays); regret: fused / fused-autotuned; {classes}"
+    if output_format == "md":
+        _emit(format_markdown(shown) + "\n" + legend + "\n")
+        return EXIT_OK
+    _emit(_render(_table("fusedbench advise", list(shown.columns), shown.itertuples(index=False))) + legend + "\n")
+    return EXIT_OK
+
+
+def _interval_text(value: float, low: float, high: float) -> str:
+    if math.isnan(value):
+        return ""
+    return f"{value:.2f}" if math.isnan(low) else f"{value:.2f} [{low:.2f}, {high:.2f}]"
+
+
 def command_report(
     *, results_dir: str, out_dir: str, machines, commits, export: str | None, png: bool, strict: bool
 ) -> int:
@@ -505,7 +535,9 @@ def _name_regression_starts(verdicts, chosen) -> None:
         if not row.get("epilog") or row["metric"] != "time":
             continue
         version = chosen.candidate.groups.get(row["group"])
-        series = cell_series(chosen.results, chosen.candidate.machine, {k: row[k] for k in KEY}, order, version)
+        series = cell_series(
+            chosen.results, chosen.candidate.machine, {k: row[k] for k in (*KEY, "group")}, order, version
+        )
         start = regression_start(series)
         if start is not None and start != chosen.candidate.commit:
             verdicts.alerts.at[index, "reason"] = f"{row['reason']}; the step began at commit {start[:8]}".lstrip("; ")
@@ -624,6 +656,18 @@ def build_parser() -> argparse.ArgumentParser:
             machines=a.machine,
             commits=a.commit,
             strict=a.strict,
+        )
+    )
+
+    advise = commands.add_parser(
+        "advise", help="the dispatch policy per machine, dtype, epilog and shape class: fuse, fuse-autotuned or unfused"
+    )
+    _folder_arguments(advise)
+    advise.add_argument("--machine", action="extend", type=_names, default=[], help="only these machines")
+    advise.add_argument("--format", dest="output_format", choices=("text", "md", "json"), default="text")
+    advise.set_defaults(
+        handler=lambda a: command_advise(
+            results_dir=a.results_dir, machines=a.machine, output_format=a.output_format, strict=a.strict
         )
     )
 

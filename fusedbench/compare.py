@@ -38,6 +38,7 @@ METRICS = METRIC_NAMES
 TIME, EPILOG_COST, FUSION_SPEEDUP = METRICS
 WORSE_WHEN_LOWER = {FUSION_SPEEDUP}  # fusion paying less is the regression; for the others a rise is
 KEY = ["epilog", "dtype", "m", "k", "n", "provider"]
+CELL = [*KEY, "group"]  # one cell of a run: a workload may be timed in two groups (the Blog control's textbook)
 WORKLOAD = ["epilog", "dtype", "m", "k", "n"]
 BOOTSTRAP = 400  # resamples of each run's rounds
 CONFIDENCE = 0.95
@@ -126,9 +127,9 @@ def metric_series(run: Run) -> Series:
     fusion speedup where fused and unfused both were (per-round ratios need equal sample counts)."""
     ok = run.cells[run.cells["status"] == OK]
     rows, values = [], []
-    for workload, cells in ok.groupby(WORKLOAD, sort=False):
+    for workload, cells in ok.groupby([*WORKLOAD, "group"], sort=False):  # a group's cells share rounds
         raw = {p: np.asarray(r, dtype=float) for p, r in zip(cells["provider"], cells["raw"], strict=True) if len(r)}
-        where = dict(zip(WORKLOAD, workload, strict=True)) | {"group": cells["group"].iloc[0]}
+        where = dict(zip([*WORKLOAD, "group"], workload, strict=True))
         gemm = raw.get(GEMM)
         gemm_time = float(np.median(gemm)) if gemm is not None else math.nan
         found = []  # (provider, metric, per-round series, the time its class is judged by)
@@ -185,8 +186,8 @@ def pair_runs(base: Run, cand: Run, *, replicates: int = BOOTSTRAP, seed: int = 
     b, c = metric_series(base), metric_series(cand)
     longest = max((len(v) for v in [*b.values, *c.values]), default=1)
     draws = np.random.default_rng(seed).random((replicates, longest))
-    b_index = {tuple(r): i for i, r in enumerate(b.rows[[*KEY, "metric"]].itertuples(index=False))}
-    c_index = {tuple(r): i for i, r in enumerate(c.rows[[*KEY, "metric"]].itertuples(index=False))}
+    b_index = {tuple(r): i for i, r in enumerate(b.rows[[*CELL, "metric"]].itertuples(index=False))}
+    c_index = {tuple(r): i for i, r in enumerate(c.rows[[*CELL, "metric"]].itertuples(index=False))}
     common = [k for k in b_index if k in c_index]
     bi = [b_index[k] for k in common]
     ci = [c_index[k] for k in common]
@@ -275,13 +276,13 @@ def measured_rows(paired: Paired, preset: Preset) -> pd.DataFrame:
 
 def status_rows(base: Run, cand: Run) -> pd.DataFrame:
     """Cells that cannot be compared by time: not run, incomparable, missing, new, failed (metric: time)."""
-    b = base.cells.set_index(KEY)
-    c = cand.cells.set_index(KEY)
+    b = base.cells.set_index(CELL)
+    c = cand.cells.set_index(CELL)
     cand_groups, base_groups = cand.groups, base.groups
     rows = []
     for key in b.index.union(c.index):
         in_b, in_c = key in b.index, key in c.index
-        group = (b if in_b else c).at[key, "group"]
+        group = key[-1]
         b_status = b.at[key, "status"] if in_b else None
         c_status = c.at[key, "status"] if in_c else None
         if group not in cand_groups:
@@ -299,9 +300,7 @@ def status_rows(base: Run, cand: Run) -> pd.DataFrame:
             verdict, reason = Verdict.NEW, f"the baseline's cell was {b_status or 'absent'}: {why}"
         else:
             continue
-        rows.append(
-            dict(zip(KEY, key, strict=True)) | {"group": group, "metric": TIME, "verdict": verdict, "reason": reason}
-        )
+        rows.append(dict(zip(CELL, key, strict=True)) | {"metric": TIME, "verdict": verdict, "reason": reason})
     return pd.DataFrame(rows, columns=[*KEY, "group", "metric", "verdict", "reason"])
 
 

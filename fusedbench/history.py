@@ -15,6 +15,7 @@ from fusedbench.errors import FusedbenchError
 from fusedbench.providers import PROVIDERS
 from fusedbench.results import ResultSet
 from fusedbench.shapes import parse_shape
+from fusedbench.suites import CONTROL_GROUPS
 
 KEY = ["epilog", "dtype", "m", "k", "n", "provider"]
 
@@ -45,9 +46,13 @@ def cell_series(
     results: ResultSet, machine: str, key: dict, commits: list[str], version: str | None = None
 ) -> pd.DataFrame:
     """(commit, time_s) of one cell at each of `commits` (oldest first) that timed it (with this benchmark
-    version only, where one is given: asv does not compare across versions either)."""
+    version only, where one is given: asv does not compare across versions either). `key` names the
+    cell by KEY, and by its group where it has one; without one the ladder's groups are read, not a control's."""
     cells = results.cells
-    chosen = (cells["machine"] == machine) & (cells[KEY] == pd.Series(key)).all(axis=1)
+    columns = [*KEY, "group"] if "group" in key else KEY
+    chosen = (cells["machine"] == machine) & (cells[columns] == pd.Series(key)[columns]).all(axis=1)
+    if "group" not in key:
+        chosen &= ~cells["group"].isin(CONTROL_GROUPS)
     if version is not None:
         chosen &= results.detail["version"] == version
     mine = cells[chosen].dropna(subset=["time_s"])

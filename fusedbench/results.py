@@ -304,7 +304,7 @@ def load_results(results_dir: str) -> ResultSet:
     roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
     floored = with_floors(work, roofs)
     floored = pass_bandwidths(floored, details["kernel_times"], floored["copy_tbps"])
-    cells = floored.assign(flags=flags(floored))[COLUMNS]
+    cells = floored.assign(flags=flags(floored), kernels=floored["kernels"].astype("Int64"))[COLUMNS]
     return ResultSet(
         cells=cells, ceilings=roofs, records=records, problems=problems, detail=details.set_index(cells.index)
     )

@@ -14,7 +14,8 @@ wherever M is a multiple of ROWS (a scalar loop covers the rest).
 On an H200 (4.3 TB/s) a pass has about 25 instructions per element before it stops being
 memory-bound, so the passes avoid what costs more than that: 64-bit integer division (a software
 routine; indices are 32-bit wherever the arrays allow), libdevice's exact tanhf (GELU goes
-through __expf and a fast reciprocal, a few ulp off, far inside every tolerance), and
+through the hardware's tanh.approx for 16-bit results, __expf and a fast reciprocal for fp32,
+both far inside every tolerance), scalar loads of the bias (one 16-byte load for 8 rows), and
 bit-by-bit bf16 rounding (the hardware's paired conversions instead).
 """
 
@@ -144,16 +145,28 @@ template <typename T> __device__ __forceinline__ void store_some(T* p, const flo
 }
 // ReLU as cuBLASLt applies it: negatives become 0, NaN stays NaN.
 __device__ __forceinline__ float relu_f32(float x) { return x < 0.f ? 0.f : x; }
-// tanh-GELU through s = (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)): gelu = x s, and
-// gelu' = s + 2 x s (1 - s) u'. Two special-function instructions per element.
-__device__ __forceinline__ float gelu_gate(float x) {
-    const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return __fdividef(1.f, 1.f + __expf(-2.f * u));
-}
-__device__ __forceinline__ float gelu_f32(float x) { return x * gelu_gate(x); }
-__device__ __forceinline__ float gelu_grad_f32(float x) {
-    const float s = gelu_gate(x);
-    return s + 2.f * x * s * (1.f - s) * 0.7978845608028654f * (1.f + 3.f * 0.044715f * x * x);
+// tanh-GELU through its gate s = (1 + tanh(u)) / 2: gelu = x s, gelu' = s + 2 x s (1 - s) u'.
+// Stored in 16 bits, s comes from the hardware's tanh.approx (one special-function instruction,
+// relative error 2^-11, below half an fp16 ulp); stored in fp32, from __expf and a fast reciprocal
+// (two, a few ulp off). Gelu<T>, T being D's storage type.
+__device__ __forceinline__ float gelu_inner(float x) { return 0.7978845608028654f * (x + 0.044715f * x * x * x); }
+__device__ __forceinline__ float gelu_slope(float x) { return 0.7978845608028654f * (1.f + 3.f * 0.044715f * x * x); }
+template <typename T> struct Gelu {
+    static __device__ __forceinline__ float gate(float x) {
+        float t;
+        asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(gelu_inner(x)));
+        return 0.5f + 0.5f * t;
+    }
+};
+template <> struct Gelu<float> {
+    static __device__ __forceinline__ float gate(float x) {
+        return __fdividef(1.f, 1.f + __expf(-2.f * gelu_inner(x)));
+    }
+};
+template <typename T> __device__ __forceinline__ float gelu_f32(float x) { return x * Gelu<T>::gate(x); }
+template <typename T> __device__ __forceinline__ float gelu_grad_f32(float x) {
+    const float s = Gelu<T>::gate(x);
+    return s + 2.f * x * s * (1.f - s) * gelu_slope(x);
 }
 """
 
@@ -182,20 +195,22 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool):
     per_row = []
     if spec.bias:
         inputs.append("raw B bias")
-        per_row.append("v += load_f32(bias[row0 + j]);")
+        per_row.append("v += bias_rows[j];")
     if gelu_aux:
         per_row.append("saved[j] = v;")
     if relu_aux:
         per_row.append("if (v >= 0.f) bits |= 1u << j;")
     per_row.append(
-        {Activation.NONE: "", Activation.RELU: "v = relu_f32(v);", Activation.GELU: "v = gelu_f32(v);"}[spec.activation]
+        {Activation.NONE: "", Activation.RELU: "v = relu_f32(v);", Activation.GELU: "v = gelu_f32<T>(v);"}[
+            spec.activation
+        ]
     )
     if spec.derivative is Derivative.DRELU:
         inputs += ["raw uint8 mask", "int64 mask_ld"]
         per_row.append("if (!((mask_bits >> j) & 1)) v = 0.f;")
     elif spec.derivative is Derivative.DGELU:
         inputs += ["raw P pre", "int64 pre_ld"]
-        per_row.append("v *= gelu_grad_f32(pre_rows[j]);")
+        per_row.append("v *= gelu_grad_f32<T>(pre_rows[j]);")
     if gelu_aux:
         inputs.append("int64 aux_ld")
         outputs.append("raw A aux")
@@ -204,15 +219,17 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool):
     flag = "true" if vector else "false"
     load_pre = f"load_some(&pre[0] + col * (I)pre_ld + row0, pre_rows, count, {flag});"
     load_mask = "const unsigned int mask_bits = mask[col * (I)mask_ld + g];"
+    load_bias = f"load_some(&bias[0] + row0, bias_rows, count, {flag});"
     store_aux = f"store_some(&aux[0] + col * (I)aux_ld + row0, saved, count, {flag});"
     body = f"""
     typedef {_index_type(narrow)} I;
     const I ii = (I)i, col = ii / (I)groups, g = ii - col * (I)groups, row0 = g * 8;
     const int count = row0 < (I)m ? (int)min((I)8, (I)m - row0) : 0;
-    float x[8], saved[8], pre_rows[8];
+    float x[8], saved[8], pre_rows[8], bias_rows[8];
     unsigned int bits = 0;
     T* dcol = &d[0] + col * (I)m + row0;
     load_some(dcol, x, count, {flag});
+    {load_bias if spec.bias else ""}
     {load_pre if spec.derivative is Derivative.DGELU else ""}
     {load_mask if spec.derivative is Derivative.DRELU else ""}
 #pragma unroll
@@ -322,6 +339,7 @@ def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=
     vector_arrays, indexed = [d], [d]
     if spec.bias:
         inputs.append(bias)
+        vector_arrays.append(bias)
     if spec.derivative is Derivative.DRELU:
         inputs += [_flat(relu_aux), relu_aux.shape[0]]
         indexed.append(relu_aux)

@@ -29,6 +29,7 @@ from fusedbench.report.figures import (
     speedup_heatmap,
 )
 from fusedbench.results import ResultSet, select_cells
+from fusedbench.suites import CONTROL_GROUPS
 
 REPORT_NAME = "index.html"
 PNG_WIDTH, PNG_SCALE = 1100, 1
@@ -115,6 +116,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         commit = history[-1]
         current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
         latest.append(current)
+        ladder = current[~current["group"].isin(CONTROL_GROUPS)]  # a control's textbook is drawn once, not twice
         table = speedups(current)
         sections.append(f"<h2>{html.escape(machine)} <span class='muted'>commit {commit[:8]}</span></h2>")
         sections.append("<div class='card'><h3>Headline</h3>" + _table(headline(current, table, machine)) + "</div>")
@@ -125,10 +127,10 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
             for baseline in BASELINES:
                 sections.append(div(speedup_heatmap(table, machine=machine, dtype=dtype, baseline=baseline)))
             sections.append(div(epilog_cost_figure(table, machine=machine, dtype=dtype)))
-            sections.append(div(roofline_figure(current, results.ceilings, machine=machine, dtype=dtype)))
-            shaped = with_shape(current[current["dtype"] == dtype]).sort_values("size")
+            sections.append(div(roofline_figure(ladder, results.ceilings, machine=machine, dtype=dtype)))
+            shaped = with_shape(ladder[ladder["dtype"] == dtype]).sort_values("size")
             for shape in dict.fromkeys(shaped["shape"]):
-                sections.append(div(ladder_figure(current, machine=machine, dtype=dtype, shape=shape)))
+                sections.append(div(ladder_figure(ladder, machine=machine, dtype=dtype, shape=shape)))
         not_ok = current[current["status"] != Status.OK.value]
         sections.append(f"<h3>Cells that did not run ({len(not_ok)})</h3>")
         grouped = (

@@ -1,0 +1,183 @@
+"""The dispatch policy a framework engineer takes away: per machine, dtype, epilog and shape class,
+whether to call the fused epilog (`fuse`), the fused epilog autotuned (`fuse-autotuned`), or the GEMM
+and one pass (`unfused`), each with its evidence.
+
+Pure: a function of the results (`fusedbench.results`). A shape class is one of the catalog's shape
+sets as the suite measures it (memory-bound small K, LLM layers, the seed's large shape). Its
+figure is the geometric mean, over the class's shapes, of each shape's median per-round ratio
+unfused / fused (above 1: fusion pays), with a 95% interval from one bootstrap of rounds shared by
+every shape (`compare.bootstrap_medians`), so the class's interval keeps each shape's pairing.
+
+The rule, in order:
+- no fused cell timed (a library refused, the run had none): `unfused`, with the refusal;
+- autotune beats the heuristic: fused / fused-autotuned lies wholly above `analysis.REGRET`:
+  judge the autotuned call, else the heuristic's;
+- the judged call loses to the GEMM + pass (its interval wholly below 1): `unfused`;
+- otherwise the judged call: `fuse` or `fuse-autotuned`. An interval across 1 is advice to fuse: one
+  call, no intermediate in memory, no measurable loss.
+Where the fused call launches more than one kernel, the evidence says so (fused API, unfused execution).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+
+import numpy as np
+import pandas as pd
+
+from fusedbench.analysis import REGRET
+from fusedbench.compare import BOOTSTRAP, CONFIDENCE, bootstrap_medians
+from fusedbench.errors import FusedbenchError
+from fusedbench.model import Status
+from fusedbench.providers import AUTOTUNED, FUSED, UNFUSED
+from fusedbench.results import ResultSet
+from fusedbench.suites import CONTROL_GROUPS, GROUPS
+
+SHAPE_CLASSES = {
+    "membound": "memory-bound, small K",
+    "llm": "LLM layers",
+    "seed": "the seed's large shape",
+}
+COLUMNS = [
+    "machine",
+    "commit",
+    "dtype",
+    "epilog",
+    "shape_class",
+    "advice",
+    "ratio",  # unfused / the advised fused call (or / the best fused call, where the advice is unfused)
+    "ci_low",
+    "ci_high",
+    "shapes",  # how many of the class's shapes the figure is over
+    "kernels",  # the most kernels the judged fused call launched at one shape
+    "regret",  # fused / fused-autotuned over the class (the heuristic's cost)
+    "regret_low",
+    "regret_high",
+    "why",
+]
+OK = Status.OK.value
+
+
+class Advice(enum.Enum):
+    FUSE = "fuse"
+    FUSE_AUTOTUNED = "fuse-autotuned"
+    UNFUSED = "unfused"
+
+
+def newest_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
+    """Each machine's newest measurement of every ladder cell: per (machine, group), the newest run that has the
+    group; where two groups hold one workload (Quick and Fp16Seed), the newer run's."""
+    cells = results.cells.join(results.detail[["started_ms", "raw", "paired"]])
+    cells = cells[~cells["group"].isin(CONTROL_GROUPS)]
+    if machines:
+        unknown = sorted(set(machines) - set(cells["machine"]))
+        if unknown:
+            have = ", ".join(sorted(set(cells["machine"]))) or "none"
+            raise FusedbenchError(f"--machine {unknown[0]!r} has no results; machines with results: {have}")
+        cells = cells[cells["machine"].isin(machines)]
+    if cells.empty:
+        raise FusedbenchError("no ladder results to advise from; `fusedbench run` on a GPU machine writes them")
+    started = cells.groupby(["machine", "group", "commit"])["started_ms"].transform("max").fillna(0)
+    cells = cells.assign(run_started=started)
+    newest = cells.groupby(["machine", "group"])["run_started"].transform("max")
+    cells = cells[cells["run_started"] == newest]
+    workload = ["machine", "dtype", "epilog", "m", "k", "n"]  # all of a workload's providers from one run
+    latest = cells.groupby(workload)["run_started"].transform("max")
+    cells = cells[cells["run_started"] == latest]
+    return cells.assign(shape_class=[GROUPS[group].shape_set for group in cells["group"]])
+
+
+def _series(cells: pd.DataFrame, numerator: str, denominator: str) -> list[np.ndarray]:
+    """Per shape of the class where both were timed in rounds of equal length: numerator / denominator per round."""
+    out = []
+    for _, shape in cells.groupby(["m", "k", "n"]):
+        timed = shape[shape["status"] == OK].set_index("provider")
+        if numerator not in timed.index or denominator not in timed.index:
+            continue
+        top, bottom = np.asarray(timed.at[numerator, "raw"]), np.asarray(timed.at[denominator, "raw"])
+        if len(top) and len(top) == len(bottom) and timed.at[numerator, "paired"]:
+            out.append(top / bottom)
+    return out
+
+
+def _class_ratio(series: list[np.ndarray], draws: np.ndarray) -> tuple[float, float, float]:
+    """Geometric mean over shapes of each shape's median, and its bootstrap interval."""
+    if not series:
+        return math.nan, math.nan, math.nan
+    point = float(np.exp(np.mean(np.log([np.median(s) for s in series]))))
+    replicates = np.exp(np.mean(np.log(bootstrap_medians(series, draws)), axis=0))
+    tail = (1 - CONFIDENCE) / 2 * 100
+    return point, float(np.percentile(replicates, tail)), float(np.percentile(replicates, 100 - tail))
+
+
+def _refusal(cells: pd.DataFrame) -> str:
+    fused = cells[cells["provider"] == FUSED]
+    reasons = [r for r in fused["reason"] if r]
+    return reasons[0] if reasons else "no fused cell was timed"
+
+
+def advise_class(cells: pd.DataFrame, draws: np.ndarray) -> dict:
+    """The advice for one (machine, dtype, epilog, shape class) from its cells (all shapes of the class)."""
+    fused = _class_ratio(_series(cells, UNFUSED, FUSED), draws)
+    tuned = _class_ratio(_series(cells, UNFUSED, AUTOTUNED), draws)
+    regret = _class_ratio(_series(cells, FUSED, AUTOTUNED), draws)
+    shapes = len(_series(cells, UNFUSED, FUSED))
+    if math.isnan(fused[0]) and math.isnan(tuned[0]):
+        return {"advice": Advice.UNFUSED, "ratio": (math.nan,) * 3, "shapes": 0, "why": _refusal(cells)}
+    autotuned = not math.isnan(regret[1]) and regret[1] > REGRET and not math.isnan(tuned[0])
+    judged, provider = (tuned, AUTOTUNED) if autotuned else (fused, FUSED)
+    kernels = cells[(cells["provider"] == provider) & (cells["status"] == OK)]["kernels"].max()
+    notes = []
+    if autotuned:
+        notes.append(f"the heuristic's algorithm costs {regret[0] - 1:.0%} (autotune wins)")
+    if kernels > 1:
+        notes.append(f"the fused call launches {int(kernels)} kernels (fused API, unfused execution)")
+    if judged[2] < 1:
+        advice = Advice.UNFUSED
+        notes.insert(0, f"fused is {1 - judged[0]:.0%} slower than the GEMM + one pass")
+    else:
+        advice = Advice.FUSE_AUTOTUNED if autotuned else Advice.FUSE
+        gain = "within the noise" if judged[1] <= 1 else f"saves {1 - 1 / judged[0]:.0%}"
+        notes.insert(0, f"fusion {gain}")
+    return {
+        "advice": advice,
+        "ratio": judged,
+        "shapes": shapes,
+        "kernels": kernels,
+        "regret": regret,
+        "why": "; ".join(notes),
+    }
+
+
+def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd.DataFrame:
+    """The policy table (COLUMNS), a row per machine, dtype, epilog and shape class, in catalog order."""
+    cells = newest_cells(results, list(machines))
+    longest = max((len(r) for r in cells["raw"]), default=1) or 1
+    draws = np.random.default_rng(seed).random((BOOTSTRAP, longest))
+    rows = []
+    order = ["machine", "dtype", "epilog", "shape_class"]
+    for (machine, dtype, epilog, shape_class), part in cells.groupby(order, sort=False):
+        found = advise_class(part, draws)
+        ratio, regret = found["ratio"], found.get("regret", (math.nan,) * 3)
+        commits = sorted(set(part["commit"]))
+        rows.append(
+            {
+                "machine": machine,
+                "commit": ",".join(c[:8] for c in commits),
+                "dtype": dtype,
+                "epilog": epilog,
+                "shape_class": shape_class,
+                "advice": found["advice"].value,
+                "ratio": ratio[0],
+                "ci_low": ratio[1],
+                "ci_high": ratio[2],
+                "shapes": found["shapes"],
+                "kernels": found.get("kernels", math.nan),
+                "regret": regret[0],
+                "regret_low": regret[1],
+                "regret_high": regret[2],
+                "why": found["why"],
+            }
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
