@@ -132,6 +132,9 @@ template <> struct Rows<unsigned char> {  // fp8 operands: read one by one (neve
         for (int j = 0; j < 8; ++j) x[j] = load_f32(p[j]);
     }
 };
+// All ROWS elements through 16-byte words (the caller knows they are there and aligned).
+template <typename T> __device__ __forceinline__ void load_rows(const T* p, float* x) { Rows<T>::load(p, x); }
+template <typename T> __device__ __forceinline__ void store_rows(T* p, const float* x) { Rows<T>::store(p, x); }
 // Up to ROWS elements: vector accesses when all ROWS are there and the layout allows, else scalar.
 template <typename T> __device__ __forceinline__ void load_some(const T* p, float* x, int count, bool vector) {
     if (vector && count == 8) { Rows<T>::load(p, x); return; }
@@ -216,11 +219,29 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool):
         outputs.append("raw A aux")
     if relu_aux:
         outputs.append("raw uint8 packed")
-    flag = "true" if vector else "false"
-    load_pre = f"load_some(&pre[0] + col * (I)pre_ld + row0, pre_rows, count, {flag});"
-    load_mask = "const unsigned int mask_bits = mask[col * (I)mask_ld + g];"
-    load_bias = f"load_some(&bias[0] + row0, bias_rows, count, {flag});"
-    store_aux = f"store_some(&aux[0] + col * (I)aux_ld + row0, saved, count, {flag});"
+    derivative_input = {
+        Derivative.DGELU: "load{v}(&pre[0] + col * (I)pre_ld + row0, pre_rows{count});",
+        Derivative.DRELU: "const unsigned int mask_bits = mask[col * (I)mask_ld + g];",
+        Derivative.NONE: "",
+    }[spec.derivative]
+    steps = [
+        "load{v}(dcol, x{count});",
+        "load{v}(&bias[0] + row0, bias_rows{count});" if spec.bias else "",
+        derivative_input,
+        "#pragma unroll",
+        "for (int j = 0; j < 8; ++j) {{ {guard} float v = x[j];",
+        *per_row,
+        "x[j] = v; }}",
+        "store{v}(dcol, x{count});",
+        "store{v}(&aux[0] + col * (I)aux_ld + row0, saved{count});" if gelu_aux else "",
+    ]
+    # With 16-byte accesses (M a multiple of 8) a thread has all 8 rows or none (mask padding): one
+    # straight-line path with no per-element guards. Otherwise each access checks its rows.
+    if vector:
+        work = "\n".join(steps).format(v="_rows", count="", guard="")
+        work = f"if (count == 8) {{\n{work}\n}}"
+    else:
+        work = "\n".join(steps).format(v="_some", count=", count, false", guard="if (j >= count) continue;")
     body = f"""
     typedef {_index_type(narrow)} I;
     const I ii = (I)i, col = ii / (I)groups, g = ii - col * (I)groups, row0 = g * 8;
@@ -228,20 +249,7 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool):
     float x[8], saved[8], pre_rows[8], bias_rows[8];
     unsigned int bits = 0;
     T* dcol = &d[0] + col * (I)m + row0;
-    load_some(dcol, x, count, {flag});
-    {load_bias if spec.bias else ""}
-    {load_pre if spec.derivative is Derivative.DGELU else ""}
-    {load_mask if spec.derivative is Derivative.DRELU else ""}
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {{
-        if (j < count) {{
-            float v = x[j];
-            {chr(10).join(per_row)}
-            x[j] = v;
-        }}
-    }}
-    store_some(dcol, x, count, {flag});
-    {store_aux if gelu_aux else ""}
+    {work}
     {"packed[ii] = (unsigned char)bits;" if relu_aux else ""}
     """
     return cupy.ElementwiseKernel(

@@ -1,0 +1,121 @@
+"""`fusedbench advise`: the policy rule on runs built to give each answer, and the command's formats."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fusedbench.advice import COLUMNS, advise
+from fusedbench.cli import main
+from fusedbench.results import ResultSet
+from fusedbench.shapes import shape_set
+
+ROUNDS = 10
+
+
+def run(times: dict[str, dict[str, float]], *, group="Fp16Membound", dtype="fp16", kernels=None, refused=(), seed=0):
+    """A run of `group`: per epilog, each provider's time (s) at every shape of the group's set, with a clock
+    drift shared by every provider of a round and 0.3% noise; `refused` epilogs have their fused cells refused."""
+    rng = np.random.default_rng(seed)
+    cells, detail = [], []
+    for epilog, providers in times.items():
+        for shape in shape_set({"Fp16Membound": "membound", "Fp16Seed": "seed", "Fp16Llm": "llm"}[group]):
+            drift = 1 + 0.05 * rng.random(ROUNDS)
+            for provider, seconds in providers.items():
+                refuse = epilog in refused and provider.startswith("fused")
+                raw = () if refuse else tuple(seconds * drift * (1 + 0.003 * rng.standard_normal(ROUNDS)))
+                cells.append(
+                    {
+                        "machine": "h100-80gb-hbm3",
+                        "commit": "c" * 40,
+                        "group": group,
+                        "dtype": dtype,
+                        "epilog": epilog,
+                        "m": shape.m,
+                        "k": shape.k,
+                        "n": shape.n,
+                        "provider": provider,
+                        "status": "unsupported" if refuse else "ok",
+                        "reason": "cuBLASLtError: CUBLAS_STATUS_NOT_SUPPORTED" if refuse else "",
+                        "kernels": pd.NA if refuse else (kernels or {}).get(provider, 1),
+                    }
+                )
+                detail.append({"started_ms": 1_000, "raw": raw, "paired": True})
+    frame = pd.DataFrame(cells)
+    frame["kernels"] = frame["kernels"].astype("Int64")
+    return ResultSet(cells=frame, ceilings=pd.DataFrame(), records=[], problems=[], detail=pd.DataFrame(detail))
+
+
+def test_fusion_that_pays_is_fuse_with_its_ratio_and_interval():
+    (advice,) = advise(run({"RELU_BIAS": {"unfused": 1.5e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3}})).itertuples()
+    assert advice.advice == "fuse" and advice.shapes == 4
+    assert advice.ratio == pytest.approx(1.5, rel=0.01) and advice.ci_low < advice.ratio < advice.ci_high
+    assert advice.ci_high - advice.ci_low < 0.02  # paired rounds: the shared drift cancels
+    assert advice.why == "fusion saves 33%"
+
+
+def test_a_heuristic_that_autotune_beats_by_more_than_2_percent_is_fuse_autotuned():
+    times = {"GELU": {"unfused": 1.5e-3, "fused": 1.1e-3, "fused-autotuned": 1.0e-3}}
+    (advice,) = advise(run(times)).itertuples()
+    assert advice.advice == "fuse-autotuned" and advice.ratio == pytest.approx(1.5, rel=0.01)
+    assert advice.regret == pytest.approx(1.1, rel=0.01) and advice.regret_low > 1.02
+    slight = {"GELU": {"unfused": 1.5e-3, "fused": 1.01e-3, "fused-autotuned": 1.0e-3}}  # 1%: not worth a tuning
+    assert advise(run(slight))["advice"].tolist() == ["fuse"]
+
+
+def test_fusion_that_loses_is_unfused_and_a_second_kernel_is_named():
+    times = {"DRELU_BGRAD": {"unfused": 1.0e-3, "fused": 1.9e-3, "fused-autotuned": 1.9e-3}}
+    (advice,) = advise(run(times, kernels={"fused": 2, "fused-autotuned": 2})).itertuples()
+    assert advice.advice == "unfused" and advice.ratio == pytest.approx(1 / 1.9, rel=0.01) and advice.ci_high < 1
+    assert advice.kernels == 2
+    assert advice.why == (
+        "fused is 47% slower than the GEMM + one pass; the fused call launches 2 kernels (fused API, unfused execution)"
+    )
+
+
+def test_within_the_noise_is_fuse_and_a_refusal_is_unfused_with_the_librarys_words():
+    times = {
+        "DEFAULT": {"unfused": 1.0e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3},
+        "BGRADA": {"unfused": 1.2e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3},
+    }
+    policy = advise(run(times, refused={"BGRADA"})).set_index("epilog")
+    assert policy.at["DEFAULT", "advice"] == "fuse" and policy.at["DEFAULT", "why"] == "fusion within the noise"
+    assert policy.at["BGRADA", "advice"] == "unfused" and np.isnan(policy.at["BGRADA", "ratio"])
+    assert policy.at["BGRADA", "why"] == "cuBLASLtError: CUBLAS_STATUS_NOT_SUPPORTED"
+
+
+def test_the_newest_run_of_each_group_is_advised_on(tmp_path):
+    old = run({"RELU": {"unfused": 1.5e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3}})
+    new = run({"RELU": {"unfused": 1.0e-3, "fused": 1.5e-3, "fused-autotuned": 1.5e-3}}, seed=1)
+    new.cells["commit"] = "d" * 40
+    new.detail["started_ms"] = 2_000
+    both = ResultSet(
+        cells=pd.concat([old.cells, new.cells], ignore_index=True),
+        ceilings=pd.DataFrame(),
+        records=[],
+        problems=[],
+        detail=pd.concat([old.detail, new.detail], ignore_index=True),
+    )
+    (advice,) = advise(both).itertuples()
+    assert advice.commit == "dddddddd" and advice.advice == "unfused"
+
+
+def test_advise_prints_a_table_markdown_and_json_with_the_issues_keys(capsys):
+    fixture = "tests/fixtures/results-provenance"
+    assert main(["advise", fixture, "--format", "json"]) == 0
+    policy = json.loads(capsys.readouterr().out)
+    assert len(policy) == 5 and set(COLUMNS) == set(policy[0])
+    keys = {"machine", "dtype", "epilog", "shape_class", "advice", "ratio", "ci_low", "ci_high"}
+    assert keys <= set(policy[0]) and {p["advice"] for p in policy} <= {"fuse", "fuse-autotuned", "unfused"}
+    drelu = next(p for p in policy if p["epilog"] == "DRELU_BGRAD")
+    assert drelu["kernels"] == 2 and "2 kernels" in drelu["why"]
+    assert main(["advise", fixture, "--format", "md"]) == 0
+    markdown = capsys.readouterr().out
+    assert markdown.startswith("| machine | commit | dtype | epilog | shape_class | advice | ratio |")
+    assert main(["advise", fixture]) == 0
+    assert "fusedbench advise" in capsys.readouterr().out
+    assert main(["advise", fixture, "--machine", "a100"]) == 2
+    assert "--machine 'a100' has no results; machines with results: h200-141gb" in capsys.readouterr().err

@@ -1,0 +1,141 @@
+"""Kernel provenance, heuristic regret, textbook fidelity and pass bandwidth in the cell table, and the
+Blog control kept out of the ladder, read from a real H200 run (quick suite and the Blog group at b2f8fab)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pandas as pd
+import pytest
+
+from fusedbench.analysis import paired_ratios, speedups
+from fusedbench.compare import compare_runs, select_run
+from fusedbench.gpu.provenance import short_name
+from fusedbench.history import cell_series
+from fusedbench.report import render_report
+from fusedbench.results import load_results
+from fusedbench.thresholds import preset_for
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-provenance")
+MACHINE = "h200-141gb"
+SEED = (65536, 16384, 8192)
+
+
+@pytest.fixture(scope="module")
+def results():
+    return load_results(FIXTURE)
+
+
+def row(cells: pd.DataFrame, group: str, epilog: str, provider: str) -> pd.Series:
+    (found,) = cells[(cells["group"] == group) & (cells["epilog"] == epilog) & (cells["provider"] == provider)].index
+    return cells.loc[found]
+
+
+@pytest.mark.parametrize(
+    ("mangled", "short"),
+    [
+        (
+            "_ZN8cublasLt8epilogue4impl12globalKernelILi8ELi32EfffLb1ELb1ELb0EEEvNS1_6ParamsE",
+            "cublasLt::epilogue::impl::globalKernel",
+        ),
+        ("_Z10add_kernelPfS_i", "add_kernel"),
+        ("nvjet_sm90_hsh_192x192_64x4_2x1_v_bz_coopB_TNN", "nvjet_sm90_hsh_192x192_64x4_2x1_v_bz_coopB_TNN"),
+        ("void gemm<float>(float*)", "void gemm"),
+        ("_Zweird", "_Zweird"),  # not a name mangled the usual way: kept whole
+    ],
+)
+def test_kernel_names_are_shortened_to_their_qualified_name(mangled, short):
+    assert short_name(mangled) == short
+
+
+def test_every_timed_cell_has_its_kernels_and_the_nvmath_ones_their_algorithm(results):
+    ok = results.cells[results.cells["status"] == "ok"]
+    assert ok["kernels"].dtype == "Int64" and (ok["kernels"] >= 1).all()
+    assert (ok["kernel_names"].str.len() > 0).all()
+    nvmath = ok[ok["provider"].isin(["textbook", "unfused", "fused", "fused-autotuned", "gemm"])]
+    assert nvmath["algorithm"].str.match(r"id=\d+ tile=").all()
+    assert set(ok[ok["provider"] == "fused-autotuned"]["algorithm"].str.extract(r"\((\w+)\)$")[0]) == {"autotune"}
+    assert (ok[ok["provider"].isin(["torch", "blog"])]["algorithm"] == "").all()
+
+
+def test_a_fused_cell_that_runs_a_separate_epilogue_kernel_is_flagged(results):
+    fused = row(results.cells, "Quick", "DRELU_BGRAD", "fused")
+    assert fused["kernels"] == 2 and fused["kernel_names"].endswith("cublasLt::epilogue::impl::globalKernel")
+    assert "multi-kernel" in fused["flags"]
+    single = results.cells[(results.cells["provider"] == "fused") & (results.cells["kernels"] == 1)]
+    assert len(single) == 4 and not single["flags"].str.contains("multi-kernel").any()
+
+
+def test_regret_is_fused_over_autotuned_paired_by_round_on_fused_rows_only(results):
+    cells, detail = results.cells, results.detail
+    fused = row(cells, "Quick", "RELU_BIAS", "fused")
+    tuned = row(cells, "Quick", "RELU_BIAS", "fused-autotuned")
+    per_round = [a / b for a, b in zip(detail.at[fused.name, "raw"], detail.at[tuned.name, "raw"], strict=True)]
+    assert fused["regret"] == pytest.approx(pd.Series(per_round).median())
+    assert fused["regret_low"] <= fused["regret"] <= fused["regret_high"]
+    assert cells[cells["provider"] != "fused"]["regret"].isna().all()
+
+
+def test_textbook_fidelity_is_measured_against_the_blog_in_its_own_rounds(results):
+    cells = results.cells
+    for epilog in ("RELU_BIAS", "DRELU_BGRAD"):
+        textbook = row(cells, "Blog", epilog, "textbook")
+        assert 0.97 < textbook["fidelity"] < 1.03 and textbook["fidelity_low"] < textbook["fidelity_high"]
+    assert cells[cells["group"] != "Blog"]["fidelity"].isna().all()  # Quick has no blog cell to pair with
+    # The Blog group's textbook has no gemm in its rounds: never paired with another group's gemm.
+    assert math.isnan(row(cells, "Blog", "RELU_BIAS", "textbook")["gemm_ratio"])
+    assert row(cells, "Quick", "RELU_BIAS", "textbook")["gemm_ratio"] > 1.3
+
+
+def test_pairing_stays_within_a_group(results):
+    cells, detail = results.cells, results.detail
+    over_textbook = paired_ratios(cells, list(detail["raw"]), detail["paired"], "textbook")
+    blog = row(cells, "Blog", "RELU_BIAS", "blog")
+    quick_fused = row(cells, "Quick", "RELU_BIAS", "fused")
+    assert over_textbook.at[blog.name, "ratio"] == pytest.approx(
+        1 / row(cells, "Blog", "RELU_BIAS", "textbook")["fidelity"], rel=0.02
+    )
+    assert over_textbook.at[quick_fused.name, "ratio"] < 0.8  # fused over the Quick group's textbook
+
+
+def test_unfused_pass_bandwidth_comes_from_its_own_kernels_and_the_runs_copy_ceiling(results):
+    cells, ceilings = results.cells, results.ceilings
+    copy = ceilings[ceilings["machine"] == MACHINE]["copy_tbps"].iloc[0]
+    bias = row(cells, "Quick", "BIAS", "unfused")
+    (kernels,) = [k for k in results.detail.at[bias.name, "kernel_times"] if k[0] == "fusedbench_epilog"]
+    m, _, n = SEED
+    moved = 2 * m * n * 2 + m * 2  # D read and written, the bias read, fp16
+    assert bias["pass_tbps"] == pytest.approx(moved / (kernels[1] * 1e-6) / 1e12)
+    assert bias["pass_of_copy"] == pytest.approx(bias["pass_tbps"] / copy)
+    assert "slow-pass" in bias["flags"] and bias["pass_of_copy"] < 0.85
+    assert cells[cells["provider"] != "unfused"]["pass_tbps"].isna().all()
+    assert math.isnan(row(cells, "Quick", "DEFAULT", "unfused")["pass_tbps"])  # no pass at all
+
+
+def test_the_blog_control_stays_out_of_the_ladders_speedups_and_report(results):
+    table = speedups(results.cells)
+    assert "blog" not in table.columns
+    relu_bias = table[table["epilog"] == "RELU_BIAS"].iloc[0]
+    assert relu_bias["textbook"] == pytest.approx(row(results.cells, "Quick", "RELU_BIAS", "textbook")["time_s"])
+    page = render_report(results)  # two textbook cells of one workload: the ladder draws the Quick group's
+    assert page.count("<h2>") == 1 and "Headline" in page
+
+
+def test_a_run_with_a_workload_in_two_groups_compares_with_itself(results):
+    run = select_run(results, MACHINE, None)
+    comparison = compare_runs(run, run, preset_for(MACHINE)[0])
+    textbook = comparison.cells[
+        (comparison.cells["provider"] == "textbook") & (comparison.cells["epilog"] == "RELU_BIAS")
+    ]
+    assert set(textbook["group"]) == {"Blog", "Quick"}
+    assert {verdict.value for verdict in comparison.cells["verdict"]} == {"same"}
+
+
+def test_a_cells_history_reads_the_ladder_not_the_control(results):
+    key = {"epilog": "RELU_BIAS", "dtype": "fp16", "m": SEED[0], "k": SEED[1], "n": SEED[2], "provider": "textbook"}
+    commit = results.cells["commit"].iloc[0]
+    (time,) = cell_series(results, MACHINE, key, [commit])["time_s"]
+    assert time == pytest.approx(row(results.cells, "Quick", "RELU_BIAS", "textbook")["time_s"])
+    (blog_time,) = cell_series(results, MACHINE, key | {"group": "Blog"}, [commit])["time_s"]
+    assert blog_time == pytest.approx(row(results.cells, "Blog", "RELU_BIAS", "textbook")["time_s"])
