@@ -66,8 +66,8 @@ class Advice(enum.Enum):
 
 
 def newest_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
-    """Each machine's newest measurement of every ladder cell: per (machine, group), the newest run that has the
-    group; where two groups hold one workload (Quick and Fp16Seed), the newer run's."""
+    """Each machine's newest measurement of every ladder workload, all its providers from that one run (where
+    two groups hold one workload, Quick and Fp16Seed, the newer run's)."""
     cells = results.cells.join(results.detail[["started_ms", "raw", "paired"]])
     cells = cells[~cells["group"].isin(CONTROL_GROUPS)]
     if machines:
@@ -80,8 +80,6 @@ def newest_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
         raise FusedbenchError("no ladder results to advise from; `fusedbench run` on a GPU machine writes them")
     started = cells.groupby(["machine", "group", "commit"])["started_ms"].transform("max").fillna(0)
     cells = cells.assign(run_started=started)
-    newest = cells.groupby(["machine", "group"])["run_started"].transform("max")
-    cells = cells[cells["run_started"] == newest]
     workload = ["machine", "dtype", "epilog", "m", "k", "n"]  # all of a workload's providers from one run
     latest = cells.groupby(workload)["run_started"].transform("max")
     cells = cells[cells["run_started"] == latest]

@@ -114,6 +114,17 @@ def flags(cells: pd.DataFrame) -> pd.Series:
     return found
 
 
+def ladder_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    """The ladder's cells, one group per workload and run: the control groups dropped, and where a run timed a
+    workload in two groups (a quick and a default run at one commit: Quick and Fp16Seed), the larger group's."""
+    ladder = cells[~cells["group"].isin(CONTROL_GROUPS)]
+    size = ladder.groupby(["machine", "commit", "group"])["provider"].transform("size")
+    ranked = ladder.assign(_size=size).sort_values(["_size", "group"], kind="stable")
+    workload = ["machine", "commit", "dtype", "epilog", "m", "k", "n"]
+    chosen = ranked.groupby(workload)["group"].transform("last")
+    return ladder[ranked.loc[ladder.index, "group"] == chosen.loc[ladder.index]]
+
+
 def with_shape(cells: pd.DataFrame) -> pd.DataFrame:
     """The cells with a 'shape' label column and 'size' (M x N x K) to order them by."""
     cells = cells.copy()
@@ -126,7 +137,7 @@ def speedups(cells: pd.DataFrame) -> pd.DataFrame:
     """One row per workload (machine, commit, dtype, epilog, shape) with each provider's time, and
     fused's speedup over each baseline (`over_textbook`, `over_unfused`; NaN where either cell is not ok)
     and its epilog cost over the plain GEMM (`epilog_cost`: fused / gemm - 1)."""
-    ok = with_shape(cells[(cells["status"] == OK) & ~cells["group"].isin(CONTROL_GROUPS)])
+    ok = with_shape(ladder_cells(cells[cells["status"] == OK]))
     keys = ["machine", "commit", "dtype", "epilog", "shape", "size"]
     columns = {
         "time_s": "",

@@ -89,3 +89,17 @@ def test_epilog_lookup_is_case_insensitive_and_refuses_unknown_names():
     assert epilog_spec("relu_bias").epilog is Epilog.RELU_BIAS
     with pytest.raises(FusedbenchError, match="unknown epilog 'SWISH'; choose from DEFAULT"):
         epilog_spec("SWISH")
+
+
+def test_the_textbook_multiplies_in_the_blogs_layout_for_each_role():
+    """Forward: Matmul(weights, x), both row-major ("TT"); backward: Matmul(weights.T, grad) ("NT"); the weight
+    gradient, Matmul(grad, x.T) ("TN"), so the bias gradient sums a row-major array along its rows."""
+    layouts = {spec.name: spec.textbook_layout for spec in EPILOGS.values()}
+    assert {name for name, layout in layouts.items() if layout == "NT"} == {
+        "DRELU",
+        "DRELU_BGRAD",
+        "DGELU",
+        "DGELU_BGRAD",
+    }
+    assert {name for name, layout in layouts.items() if layout == "TN"} == {"BGRADA", "BGRADB"}
+    assert layouts["RELU_BIAS"] == layouts["DEFAULT"] == layouts["GELU_AUX_BIAS"] == "TT"

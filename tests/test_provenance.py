@@ -14,7 +14,7 @@ from fusedbench.compare import compare_runs, select_run
 from fusedbench.gpu.provenance import short_name
 from fusedbench.history import cell_series
 from fusedbench.report import render_report
-from fusedbench.results import load_results
+from fusedbench.results import ResultSet, load_results
 from fusedbench.thresholds import preset_for
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-provenance")
@@ -42,11 +42,20 @@ def row(cells: pd.DataFrame, group: str, epilog: str, provider: str) -> pd.Serie
         ("_Z10add_kernelPfS_i", "add_kernel"),
         ("nvjet_sm90_hsh_192x192_64x4_2x1_v_bz_coopB_TNN", "nvjet_sm90_hsh_192x192_64x4_2x1_v_bz_coopB_TNN"),
         ("void gemm<float>(float*)", "void gemm"),
+        ("_Z3foo3bar", "foo"),  # foo(bar): a parameter's class name is not part of the function's name
         ("_Zweird", "_Zweird"),  # not a name mangled the usual way: kept whole
     ],
 )
 def test_kernel_names_are_shortened_to_their_qualified_name(mangled, short):
     assert short_name(mangled) == short
+
+
+def test_the_recorded_kernels_take_about_the_time_the_cuda_events_measured(results):
+    """One cold call under CUPTI against the median of ten cold samples: the same work, in the same units."""
+    gemm = results.cells[(results.cells["provider"] == "gemm") & (results.cells["status"] == "ok")]
+    for index, cell in gemm.iterrows():
+        recorded = sum(us for _, us in results.detail.at[index, "kernel_times"]) * 1e-6
+        assert recorded == pytest.approx(cell["time_s"], rel=0.1), cell["epilog"]
 
 
 def test_every_timed_cell_has_its_kernels_and_the_nvmath_ones_their_algorithm(results):
@@ -83,6 +92,7 @@ def test_textbook_fidelity_is_measured_against_the_blog_in_its_own_rounds(result
         textbook = row(cells, "Blog", epilog, "textbook")
         assert 0.97 < textbook["fidelity"] < 1.03 and textbook["fidelity_low"] < textbook["fidelity_high"]
     assert cells[cells["group"] != "Blog"]["fidelity"].isna().all()  # Quick has no blog cell to pair with
+    assert cells[cells["provider"] != "textbook"]["fidelity"].isna().all()
     # The Blog group's textbook has no gemm in its rounds: never paired with another group's gemm.
     assert math.isnan(row(cells, "Blog", "RELU_BIAS", "textbook")["gemm_ratio"])
     assert row(cells, "Quick", "RELU_BIAS", "textbook")["gemm_ratio"] > 1.3
@@ -109,6 +119,7 @@ def test_unfused_pass_bandwidth_comes_from_its_own_kernels_and_the_runs_copy_cei
     assert bias["pass_tbps"] == pytest.approx(moved / (kernels[1] * 1e-6) / 1e12)
     assert bias["pass_of_copy"] == pytest.approx(bias["pass_tbps"] / copy)
     assert "slow-pass" in bias["flags"] and bias["pass_of_copy"] < 0.85
+    assert 2.5 < bias["pass_tbps"] < copy  # an H200's HBM: the kernel times are microseconds
     assert cells[cells["provider"] != "unfused"]["pass_tbps"].isna().all()
     assert math.isnan(row(cells, "Quick", "DEFAULT", "unfused")["pass_tbps"])  # no pass at all
 
@@ -135,7 +146,34 @@ def test_a_run_with_a_workload_in_two_groups_compares_with_itself(results):
 def test_a_cells_history_reads_the_ladder_not_the_control(results):
     key = {"epilog": "RELU_BIAS", "dtype": "fp16", "m": SEED[0], "k": SEED[1], "n": SEED[2], "provider": "textbook"}
     commit = results.cells["commit"].iloc[0]
-    (time,) = cell_series(results, MACHINE, key, [commit])["time_s"]
-    assert time == pytest.approx(row(results.cells, "Quick", "RELU_BIAS", "textbook")["time_s"])
+    flipped = ResultSet(  # the control's rows last, where a plain lookup would take them
+        cells=results.cells.iloc[::-1],
+        ceilings=results.ceilings,
+        records=results.records,
+        problems=[],
+        detail=results.detail.iloc[::-1],
+    )
+    for read in (results, flipped):
+        (time,) = cell_series(read, MACHINE, key, [commit])["time_s"]
+        assert time == pytest.approx(row(results.cells, "Quick", "RELU_BIAS", "textbook")["time_s"])
     (blog_time,) = cell_series(results, MACHINE, key | {"group": "Blog"}, [commit])["time_s"]
     assert blog_time == pytest.approx(row(results.cells, "Blog", "RELU_BIAS", "textbook")["time_s"])
+
+
+def test_a_run_with_quick_and_default_groups_keeps_one_group_per_workload_for_the_ladder(results):
+    """A quick and a default run at one commit time the same fp16 seed workloads in Quick and Fp16Seed: the
+    ladder (report figures, speedups) takes the larger group's cells, never both, and never the Blog control."""
+    from fusedbench.analysis import ladder_cells
+
+    cells = results.cells
+    quick = cells[cells["group"] == "Quick"]
+    default = pd.concat([quick.assign(group="Fp16Seed"), quick.assign(group="Fp16Seed", m=quick["m"] // 2)])
+    both = pd.concat([cells, default], ignore_index=True)
+    ladder = ladder_cells(both)
+    assert set(ladder["group"]) == {"Fp16Seed"} and len(ladder) == len(default)
+    assert not ladder.duplicated(["epilog", "m", "k", "n", "provider"]).any()
+    assert len(speedups(both)) == 2 * len(quick) // 6  # each workload once, its six providers in one row
+    other = both.assign(
+        commit=["x" * 40 if g == "Quick" else c for g, c in zip(both["group"], both["commit"], strict=True)]
+    )
+    assert set(ladder_cells(other)["group"]) == {"Quick", "Fp16Seed"}  # another commit: another run

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from fusedbench.analysis import headline, noisy_cells, speedups, with_shape
+from fusedbench.analysis import headline, ladder_cells, noisy_cells, speedups, with_shape
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
 from fusedbench.model import Status
@@ -29,7 +29,6 @@ from fusedbench.report.figures import (
     speedup_heatmap,
 )
 from fusedbench.results import ResultSet, select_cells
-from fusedbench.suites import CONTROL_GROUPS
 
 REPORT_NAME = "index.html"
 PNG_WIDTH, PNG_SCALE = 1100, 1
@@ -116,7 +115,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         commit = history[-1]
         current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
         latest.append(current)
-        ladder = current[~current["group"].isin(CONTROL_GROUPS)]  # a control's textbook is drawn once, not twice
+        ladder = ladder_cells(current)  # each workload's providers once: not the Blog control's, not Quick's twice
         table = speedups(current)
         sections.append(f"<h2>{html.escape(machine)} <span class='muted'>commit {commit[:8]}</span></h2>")
         sections.append("<div class='card'><h3>Headline</h3>" + _table(headline(current, table, machine)) + "</div>")
