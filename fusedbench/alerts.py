@@ -287,6 +287,11 @@ def git_ancestors(commit: str, cwd: str) -> list[str] | None:
     return result.stdout.split()[1:]
 
 
+class NoBaseline(FusedbenchError):
+    """No earlier commit has comparable results: the candidate is the first run of its benchmark versions
+    on the machine (a new machine, or a measurement whose version was changed), so nothing can regress."""
+
+
 def default_baseline(results: ResultSet, candidate: Run, cwd: str) -> str:
     """The nearest earlier commit (git's first-parent order) with results on the candidate's machine for
     one of the candidate's groups at the same benchmark version."""
@@ -312,10 +317,15 @@ def default_baseline(results: ResultSet, candidate: Run, cwd: str) -> str:
         if gpu != candidate.machine
         else "--baseline COMMIT"
     )
-    raise FusedbenchError(
+    raise NoBaseline(
         f"no earlier commit has results on {candidate.machine} for the groups {candidate.commit[:8]} ran "
         f"({', '.join(candidate.groups)}) at the same benchmark version; pass {hint}"
     )
+
+
+def first_run_summary(message: str) -> str:
+    """The step summary of a gate with nothing to compare: green, and why."""
+    return f"## fusedbench alert: green (nothing to compare)\n\n{message}. This run is the baseline of the next.\n"
 
 
 def dump(obj) -> str:

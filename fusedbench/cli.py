@@ -407,15 +407,29 @@ def command_compare(*, results_dirs, machine, baseline, candidate, preset, outpu
 
 def command_alert(*, results_dirs, machine, baseline, candidate, preset, output_format, rows, strict, dump) -> int:
     """The CI gate: compare, print what fails and what warns, write the step summary; exit 1 on an alert."""
+    from fusedbench.alerts import NoBaseline, first_run_summary, summary_markdown, write_step_summary
     from fusedbench.alerts import dump as dump_json
-    from fusedbench.alerts import summary_markdown, write_step_summary
     from fusedbench.thresholds import preset_for
 
     if dump:
         found, line = preset_for(machine or _newest_machine(results_dirs), preset)
         _emit(dump_json(found.to_json() | {"in_force_because": line}))
         return EXIT_OK
-    verdicts, preset_line, chosen = _compared(results_dirs, machine, baseline, candidate, preset, strict, gate=True)
+    try:
+        verdicts, preset_line, chosen = _compared(results_dirs, machine, baseline, candidate, preset, strict, gate=True)
+    except NoBaseline as exc:  # the first run of a new measurement version: nothing can have regressed
+        if baseline is not None:
+            raise
+        why = str(exc).split("; pass")[0]
+        written = write_step_summary(first_run_summary(why))
+        sys.stderr.write(f"warning: {exc}\n" + (f"step summary appended to {written}\n" if written else ""))
+        if output_format == "json":
+            _emit(dump_json({"baseline": None, "alerts": [], "warnings": [why]}))
+        elif output_format == "md":
+            _emit(first_run_summary(why))
+        else:
+            _emit("no alert: nothing to compare (the first run of these benchmark versions on this machine)\n")
+        return EXIT_OK
     _name_regression_starts(verdicts, chosen)
     code = EXIT_FAILED if verdicts.failed else EXIT_OK
     written = write_step_summary(summary_markdown(verdicts, preset_line))  # before any output a reader may cut

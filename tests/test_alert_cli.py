@@ -306,3 +306,24 @@ def test_a_negative_row_count_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["compare", "--rows", "-1"])
     assert exited.value.code == 2 and "expected a whole number of rows, 0 or more, got '-1'" in capsys.readouterr().err
+
+
+def test_the_first_run_of_a_new_benchmark_version_is_green_with_nothing_to_compare(capsys, tmp_path, monkeypatch):
+    """The committed 77f3acc run changed every cell group's version: the gate has no baseline, says so in one
+    warning line and the step summary, and passes; naming a baseline keeps it an error."""
+    results = copy_runs(tmp_path / "results", ("95e3ed8f", "77f3acc4"))
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, out, err = run_cli(capsys, "alert", results, "--machine", MACHINE)
+    assert (
+        code == 0
+        and out == "no alert: nothing to compare (the first run of these benchmark versions on this machine)\n"
+    )
+    assert err.startswith(f"warning: no earlier commit has results on {MACHINE} for the groups 77f3acc4 ran")
+    assert summary.read_text().startswith("## fusedbench alert: green (nothing to compare)")
+    code, out, _ = run_cli(capsys, "alert", results, "--machine", MACHINE, "--format", "json")
+    assert code == 0 and json.loads(out)["baseline"] is None
+    code, _, err = run_cli(capsys, "alert", results, "--machine", MACHINE, "--baseline", "95e3ed8")
+    assert code == 2 and "share no group at one benchmark version" in err  # asked for: an error, as before
+    code, _, err = run_cli(capsys, "compare", results, "--machine", MACHINE)
+    assert code == 2 and "no earlier commit has results" in err

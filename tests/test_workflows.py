@@ -50,8 +50,9 @@ def test_the_gpu_job_installs_with_the_readme_command_and_alerts_only_on_pull_re
 
 
 def test_the_alert_step_run_on_the_committed_results_is_green_and_writes_the_summary(tmp_path):
-    """The step as the workflow runs it, from the checkout's root: the H100's newest run (a run of unchanged
-    measurement code) against the nearest earlier one: exit 0, a green summary."""
+    """The step as the workflow runs it, from the checkout's root, on the H100's newest run: the first of its
+    benchmark versions (77f3acc changed them all), so green with nothing to compare; and the same step with
+    the newest run of the A/A quick runs as the candidate: compared with the nearest earlier one, green."""
     machine = "h100-80gb-hbm3"
     alert = step(gpu_workflow()["jobs"]["bench"], "alert")
     summary = tmp_path / "summary.md"
@@ -61,6 +62,12 @@ def test_the_alert_step_run_on_the_committed_results_is_green_and_writes_the_sum
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }
     result = subprocess.run(["bash", "-e", "-c", alert["run"]], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no alert: nothing to compare" in result.stdout
+    assert summary.read_text().startswith("## fusedbench alert: green (nothing to compare)")
+    summary.unlink()
+    command = alert["run"] + " --candidate 95e3ed8"
+    result = subprocess.run(["bash", "-e", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no alert: nothing failed" in result.stdout
     text = summary.read_text()
