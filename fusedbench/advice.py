@@ -34,7 +34,7 @@ from fusedbench.compare import BOOTSTRAP, CONFIDENCE, bootstrap_medians
 from fusedbench.errors import FusedbenchError
 from fusedbench.model import Status
 from fusedbench.providers import AUTOTUNED, FUSED, UNFUSED
-from fusedbench.results import ResultSet
+from fusedbench.results import ResultSet, select_cells
 from fusedbench.suites import CONTROL_GROUPS, GROUPS
 from fusedbench.tuning import gpu_machine
 
@@ -76,11 +76,7 @@ def newest_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
     cells = results.cells.join(results.detail[["started_ms", "raw", "paired"]])
     cells = cells[~cells["group"].isin(CONTROL_GROUPS)]
     if machines:
-        unknown = sorted(set(machines) - set(cells["machine"]))
-        if unknown:
-            have = ", ".join(sorted(set(cells["machine"]))) or "none"
-            raise FusedbenchError(f"--machine {unknown[0]!r} has no results; machines with results: {have}")
-        cells = cells[cells["machine"].isin(machines)]
+        cells = select_cells(cells, machines=machines)
     else:  # a tuned run degrades a provider on purpose: advice from it only where asked for by name
         cells = cells[[gpu_machine(machine) == machine for machine in cells["machine"]]]
     if cells.empty:

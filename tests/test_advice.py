@@ -58,6 +58,16 @@ def run(
     return ResultSet(cells=frame, ceilings=pd.DataFrame(), records=[], problems=[], detail=pd.DataFrame(detail))
 
 
+def merged(*runs: ResultSet) -> ResultSet:
+    return ResultSet(
+        cells=pd.concat([r.cells for r in runs], ignore_index=True),
+        ceilings=pd.DataFrame(),
+        records=[],
+        problems=[],
+        detail=pd.concat([r.detail for r in runs], ignore_index=True),
+    )
+
+
 def test_fusion_that_pays_is_fuse_with_its_ratio_and_interval():
     (advice,) = advise(run({"RELU_BIAS": {"unfused": 1.5e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3}})).itertuples()
     assert advice.advice == "fuse" and advice.shapes == 4
@@ -105,14 +115,7 @@ def test_the_newest_run_of_each_group_is_advised_on(tmp_path):
     new = run({"RELU": {"unfused": 1.0e-3, "fused": 1.5e-3, "fused-autotuned": 1.5e-3}}, seed=1)
     new.cells["commit"] = "d" * 40
     new.detail["started_ms"] = 2_000
-    both = ResultSet(
-        cells=pd.concat([old.cells, new.cells], ignore_index=True),
-        ceilings=pd.DataFrame(),
-        records=[],
-        problems=[],
-        detail=pd.concat([old.detail, new.detail], ignore_index=True),
-    )
-    (advice,) = advise(both).itertuples()
+    (advice,) = advise(merged(old, new)).itertuples()
     assert advice.commit == "dddddddd" and advice.advice == "unfused"
 
 
@@ -142,13 +145,7 @@ def test_runs_without_kernel_records_and_tuned_machines():
     assert advice.advice == "fuse" and np.isnan(advice.kernels)
     tuned = run({"RELU": {"unfused": 1.0e-3, "fused": 2.0e-3, "fused-autotuned": 1.0e-3}}, seed=2)
     tuned.cells["machine"] = "h100-80gb-hbm3-tuned-fused-algorithm-7"
-    both = ResultSet(
-        cells=pd.concat([old.cells, tuned.cells], ignore_index=True),
-        ceilings=pd.DataFrame(),
-        records=[],
-        problems=[],
-        detail=pd.concat([old.detail, tuned.detail], ignore_index=True),
-    )
+    both = merged(old, tuned)
     assert advise(both)["machine"].tolist() == ["h100-80gb-hbm3"]
     named = advise(both, ["h100-80gb-hbm3-tuned-fused-algorithm-7"])
     assert named["advice"].tolist() == ["fuse-autotuned"]
