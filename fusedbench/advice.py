@@ -29,13 +29,15 @@ import math
 import numpy as np
 import pandas as pd
 
-from fusedbench.analysis import REGRET
+from fusedbench.analysis import REGRET, ladder_cells
 from fusedbench.compare import BOOTSTRAP, CONFIDENCE, bootstrap_medians
+from fusedbench.dtypes import DTYPES
+from fusedbench.epilogs import EPILOGS
 from fusedbench.errors import FusedbenchError
 from fusedbench.model import Status
 from fusedbench.providers import AUTOTUNED, FUSED, UNFUSED
 from fusedbench.results import ResultSet, select_cells
-from fusedbench.suites import CONTROL_GROUPS, GROUPS
+from fusedbench.suites import GROUPS
 from fusedbench.tuning import gpu_machine
 
 SHAPE_CLASSES = {
@@ -71,21 +73,24 @@ class Advice(enum.Enum):
 
 
 def newest_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
-    """Each machine's newest measurement of every ladder workload, all its providers from that one run (where
-    two groups hold one workload, Quick and Fp16Seed, the newer run's)."""
+    """Each machine's newest measurement of every ladder workload, all its providers from that one run: within a
+    run one group per workload (`analysis.ladder_cells`: no control, of Quick and Fp16Seed the larger), across
+    runs the one asv started last. Only runs timed in paired rounds count: advice needs their intervals."""
     cells = results.cells.join(results.detail[["started_ms", "raw", "paired"]])
-    cells = cells[~cells["group"].isin(CONTROL_GROUPS)]
     if machines:
         cells = select_cells(cells, machines=machines)
     else:  # a tuned run degrades a provider on purpose: advice from it only where asked for by name
         cells = cells[[gpu_machine(machine) == machine for machine in cells["machine"]]]
+    cells = ladder_cells(cells[cells["paired"].astype(bool)])
     if cells.empty:
-        raise FusedbenchError("no ladder results to advise from; `fusedbench run` on a GPU machine writes them")
+        raise FusedbenchError(
+            "no ladder results timed in paired rounds to advise from; `fusedbench run` on a GPU machine writes them"
+        )
     started = cells.groupby(["machine", "group", "commit"])["started_ms"].transform("max").fillna(0)
-    cells = cells.assign(run_started=started)
     workload = ["machine", "dtype", "epilog", "m", "k", "n"]  # all of a workload's providers from one run
-    latest = cells.groupby(workload)["run_started"].transform("max")
-    cells = cells[cells["run_started"] == latest]
+    newest = cells.assign(run_started=started).sort_values(["run_started", "commit"], kind="stable")
+    chosen = newest.groupby(workload)["commit"].transform("last")
+    cells = newest[newest["commit"] == chosen]
     return cells.assign(shape_class=[GROUPS[group].shape_set for group in cells["group"]])
 
 
@@ -112,10 +117,14 @@ def _class_ratio(series: list[np.ndarray], draws: np.ndarray) -> tuple[float, fl
     return point, float(np.percentile(replicates, tail)), float(np.percentile(replicates, 100 - tail))
 
 
-def _refusal(cells: pd.DataFrame) -> str:
-    fused = cells[cells["provider"] == FUSED]
-    reasons = [r for r in fused["reason"] if r]
-    return reasons[0] if reasons else "no fused cell was timed"
+def _not_timed(cells: pd.DataFrame) -> str:
+    """Why a class has no fused / unfused pair to judge: the first reason a fused or unfused cell gives."""
+    for provider in (FUSED, AUTOTUNED, UNFUSED):
+        mine = cells[(cells["provider"] == provider) & (cells["status"] != OK)]
+        reasons = [r for r in mine["reason"] if r]
+        if reasons:
+            return f"{provider}: {reasons[0]}"
+    return "no fused and unfused cells were timed together"
 
 
 def advise_class(cells: pd.DataFrame, draws: np.ndarray) -> dict:
@@ -123,24 +132,31 @@ def advise_class(cells: pd.DataFrame, draws: np.ndarray) -> dict:
     fused = _class_ratio(_series(cells, UNFUSED, FUSED), draws)
     tuned = _class_ratio(_series(cells, UNFUSED, AUTOTUNED), draws)
     regret = _class_ratio(_series(cells, FUSED, AUTOTUNED), draws)
-    shapes = len(_series(cells, UNFUSED, FUSED))
     if math.isnan(fused[0]) and math.isnan(tuned[0]):
-        return {"advice": Advice.UNFUSED, "ratio": (math.nan,) * 3, "shapes": 0, "why": _refusal(cells)}
-    autotuned = not math.isnan(regret[1]) and regret[1] > REGRET and not math.isnan(tuned[0])
+        return {"advice": Advice.UNFUSED, "ratio": (math.nan,) * 3, "shapes": 0, "why": _not_timed(cells)}
+    beaten = not math.isnan(regret[1]) and regret[1] > REGRET
+    autotuned = not math.isnan(tuned[0]) and (beaten or math.isnan(fused[0]))
     judged, provider = (tuned, AUTOTUNED) if autotuned else (fused, FUSED)
+    shapes = len(_series(cells, UNFUSED, provider))
     kernels = cells[(cells["provider"] == provider) & (cells["status"] == OK)]["kernels"].max()
     kernels = math.nan if pd.isna(kernels) else int(kernels)  # runs before kernel records have none
     notes = []
-    if autotuned:
+    if beaten and autotuned:
         notes.append(f"the heuristic's algorithm costs {regret[0] - 1:.0%} (autotune wins)")
     if kernels > 1:
-        notes.append(f"the fused call launches {int(kernels)} kernels (fused API, unfused execution)")
+        notes.append(f"the fused call launches {kernels} kernels (fused API, unfused execution)")
+    slower = 1 / judged[0] - 1  # fused over unfused, less one
     if judged[2] < LOSS:
         advice = Advice.UNFUSED
-        notes.insert(0, f"fused is {1 - judged[0]:.0%} slower than the GEMM + one pass")
+        notes.insert(0, f"fused is {slower:.0%} slower than the GEMM + one pass")
     else:
         advice = Advice.FUSE_AUTOTUNED if autotuned else Advice.FUSE
-        gain = "within the noise" if judged[1] <= 1 else f"saves {1 - 1 / judged[0]:.0%}"
+        if judged[2] < 1:
+            gain = f"costs {slower:.1%}, under the {1 - LOSS:.0%} bar"
+        elif judged[1] <= 1:
+            gain = "within the noise"
+        else:
+            gain = f"saves {-slower:.0%}"
         notes.insert(0, f"fusion {gain}")
     return {
         "advice": advice,
@@ -159,6 +175,14 @@ def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd
     draws = np.random.default_rng(seed).random((BOOTSTRAP, longest))
     rows = []
     order = ["machine", "dtype", "epilog", "shape_class"]
+    catalog = {  # the catalog's orders: dtypes, epilogs, shape sets
+        "dtype": list(DTYPES),
+        "epilog": [spec.name for spec in EPILOGS.values()],
+        "shape_class": list(SHAPE_CLASSES),
+    }
+    cells = cells.sort_values(
+        order, key=lambda column: column.map(catalog[column.name].index) if column.name in catalog else column
+    )
     for (machine, dtype, epilog, shape_class), part in cells.groupby(order, sort=False):
         found = advise_class(part, draws)
         ratio, regret = found["ratio"], found.get("regret", (math.nan,) * 3)
@@ -182,4 +206,5 @@ def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd
                 "why": found["why"],
             }
         )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    policy = pd.DataFrame(rows, columns=COLUMNS)
+    return policy.assign(kernels=policy["kernels"].astype("Int64"))

@@ -288,8 +288,12 @@ def git_ancestors(commit: str, cwd: str) -> list[str] | None:
 
 
 class NoBaseline(FusedbenchError):
-    """No earlier commit has comparable results: the candidate is the first run of its benchmark versions
-    on the machine (a new machine, or a measurement whose version was changed), so nothing can regress."""
+    """The machine has earlier runs, but none at the candidate's benchmark versions: the candidate is the
+    first run of a changed measurement (its version bumped), so nothing can have regressed against it."""
+
+    def __init__(self, message: str, candidate: Run):
+        super().__init__(message)
+        self.candidate = candidate
 
 
 def default_baseline(results: ResultSet, candidate: Run, cwd: str) -> str:
@@ -312,20 +316,34 @@ def default_baseline(results: ResultSet, candidate: Run, cwd: str) -> str:
         if any(versions.get(g) == v for g, v in candidate.groups.items()):
             return commit
     gpu = gpu_machine(candidate.machine)
-    hint = (
-        f"--baseline {gpu}@COMMIT (a tuned run is judged against its GPU's own runs)"
-        if gpu != candidate.machine
-        else "--baseline COMMIT"
-    )
-    raise NoBaseline(
+    missing = (
         f"no earlier commit has results on {candidate.machine} for the groups {candidate.commit[:8]} ran "
-        f"({', '.join(candidate.groups)}) at the same benchmark version; pass {hint}"
+        f"({', '.join(candidate.groups)}) at the same benchmark version"
     )
+    if gpu != candidate.machine:
+        raise FusedbenchError(f"{missing}; pass --baseline {gpu}@COMMIT (a tuned run is judged against its GPU's runs)")
+    if not any(commit in mine.index for commit in ancestors):  # no history at all: lost, or never made
+        raise FusedbenchError(f"{missing}, nor at any version; pass --baseline COMMIT, or fetch the machine's results")
+    raise NoBaseline(missing, candidate)
 
 
 def first_run_summary(message: str) -> str:
     """The step summary of a gate with nothing to compare: green, and why."""
     return f"## fusedbench alert: green (nothing to compare)\n\n{message}. This run is the baseline of the next.\n"
+
+
+def first_run_json(no_baseline: NoBaseline, preset_line: str) -> dict:
+    """The --format json object of a gate with nothing to compare: to_json's keys, no baseline, nothing compared."""
+    return {
+        "baseline": None,
+        "candidate": _run_json(no_baseline.candidate),
+        "preset": None,
+        "preset_reason": preset_line,
+        "cells": [],
+        "groups": [],
+        "alerts": [],
+        "warnings": [str(no_baseline)],
+    }
 
 
 def dump(obj) -> str:

@@ -38,7 +38,7 @@ from fusedbench.compare import (
 )
 from fusedbench.errors import FusedbenchError
 from fusedbench.results import ResultSet
-from fusedbench.suites import SUITES
+from fusedbench.suites import CONTROL_GROUPS, SUITES
 from fusedbench.thresholds import CLASSES, GATES, GROUP_GATE, PROVIDER_GATE, Preset, cell_class
 
 ALPHA = 0.05  # at most 1 build in 20 red on an A/A pair
@@ -232,13 +232,11 @@ def rates(builds_list: list[ReplicateBuilds], preset: Preset, seed: int = 0) -> 
 
 
 def suite_of(builds: ReplicateBuilds) -> str:
-    """The smallest suite holding every group a pair compared ('default', 'quick'), or the groups joined.
-
-    Smallest, not equal: a suite that gained a group since (the default suite's Blog) still names
-    the runs made before."""
+    """The suite whose groups a pair compared ('default', 'quick'), or the groups joined. A suite that has
+    gained a control group since (the default suite's Blog) still names the runs made before it."""
     groups = set(builds.rows["group"])
-    holding = [name for name, members in SUITES.items() if groups <= set(members)]
-    return min(holding, key=lambda name: len(SUITES[name])) if holding else "+".join(sorted(groups))
+    named = [name for name, members in SUITES.items() if groups <= set(members) <= groups | CONTROL_GROUPS]
+    return named[0] if named else "+".join(sorted(groups))
 
 
 def aa_pairs(runs: list[Run], machine: str) -> list[tuple[Run, Run]]:

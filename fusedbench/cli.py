@@ -268,6 +268,8 @@ def command_table(*, results_dir: str, output_format: str, machines, commits, st
 
 def command_advise(*, results_dir: str, machines, output_format: str, strict: bool) -> int:
     """Print the dispatch policy per machine, dtype, epilog and shape class, with its evidence."""
+    import pandas
+
     from fusedbench.advice import SHAPE_CLASSES, advise
     from fusedbench.results import format_markdown
 
@@ -278,7 +280,7 @@ def command_advise(*, results_dir: str, machines, output_format: str, strict: bo
     shown = policy.assign(
         ratio=[_interval_text(r.ratio, r.ci_low, r.ci_high) for r in policy.itertuples()],
         regret=[_interval_text(r.regret, r.regret_low, r.regret_high) for r in policy.itertuples()],
-        kernels=[("" if math.isnan(k) else str(int(k))) for k in policy["kernels"]],
+        kernels=["" if pandas.isna(k) else str(k) for k in policy["kernels"]],
     )[["machine", "commit", "dtype", "epilog", "shape_class", "advice", "ratio", "kernels", "regret", "why"]]
     classes = "; ".join(f"{name}: {label}" for name, label in SHAPE_CLASSES.items())
     legend = f"ratio: unfused / fused, 95% interval (above 1: fusion pays); regret: fused / fused-autotuned; {classes}"
@@ -407,7 +409,7 @@ def command_compare(*, results_dirs, machine, baseline, candidate, preset, outpu
 
 def command_alert(*, results_dirs, machine, baseline, candidate, preset, output_format, rows, strict, dump) -> int:
     """The CI gate: compare, print what fails and what warns, write the step summary; exit 1 on an alert."""
-    from fusedbench.alerts import NoBaseline, first_run_summary, summary_markdown, write_step_summary
+    from fusedbench.alerts import NoBaseline, first_run_json, first_run_summary, summary_markdown, write_step_summary
     from fusedbench.alerts import dump as dump_json
     from fusedbench.thresholds import preset_for
 
@@ -418,15 +420,12 @@ def command_alert(*, results_dirs, machine, baseline, candidate, preset, output_
     try:
         verdicts, preset_line, chosen = _compared(results_dirs, machine, baseline, candidate, preset, strict, gate=True)
     except NoBaseline as exc:  # the first run of a new measurement version: nothing can have regressed
-        if baseline is not None:
-            raise
-        why = str(exc).split("; pass")[0]
-        written = write_step_summary(first_run_summary(why))
+        written = write_step_summary(first_run_summary(str(exc)))
         sys.stderr.write(f"warning: {exc}\n" + (f"step summary appended to {written}\n" if written else ""))
         if output_format == "json":
-            _emit(dump_json({"baseline": None, "alerts": [], "warnings": [why]}))
+            _emit(dump_json(first_run_json(exc, "no comparison: no preset applied")))
         elif output_format == "md":
-            _emit(first_run_summary(why))
+            _emit(first_run_summary(str(exc)))
         else:
             _emit("no alert: nothing to compare (the first run of these benchmark versions on this machine)\n")
         return EXIT_OK
@@ -469,8 +468,13 @@ def command_history(*, results_dir: str, machine: str, cell: str, strict: bool) 
     series = cell_series(results, machine, key, order)
     if series.empty:
         raise FusedbenchError(f"cell {cell} has no timed results on {machine}")
+    version = series["version"].iloc[-1]  # asv compares within a version: the newest run's
+    older = series[series["version"] != version]
+    series = series[series["version"] == version]
     for commit, seconds in zip(series["commit"], series["time_s"], strict=True):
         _emit(f"{commit[:8]}  {seconds * 1e3:9.3f} ms\n")
+    if len(older):
+        _emit(f"({len(older)} earlier run(s) at other benchmark versions left out: another measurement)\n")
     start = regression_start(series)
     _emit(f"step up (asv.step_detect): {'began at ' + start[:8] if start else 'none'}\n")
     return EXIT_OK

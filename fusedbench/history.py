@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fusedbench.analysis import ladder_cells
 from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import Epilog
 from fusedbench.errors import FusedbenchError
 from fusedbench.providers import PROVIDERS
 from fusedbench.results import ResultSet
 from fusedbench.shapes import parse_shape
-from fusedbench.suites import CONTROL_GROUPS
 
 KEY = ["epilog", "dtype", "m", "k", "n", "provider"]
 
@@ -45,19 +45,25 @@ def parse_cell(text: str) -> dict:
 def cell_series(
     results: ResultSet, machine: str, key: dict, commits: list[str], version: str | None = None
 ) -> pd.DataFrame:
-    """(commit, time_s) of one cell at each of `commits` (oldest first) that timed it (with this benchmark
-    version only, where one is given: asv does not compare across versions either). `key` names the
-    cell by KEY, and by its group where it has one; without one the ladder's groups are read, not a control's."""
-    cells = results.cells
-    columns = [*KEY, "group"] if "group" in key else KEY
-    chosen = (cells["machine"] == machine) & (cells[columns] == pd.Series(key)[columns]).all(axis=1)
+    """(commit, time_s, version) of one cell at each of `commits` (oldest first) that timed it (with this
+    benchmark version only, where one is given: asv does not compare across versions either). `key` names
+    the cell by KEY, and by its group where it has one; without one each commit's ladder cell is read (no
+    control's, and of a quick and a default run at one commit the default group's: `analysis.ladder_cells`)."""
+    cells = results.cells.join(results.detail[["version"]])
+    cells = cells[cells["machine"] == machine]
     if "group" not in key:
-        chosen &= ~cells["group"].isin(CONTROL_GROUPS)
+        cells = ladder_cells(cells)
+    columns = [*KEY, "group"] if "group" in key else KEY
+    chosen = (cells[columns] == pd.Series(key)[columns]).all(axis=1)
     if version is not None:
-        chosen &= results.detail["version"] == version
+        chosen &= cells["version"] == version
     mine = cells[chosen].dropna(subset=["time_s"])
-    by_commit = dict(zip(mine["commit"], mine["time_s"], strict=True))
-    return pd.DataFrame([(c, by_commit[c]) for c in commits if c in by_commit], columns=["commit", "time_s"])
+    by_commit = {
+        commit: (time, v) for commit, time, v in zip(mine["commit"], mine["time_s"], mine["version"], strict=True)
+    }
+    return pd.DataFrame(
+        [(c, *by_commit[c]) for c in commits if c in by_commit], columns=["commit", "time_s", "version"]
+    )
 
 
 def regression_start(series: pd.DataFrame, threshold: float = 0.0) -> str | None:

@@ -322,8 +322,38 @@ def test_the_first_run_of_a_new_benchmark_version_is_green_with_nothing_to_compa
     assert err.startswith(f"warning: no earlier commit has results on {MACHINE} for the groups 77f3acc4 ran")
     assert summary.read_text().startswith("## fusedbench alert: green (nothing to compare)")
     code, out, _ = run_cli(capsys, "alert", results, "--machine", MACHINE, "--format", "json")
-    assert code == 0 and json.loads(out)["baseline"] is None
+    found = json.loads(out)
+    assert code == 0 and found["baseline"] is None and found["candidate"]["commit"].startswith("77f3acc4")
+    assert {"cells", "groups", "alerts", "warnings", "preset"} <= found.keys() and found["alerts"] == []
+    alone = copy_runs(tmp_path / "alone", ("77f3acc4",))  # no history at all: lost, or never made
+    code, _, err = run_cli(capsys, "alert", alone, "--machine", MACHINE)
+    assert code == 2 and "nor at any version; pass --baseline COMMIT, or fetch the machine's results" in err
     code, _, err = run_cli(capsys, "alert", results, "--machine", MACHINE, "--baseline", "95e3ed8")
     assert code == 2 and "share no group at one benchmark version" in err  # asked for: an error, as before
     code, _, err = run_cli(capsys, "compare", results, "--machine", MACHINE)
     assert code == 2 and "no earlier commit has results" in err
+
+
+def test_a_tuned_run_without_a_named_baseline_is_an_error_never_a_pass(capsys, tmp_path):
+    """A run degraded on purpose has no history of its own machine: the gate asks for its GPU's baseline."""
+    tuned = "h100-80gb-hbm3-tuned-fused-algorithm-7"
+    results = copy_runs(tmp_path / "results", ("95e3ed8f", "67306e2d"))
+    for path in (ROOT / "results" / tuned).iterdir():
+        (results / tuned).mkdir(exist_ok=True)
+        shutil.copy(path, results / tuned)
+    code, out, err = run_cli(capsys, "alert", results, "--machine", tuned)
+    assert code == 2 and out == ""
+    assert err.rstrip().endswith(f"pass --baseline {MACHINE}@COMMIT (a tuned run is judged against its GPU's runs)")
+
+
+def test_history_reads_one_group_per_commit_at_the_newest_runs_benchmark_version(capsys, tmp_path):
+    """77f3acc timed the seed textbook in Fp16Seed and in Quick (and the Blog control): the history shows the
+    default group's cell, and leaves out d1e4d02's run of the textbook's earlier measurement (revision 1)."""
+    results = copy_runs(tmp_path / "results", ("d1e4d02b", "77f3acc4"))
+    code, out, _ = run_cli(
+        capsys, "history", results, "--machine", MACHINE, "--cell", "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/textbook"
+    )
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "77f3acc4     41.261 ms"  # Fp16Seed's cell (Quick's took 40.194 ms, the Blog group's 36.056)
+    assert lines[1] == "(1 earlier run(s) at other benchmark versions left out: another measurement)"

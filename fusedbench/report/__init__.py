@@ -118,7 +118,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         ladder = ladder_cells(current)  # each workload's providers once: not the Blog control's, not Quick's twice
         table = speedups(current)
         sections.append(f"<h2>{html.escape(machine)} <span class='muted'>commit {commit[:8]}</span></h2>")
-        sections.append("<div class='card'><h3>Headline</h3>" + _table(headline(current, table, machine)) + "</div>")
+        sections.append("<div class='card'><h3>Headline</h3>" + _table(headline(ladder, table, machine)) + "</div>")
         sections.append(
             "<div class='card'><h3>Environment</h3>" + environment_card(results.records, machine, commit) + "</div>"
         )
