@@ -681,7 +681,13 @@ def build_parser() -> argparse.ArgumentParser:
         "advise", help="the dispatch policy per machine, dtype, epilog and shape class: fuse, fuse-autotuned or unfused"
     )
     _folder_arguments(advise)
-    advise.add_argument("--machine", action="extend", type=_names, default=[], help="only these machines")
+    advise.add_argument(
+        "--machine",
+        action="extend",
+        type=_names,
+        default=[],
+        help="only these machines (default: every GPU's; a tuned run's machine only when named)",
+    )
     advise.add_argument("--format", dest="output_format", choices=("text", "md", "json"), default="text")
     advise.set_defaults(
         handler=lambda a: command_advise(
@@ -767,7 +773,7 @@ REF_HELP = "COMMIT (a prefix, on --machine), MACHINE@COMMIT, or MACHINE@ (its ne
 BASELINE_DEFAULT = {
     "compare": " (default: the nearest earlier commit with comparable results; with two folders, the first's newest)",
     "alert": " (default: the nearest earlier commit, in git order, with results for the same benchmarks at the same "
-    "version; with two folders, the first's newest)",
+    "version; none after a version bump: passes with nothing to compare; with two folders, the first's newest)",
 }
 
 

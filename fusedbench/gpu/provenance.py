@@ -55,7 +55,7 @@ class KernelRecorder:
 
     def __init__(self) -> None:
         self.unavailable = ""
-        self._records: list[tuple[int, str, float]] = []  # (start ns, short name, microseconds)
+        self._records: list[tuple[str, float]] = []
         try:
             from cupti import cupti
         except ImportError:
@@ -74,7 +74,7 @@ class KernelRecorder:
     def _buffer_completed(self, activities: list) -> None:
         for activity in activities:
             if activity.kind == self._cupti.ActivityKind.CONCURRENT_KERNEL:
-                self._records.append((activity.start, short_name(activity.name), (activity.end - activity.start) / 1e3))
+                self._records.append((short_name(activity.name), (activity.end - activity.start) / 1e3))
 
     def record(self, call: Callable[[], Any]) -> list[dict[str, Any]]:
         """Run `call` once with kernel records on: each kernel's short name and GPU time (us), in launch order."""
@@ -90,8 +90,7 @@ class KernelRecorder:
         finally:
             cupti.activity_flush_all(1)
             cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
-        # CUPTI's buffers need not hold the records in launch order; one stream runs them in it.
-        return [{"name": name, "us": round(us, 3)} for _, name, us in sorted(self._records)]
+        return [{"name": name, "us": round(us, 3)} for name, us in self._records]
 
 
 def kernel_provenance(call: Callable[[], Any], before: Callable[[], None]) -> dict[str, Any]:
