@@ -69,8 +69,9 @@ def paired_ratios(
     return ratios
 
 
-def gemm_ratios(work: pd.DataFrame, raw_samples: list, paired: pd.Series) -> pd.DataFrame:
-    """Fill `gemm_ratio` (with `gemm_ratio_low` / `_high`): each ok cell's time over its workload's plain GEMM;
+def paired_metrics(work: pd.DataFrame, raw_samples: list, paired: pd.Series) -> pd.DataFrame:
+    """Fill the round-paired ratios, each with `_low` / `_high`: `gemm_ratio`, each ok cell's time over its
+    workload's plain GEMM;
     `regret` on fused cells (fused over fused-autotuned) and `fidelity` on textbook cells (over the blog control)."""
     work = work.copy()
     for prefix, denominator, numerator in (

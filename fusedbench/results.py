@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from fusedbench.analysis import flags, gemm_ratios, pass_bandwidths
+from fusedbench.analysis import flags, paired_metrics, pass_bandwidths
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec
 from fusedbench.errors import FusedbenchError
@@ -300,7 +300,7 @@ def load_results(results_dir: str) -> ResultSet:
         problems.append(f"{results_dir} holds no asv results yet; `fusedbench run` on a GPU machine writes them")
     work = pd.DataFrame(rows, columns=COLUMNS)
     details = pd.DataFrame(detail, columns=DETAIL_COLUMNS, index=work.index)
-    work = gemm_ratios(work, list(details["raw"]), details["paired"].astype(bool))
+    work = paired_metrics(work, list(details["raw"]), details["paired"].astype(bool))
     roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
     floored = with_floors(work, roofs)
     floored = pass_bandwidths(floored, details["kernel_times"], floored["copy_tbps"])
@@ -384,7 +384,7 @@ def _row(cell: Cell, group: str, time: float, stat) -> dict:
         "floor_s": math.nan,  # with_floors() fills it from the run's ceilings
         "flops": flops,
         "bytes": spec.fused_bytes(key.m, key.k, key.n, *itemsizes),
-        "gemm_ratio": math.nan,  # analysis.gemm_ratios() fills it from the workload's gemm cell
+        "gemm_ratio": math.nan,  # analysis.paired_metrics() fills it from the workload's gemm cell
         "gemm_ratio_low": math.nan,
         "gemm_ratio_high": math.nan,
         "kernels": len(kernels) if kernels else math.nan,

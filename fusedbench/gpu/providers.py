@@ -54,7 +54,8 @@ class PreparedProvider:
 
     run: Callable[[], dict[str, Any]]  # the hot call; returns outputs by name ('result' + aux)
     owned_outputs: tuple[Any, ...]  # buffers allocated in prepare that run() must overwrite
-    library_outputs: dict[str, int] = field(default_factory=dict)  # aux the library allocates per call: bytes
+    # outputs allocated anew by each call (nvmath's aux outputs, the textbook's results): name -> bytes
+    library_outputs: dict[str, int] = field(default_factory=dict)
     release: Callable[[], None] = lambda: None
     computes: EpilogSpec | None = None  # what run() computes when it is not the workload's epilog
     provenance: dict[str, Any] = field(default_factory=dict)  # cuBLASLt's algorithm and who chose it, for the record
