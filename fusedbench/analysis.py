@@ -34,6 +34,8 @@ INVERSION = 0.95
 # The heuristic's algorithm has regret where fused / fused-autotuned lies wholly above this.
 REGRET = 1.02
 # An unfused pass below this share of the copy bandwidth is flagged: the baseline is not the best honest one.
+# The bandwidth it is held to is the lower of the run's copy ceiling and a copy of the pass's own size (a
+# few MB move at a fraction of the ceiling's rate, however they are moved).
 PASS_OF_COPY = 0.85
 
 WORKLOAD = ["machine", "commit", "dtype", "epilog", "m", "k", "n"]
@@ -105,11 +107,12 @@ def pass_bandwidths(cells: pd.DataFrame, kernel_times: pd.Series, copy_tbps: pd.
 def flags(cells: pd.DataFrame) -> pd.Series:
     """What deserves a look, per cell: a fused cell that launches more than one kernel (fused API, unfused
     execution), a heuristic choice autotune beats by more than REGRET (its interval wholly above), an unfused
-    pass below PASS_OF_COPY of the copy bandwidth."""
+    pass below PASS_OF_COPY of what a copy reaches (the run's ceiling, or a copy of the pass's size where slower)."""
     found = pd.Series("", index=cells.index)
     multi = cells["provider"].isin([FUSED, AUTOTUNED]) & (cells["kernels"] > 1)
     regret = cells["regret_low"] > REGRET
-    slow = cells["pass_of_copy"] < PASS_OF_COPY
+    size_bound = cells["pass_tbps"] >= PASS_OF_COPY * cells["same_size_copy_tbps"]  # False where NaN
+    slow = (cells["pass_of_copy"] < PASS_OF_COPY) & ~size_bound
     for mask, flag in ((multi, "multi-kernel"), (regret, "heuristic-regret"), (slow, "slow-pass")):
         found[mask] = (found[mask] + " " + flag).str.strip()
     return found

@@ -73,6 +73,7 @@ COLUMNS = [
     "fidelity_high",
     "pass_tbps",  # unfused cells: bytes of its separate passes over their kernels' time, TB/s
     "pass_of_copy",  # that over the run's copy bandwidth
+    "same_size_copy_tbps",  # a plain copy moving the passes' bytes, timed alike: what a pass of that size can reach
     "flags",  # what deserves a look: multi-kernel fused cells, heuristic regret, slow unfused passes
 ]
 CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
@@ -365,6 +366,15 @@ def kernel_times(cell: Cell) -> tuple[tuple[str, float], ...]:
         return ()
 
 
+def same_size_copy_tbps(cell: Cell) -> float:
+    """The bandwidth of the copy an unfused cell's record measured beside its passes; NaN where there is none."""
+    copy = cell.provenance.get("same_size_copy")
+    try:
+        return float(copy["bytes"]) / float(copy["us"]) / 1e6
+    except (TypeError, KeyError, ValueError, ZeroDivisionError):
+        return math.nan
+
+
 def _row(cell: Cell, group: str, time: float, stat) -> dict:
     """One cell of one run as a table row (its floor, paired ratios and flags come later)."""
     key = cell.key
@@ -393,6 +403,7 @@ def _row(cell: Cell, group: str, time: float, stat) -> dict:
         **dict.fromkeys(["regret", "regret_low", "regret_high", "fidelity", "fidelity_low", "fidelity_high"], math.nan),
         "pass_tbps": math.nan,  # analysis.pass_bandwidths() fills it from the kernel times and the copy ceiling
         "pass_of_copy": math.nan,
+        "same_size_copy_tbps": same_size_copy_tbps(cell),
         "flags": "",
     }
 

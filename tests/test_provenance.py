@@ -9,12 +9,13 @@ import os
 import pandas as pd
 import pytest
 
-from fusedbench.analysis import paired_ratios, speedups
+from fusedbench.analysis import flags, paired_ratios, speedups
 from fusedbench.compare import compare_runs, select_run
-from fusedbench.gpu.provenance import short_name
+from fusedbench.gpu.provenance import median_kernels, short_name
 from fusedbench.history import cell_series
 from fusedbench.report import render_report
-from fusedbench.results import ResultSet, load_results
+from fusedbench.model import Cell, CellKey
+from fusedbench.results import ResultSet, load_results, same_size_copy_tbps
 from fusedbench.thresholds import preset_for
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-provenance")
@@ -122,6 +123,42 @@ def test_unfused_pass_bandwidth_comes_from_its_own_kernels_and_the_runs_copy_cei
     assert 2.5 < bias["pass_tbps"] < copy  # an H200's HBM: the kernel times are microseconds
     assert cells[cells["provider"] != "unfused"]["pass_tbps"].isna().all()
     assert math.isnan(row(cells, "Quick", "DEFAULT", "unfused")["pass_tbps"])  # no pass at all
+
+
+def test_each_kernels_time_is_its_median_over_the_recorded_calls_that_launched_the_same_kernels():
+    gemm, row_sum = "sm90_xmma_gemm", "fusedbench_row_sum"
+    calls = [
+        [{"name": gemm, "us": 100.0}, {"name": row_sum, "us": 12.0}],
+        [{"name": gemm, "us": 90.0}, {"name": row_sum, "us": 30.0}],
+        [{"name": gemm, "us": 95.0}, {"name": "cupy_copy", "us": 1.0}, {"name": row_sum, "us": 11.0}],
+        [{"name": gemm, "us": 97.0}, {"name": row_sum, "us": 10.0}],
+    ]
+    assert median_kernels(calls) == [{"name": gemm, "us": 97.0}, {"name": row_sum, "us": 12.0}]
+
+
+def test_a_pass_is_held_to_the_slower_of_the_copy_ceiling_and_a_copy_of_its_own_size():
+    passes = pd.DataFrame(
+        {
+            "provider": "unfused",
+            "kernels": pd.array([2, 2, 2, 2], dtype="Int64"),
+            "regret_low": math.nan,
+            "pass_tbps": [0.6, 0.6, 0.6, 3.8],
+            "pass_of_copy": [0.6 / 4.2, 0.6 / 4.2, 0.6 / 4.2, 3.8 / 4.2],
+            "same_size_copy_tbps": [0.65, 1.3, math.nan, math.nan],
+        }
+    )
+    # 14% of the ceiling but 92% of what a copy of 8 MB reaches; 46% of it; no same-size copy; a big pass.
+    assert list(flags(passes)) == ["", "slow-pass", "slow-pass", ""]
+
+
+def test_the_same_size_copy_is_read_from_the_cells_record():
+    key = CellKey("BGRADA", "fp16", 1024, 4096, 65536, "unfused", "m", "c")
+    copied = Cell.measured(key, (1.0,))
+    assert same_size_copy_tbps(copied) != same_size_copy_tbps(copied)  # NaN: no copy in the record
+    copied = Cell(key, copied.status, samples=(1.0,), provenance={"same_size_copy": {"bytes": 8 << 20, "us": 10.0}})
+    assert same_size_copy_tbps(copied) == pytest.approx((8 << 20) / 10e-6 / 1e12)
+    broken = Cell(key, copied.status, samples=(1.0,), provenance={"same_size_copy": {"bytes": 8 << 20, "us": 0}})
+    assert math.isnan(same_size_copy_tbps(broken))
 
 
 def test_the_blog_control_stays_out_of_the_ladders_speedups_and_report(results):

@@ -2,7 +2,7 @@
 
 The unfused provider is the best honest version without fusion: the GEMM writes D, then ONE
 elementwise pass does all the pointwise work (bias, activation, aux output, derivative mask)
-and, for bias gradients, one coalesced two-stage reduction (of D over N, or of A or B over K in
+and, for bias gradients, one coalesced single-launch reduction (of D over N, or of A or B over K in
 the NT layout, where K is the strided axis of both). Each `make_*` function does the view and
 kernel set-up once and returns a launcher whose call is nothing but kernel launches.
 
@@ -31,12 +31,18 @@ from fusedbench.providers import PASS_KERNEL_PREFIX
 # load), 32 of fp32, and exactly one byte of the ReLU bit-mask.
 ROWS = 8
 
-# Threads a row sum aims for: a few per SM slot on a 132-SM GPU, enough loads in flight to
-# reach HBM bandwidth however few rows there are (BGRADA sums only K columns of M rows); but each
-# thread sums at least MIN_COLUMNS columns, since every thread's atomic adds into the same M
-# totals serialize in L2 (with 2 columns a thread, BGRADA at (16384,256) spent 38 us on 8 MB).
+# A row sum's block: SLICE_WARPS warps over one tile of TILE_ROWS rows (32 lanes x ROWS), each warp
+# summing its own slice of columns. The block adds its warps' sums in shared memory, then makes one
+# coalesced atomic add per row, so the totals see SLICE_WARPS times fewer adds than one per warp (with
+# one strided add per thread and row, hundreds of slices serialized on few totals in L2: BGRADA at
+# (1024,4096) moved 8 MB at 0.27 TB/s on the H100).
+SLICE_WARPS = 8
+TILE_ROWS = 32 * ROWS
+# Threads a row sum aims for: a few blocks per SM, enough loads in flight to reach HBM bandwidth
+# however few rows there are (BGRADA sums only K columns of M rows); each warp's slice keeps at
+# least MIN_COLUMNS columns, all of whose loads a thread issues at once.
 ROW_SUM_THREADS = 1 << 18
-MIN_COLUMNS = 16
+MIN_COLUMNS = 8
 
 PREAMBLE = r"""
 // Generic loads and stores go through float32. Templates, because cupy's float16 type is only
@@ -276,41 +282,77 @@ def _relu_mask_kernel():
 
 
 @functools.cache
-def _row_sum_kernels(vector: bool, narrow: bool):
-    """A row sum in two launches: slices of columns summed per thread and added atomically into a
-    float32 total, then the total rounded into the output (and zeroed for the next call)."""
+def _row_sum_kernel(vector: bool, narrow: bool):
+    """A row sum in one launch: each block sums its tile's rows over SLICE_WARPS slices of columns and adds
+    them atomically into a float32 total; the tile's last block to finish (a counter per tile) rounds the
+    totals into the output and zeroes them and the counter for the next call.
+
+    The launch has exactly one thread per index (block_size threads, size a multiple of it), so every
+    thread of a block reaches each __syncthreads.
+    """
     import cupy
 
-    flag = "true" if vector else "false"
-    partial = cupy.ElementwiseKernel(
-        "raw T x, int64 m, int64 n, int64 groups, int64 columns",
-        "raw float32 total",
-        f"""
-        typedef {_index_type(narrow)} I;
-        const I ii = (I)i, slice = ii / (I)groups, g = ii - slice * (I)groups, row0 = g * 8;
-        const I first = slice * (I)columns, last = min(first + (I)columns, (I)n);
-        const int count = (int)min((I)8, (I)m - row0);
-        float acc[8] = {{0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}}, rows[8];
-#pragma unroll 4
+    body = f"""
+    typedef {_index_type(narrow)} I;
+    __shared__ float sums[{SLICE_WARPS}][{TILE_ROWS}];
+    __shared__ bool finishing;
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const I tile = (I)blockIdx.x % (I)tiles, slice = (I)blockIdx.x / (I)tiles * {SLICE_WARPS} + warp;
+    const I row0 = tile * {TILE_ROWS} + lane * 8;
+    const int count = row0 < (I)m ? (int)min((I)8, (I)m - row0) : 0;
+    const I first = min(slice * (I)columns, (I)n), last = min(first + (I)columns, (I)n);
+    float acc[8] = {{0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}}, rows[8];
+    if (count > 0) {{
+#pragma unroll {MIN_COLUMNS}
         for (I col = first; col < last; ++col) {{
-            load_some(&x[0] + col * (I)m + row0, rows, count, {flag});
+            load_some(&x[0] + col * (I)m + row0, rows, count, {"true" if vector else "false"});
 #pragma unroll
             for (int j = 0; j < 8; ++j) acc[j] += rows[j];
         }}
+    }}
 #pragma unroll
-        for (int j = 0; j < 8; ++j) if (j < count) atomicAdd(&total[row0 + j], acc[j]);
-        """,
-        PASS_KERNEL_PREFIX + "row_sum_partial",
+    for (int j = 0; j < 8; ++j) sums[warp][lane * 8 + j] = acc[j];
+    __syncthreads();
+    const I row = tile * {TILE_ROWS} + t;
+    if (t < {TILE_ROWS}) {{
+        float sum = 0.f;
+#pragma unroll
+        for (int w = 0; w < {SLICE_WARPS}; ++w) sum += sums[w][t];
+        if (row < (I)m) atomicAdd(&total[row], sum);
+    }}
+    __threadfence();  // this block's adds reach L2 before its count does
+    __syncthreads();
+    if (t == 0) finishing = atomicAdd(&done[tile], 1u) == (unsigned int)(blocks_per_tile - 1);
+    __syncthreads();
+    if (finishing) {{
+        if (t < {TILE_ROWS} && row < (I)m) store_f32(atomicExch(&total[row], 0.f), out[row]);
+        if (t == 0) done[tile] = 0u;
+    }}
+    """
+    return cupy.ElementwiseKernel(
+        "raw T x, int64 m, int64 n, int64 columns, int64 tiles, int64 blocks_per_tile",
+        "raw float32 total, raw uint32 done, raw Y out",
+        body,
+        PASS_KERNEL_PREFIX + "row_sum",
         preamble=PREAMBLE,
     )
-    final = cupy.ElementwiseKernel(
-        "",
-        "raw float32 total, Y out",
-        "store_f32(total[i], out); total[i] = 0.f;",
-        PASS_KERNEL_PREFIX + "row_sum_final",
-        preamble=PREAMBLE,
-    )
-    return partial, final
+
+
+@functools.cache
+def _copy_kernel():
+    import cupy
+
+    return cupy.ElementwiseKernel("T x", "T y", "y = x", "same_size_copy")
+
+
+def make_copy(cupy, moved_bytes: int) -> Callable[[], None]:
+    """Launcher: a plain copy that reads and writes `moved_bytes` in all, 16 bytes a thread: what a pass that
+    moves that much can reach at its size (small ones do not reach the copy ceiling's rate either)."""
+    words = max(1, moved_bytes // 32)  # 16-byte words each way
+    source = cupy.zeros(words, dtype=cupy.complex128)
+    target = cupy.empty_like(source)
+    kernel = _copy_kernel()
+    return lambda: kernel(source, target)
 
 
 def _flat(array):
@@ -367,20 +409,18 @@ def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=
 
 
 def make_row_sum(x, out) -> Callable[[], None]:
-    """Launcher: out[i] = sum_j x[i, j] for a column-major (M x N) x, coalesced, in two launches."""
+    """Launcher: out[i] = sum_j x[i, j] for a column-major (M x N) x, coalesced, in one launch."""
     import cupy
 
     m, n = x.shape
-    groups = -(-m // ROWS)
-    slices = max(1, min(-(-n // MIN_COLUMNS), -(-ROW_SUM_THREADS // groups)))
-    columns = -(-n // slices)
-    slices = -(-n // columns)
-    total = cupy.zeros(m, dtype=cupy.float32)  # the final launch leaves it zeroed for the next call
-    partial_kernel, final_kernel = _row_sum_kernels(_vectorizable(m, x), _fits_32_bits(x) and slices * groups < 2**32)
+    tiles = -(-m // TILE_ROWS)
+    slices = max(1, min(-(-n // MIN_COLUMNS), -(-ROW_SUM_THREADS // (tiles * 32))))
+    blocks_per_tile = -(-slices // SLICE_WARPS)
+    columns = -(-n // (blocks_per_tile * SLICE_WARPS))
+    total = cupy.zeros(m, dtype=cupy.float32)  # the last block of each tile leaves it zeroed for the next call
+    done = cupy.zeros(tiles, dtype=cupy.uint32)
+    threads = SLICE_WARPS * 32
+    size = tiles * blocks_per_tile * threads
+    kernel = _row_sum_kernel(_vectorizable(m, x), _fits_32_bits(x) and size < 2**32)
     flat_x = _flat(x)
-
-    def launch():
-        partial_kernel(flat_x, m, n, groups, columns, total, size=slices * groups)
-        final_kernel(total, out)
-
-    return launch
+    return lambda: kernel(flat_x, m, n, columns, tiles, blocks_per_tile, total, done, out, size=size, block_size=threads)

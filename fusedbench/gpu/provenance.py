@@ -2,10 +2,11 @@
 
 A fused epilog that cuBLASLt runs as a GEMM plus a separate epilogue kernel ("fused API,
 unfused execution", seen by llm.c for some bf16 epilogs) times like a fusion that does not pay;
-the kernel list says which it is. After a workload's timing, each provider's call runs once
-more, cold (L2 flushed first, as every timed sample is), with CUPTI's concurrent-kernel records
-on and nothing else, so the list holds that call's kernels only: not the flush, not the timing
-events (which are not kernels). CUPTI stays off while samples are timed.
+the kernel list says which it is. After a workload's timing, each provider's call runs
+RECORDED_CALLS times more, cold (L2 flushed first, as every timed sample is), with CUPTI's
+concurrent-kernel records on and nothing else, so the list holds that call's kernels only: not the
+flush, not the timing events (which are not kernels); each kernel's time is its median over the
+calls (one cold call's time varies by 10-20% on an H200). CUPTI stays off while samples are timed.
 
 Kernel names come mangled where the code is C++ (`_ZN8cublasLt8epilogue4impl12globalKernel...`);
 `short_name` keeps the qualified name (`cublasLt::epilogue::impl::globalKernel`), enough to tell
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import functools
 import re
+import statistics
 from collections.abc import Callable
 from typing import Any
 
 from fusedbench.gpu.arrays import synchronize
 
+RECORDED_CALLS = 3
 INSTALL_HINT = "install cupti-python (part of fusedbench[cu12] / fusedbench[cu13]) to record kernels"
 _LENGTH_PREFIXED = re.compile(r"(\d+)")
 
@@ -94,12 +97,26 @@ class KernelRecorder:
 
 
 def kernel_provenance(call: Callable[[], Any], before: Callable[[], None]) -> dict[str, Any]:
-    """What a cell's record keeps of its kernels: the list (`before` runs first, unrecorded), or why there is none."""
+    """What a cell's record keeps of its kernels: RECORDED_CALLS cold calls' list (`before` runs before each,
+    unrecorded) as `median_kernels` sums it up, or why there is none."""
     recorder = kernel_recorder()
     if recorder.unavailable:
         return {"kernels_unrecorded": recorder.unavailable}
-    before()
+    calls = []
     try:
-        return {"kernels": recorder.record(call)}
+        for _ in range(RECORDED_CALLS):
+            before()
+            calls.append(recorder.record(call))
     except Exception as exc:
         return {"kernels_unrecorded": f"{type(exc).__name__}: {' '.join(str(exc).split())}"}
+    return {"kernels": median_kernels(calls)}
+
+
+def median_kernels(calls: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The first call's kernels, each with its median time over the calls that launched the same kernels."""
+    names = [kernel["name"] for kernel in calls[0]]
+    alike = [launched for launched in calls if [kernel["name"] for kernel in launched] == names]
+    return [
+        {"name": name, "us": round(statistics.median(launched[i]["us"] for launched in alike), 3)}
+        for i, name in enumerate(names)
+    ]
