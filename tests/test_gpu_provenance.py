@@ -66,6 +66,13 @@ def test_the_recorder_sees_exactly_the_calls_kernels(gpu_stack, recorder):
     assert len(names) == 2 and names[0].startswith("cupy_multiply") and names[1].startswith("cupy_sqrt"), names
     assert all(k["us"] > 0 for k in launched)
 
+    def copy():
+        outside[...] = x  # cudaMemcpy: a copy, not a kernel
+
+    assert recorder.record(copy) == []
+    (copied,) = recorder.record(copy, copies=True)
+    assert copied["name"] == "memcpy" and copied["us"] > 0
+
 
 def test_every_timed_cell_records_its_kernels_and_cublaslt_algorithm(gpu_stack, recorder):
     from fusedbench.gpu.bench import measure_group
@@ -82,23 +89,34 @@ def test_every_timed_cell_records_its_kernels_and_cublaslt_algorithm(gpu_stack, 
         chosen = {"fused-autotuned": "autotune"}.get(cell.key.provider, "heuristic")
         assert cell.provenance["chosen_by"] == chosen
         if cell.key.provider == "unfused":
+            assert cell.provenance["same_size_copy"]["us"] > 0, cell.provenance
             assert kernels[-1] == ("fusedbench_epilog" if cell.key.epilog == "BIAS" else "fusedbench_row_sum"), kernels
         if cell.key.provider == "gemm":
             assert not any(name.startswith(("fusedbench", "cupy")) for name in kernels), kernels
 
 
+@pytest.mark.parametrize("m", [200, 202], ids=["vector", "scalar"])
 @pytest.mark.parametrize("wide", [False, True])
 @pytest.mark.parametrize(
     ("epilog", "dtype"),
-    [("GELU_AUX_BIAS", "bf16"), ("DRELU_BGRAD", "fp16"), ("DGELU", "fp32"), ("RELU_AUX", "fp16"), ("BGRADA", "bf16")],
+    [
+        ("GELU_AUX_BIAS", "bf16"),
+        ("DRELU_BGRAD", "fp16"),
+        ("DGELU", "fp32"),
+        ("RELU_AUX", "fp16"),
+        ("BGRADA", "bf16"),
+        ("GELU_AUX_BIAS", "tf32"),
+        ("RELU_AUX_BIAS", "fp32"),
+    ],
 )
-def test_unfused_passes_are_right_with_32_and_64_bit_indices(gpu_stack, monkeypatch, epilog, dtype, wide):
-    """Arrays of 2**32 elements take the 64-bit path; forcing it on small ones checks it where a check is cheap."""
+def test_unfused_passes_are_right_with_32_and_64_bit_indices(gpu_stack, monkeypatch, epilog, dtype, wide, m):
+    """Arrays of 2**32 elements take the 64-bit path; forcing it on small ones checks it where a check is cheap.
+    M = 200 takes 16-byte accesses (8 rows a thread, 4 in fp32 passes without a bit-mask), M = 202 the scalar path."""
     from fusedbench.gpu import kernels
 
     if wide:
         monkeypatch.setattr(kernels, "_fits_32_bits", lambda *arrays: False)
-    workload = Workload(epilog_spec(epilog), dtype_spec(dtype), 200, 72, 136)
+    workload = Workload(epilog_spec(epilog), dtype_spec(dtype), m, 72, 136)
     operands = make_operands(gpu_stack, workload, seed=12)
     prepared = prepare_provider("unfused", gpu_stack, operands)
     try:

@@ -13,8 +13,8 @@ from fusedbench.analysis import flags, paired_ratios, speedups
 from fusedbench.compare import compare_runs, select_run
 from fusedbench.gpu.provenance import median_kernels, short_name
 from fusedbench.history import cell_series
-from fusedbench.report import render_report
 from fusedbench.model import Cell, CellKey
+from fusedbench.report import render_report
 from fusedbench.results import ResultSet, load_results, same_size_copy_tbps
 from fusedbench.thresholds import preset_for
 

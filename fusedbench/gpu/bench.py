@@ -16,14 +16,13 @@ from dataclasses import replace
 from fusedbench.epilogs import EPILOGS, Epilog
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
-from fusedbench.gpu.kernels import make_copy
 from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.provenance import kernel_provenance
 from fusedbench.gpu.providers import prepare_provider
 from fusedbench.gpu.timing import CudaEventClock, L2Flusher
 from fusedbench.model import Cell, CellKey
-from fusedbench.providers import UNFUSED
 from fusedbench.progress import write_progress
+from fusedbench.providers import UNFUSED
 from fusedbench.sampling import SAMPLES, sample_interleaved
 from fusedbench.suites import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, BenchmarkGroup
 from fusedbench.tuning import Tuning
@@ -126,19 +125,22 @@ def _measure_workload(
 
 
 def same_size_copy(stack: GpuStack, workload: Workload, before) -> dict:
-    """The unfused passes' bytes moved by one plain copy, timed like their kernels (cold, CUPTI): what a pass of
-    that size can reach. Passes that move as much as the copy ceiling's copy or more are left to the ceiling."""
+    """The unfused passes' bytes moved by one device-to-device copy (the copy ceiling's cudaMemcpy), timed like
+    their kernels (cold, CUPTI): what a pass of that size can reach. Passes that move as much as the ceiling's
+    copy or more are left to the ceiling."""
     spec, dtype = workload.epilog, workload.dtype
     moved = spec.unfused_extra_bytes(workload.m, workload.k, workload.n, dtype.operand_itemsize, dtype.result_itemsize)
     if not 0 < moved < 2 * CEILING_COPY_BYTES:
         return {}
     try:
-        copied = kernel_provenance(make_copy(stack.cupy, moved), before)
+        source = stack.cupy.zeros(moved // 2, dtype=stack.cupy.uint8)  # read once, written once
+        target = stack.cupy.empty_like(source)
     except stack.cupy.cuda.memory.OutOfMemoryError:
         return {}  # the cell keeps its own record; only the comparison is missing
+    copied = kernel_provenance(lambda: target.__setitem__(Ellipsis, source), before, copies=True)
     if "kernels" not in copied:
         return {}
-    return {"same_size_copy": {"bytes": moved, "us": sum(kernel["us"] for kernel in copied["kernels"])}}
+    return {"same_size_copy": {"bytes": moved, "us": sum(copy["us"] for copy in copied["kernels"])}}
 
 
 def measure_gemm_ceilings(stack: GpuStack, dtypes: list[str], *, seed: int = 0) -> dict[str, Cell]:

@@ -7,9 +7,10 @@ the NT layout, where K is the strided axis of both). Each `make_*` function does
 kernel set-up once and returns a launcher whose call is nothing but kernel launches.
 
 All arithmetic is float32; storage is fp16, fp32, bf16 (as uint16 bits) or fp8 e4m3 (as uint8
-bits, read only). D is column-major (M x N): a thread takes ROWS consecutive rows of one column,
-so neighbouring threads touch neighbouring addresses, with 16-byte vector loads and stores
-wherever M is a multiple of ROWS (a scalar loop covers the rest).
+bits, read only). D is column-major (M x N): a thread takes ROWS consecutive rows of one column
+(FP32_ROWS where an fp32 pass has no bit-mask), so neighbouring threads touch neighbouring
+addresses, with 16-byte vector loads and stores wherever M is a multiple of that (a scalar loop
+covers the rest).
 
 On an H200 (4.3 TB/s) a pass has about 25 instructions per element before it stops being
 memory-bound, so the passes avoid what costs more than that: 64-bit integer division (a software
@@ -30,6 +31,11 @@ from fusedbench.providers import PASS_KERNEL_PREFIX
 # Each thread owns ROWS consecutive rows of one column of D: 16 bytes of fp16 / bf16 (one vector
 # load), 32 of fp32, and exactly one byte of the ReLU bit-mask.
 ROWS = 8
+# An fp32 pass with no bit-mask takes FP32_ROWS rows a thread instead: one 16-byte access, so each
+# of a warp's accesses covers 512 contiguous bytes. With 8 rows each access is two 16-byte halves of
+# 32 sectors; at the seed shape on an H200 the tf32 BIAS pass reached 0.77 of the copy rate so, the
+# fp16 one 0.99.
+FP32_ROWS = 4
 
 # A row sum's block: SLICE_WARPS warps over one tile of TILE_ROWS rows (32 lanes x ROWS), each warp
 # summing its own slice of columns. The block adds its warps' sums in shared memory, then makes one
@@ -138,19 +144,37 @@ template <> struct Rows<unsigned char> {  // fp8 operands: read one by one (neve
         for (int j = 0; j < 8; ++j) x[j] = load_f32(p[j]);
     }
 };
-// All ROWS elements through 16-byte words (the caller knows they are there and aligned).
-template <typename T> __device__ __forceinline__ void load_rows(const T* p, float* x) { Rows<T>::load(p, x); }
-template <typename T> __device__ __forceinline__ void store_rows(T* p, const float* x) { Rows<T>::store(p, x); }
-// Up to ROWS elements: vector accesses when all ROWS are there and the layout allows, else scalar.
-template <typename T> __device__ __forceinline__ void load_some(const T* p, float* x, int count, bool vector) {
-    if (vector && count == 8) { Rows<T>::load(p, x); return; }
-#pragma unroll
-    for (int j = 0; j < 8; ++j) if (j < count) x[j] = load_f32(p[j]);  // constant indices keep x in registers
+// R consecutive rows: ROWS (8) through Rows<T>; FP32_ROWS (4) of fp32 through one 16-byte word.
+template <int R, typename T> struct Run {
+    static __device__ __forceinline__ void load(const T* p, float* x) { Rows<T>::load(p, x); }
+    static __device__ __forceinline__ void store(T* p, const float* x) { Rows<T>::store(p, x); }
+};
+template <> struct Run<4, float> {
+    static __device__ __forceinline__ void load(const float* p, float* x) {
+        const float4 a = *reinterpret_cast<const float4*>(p);
+        x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
+    }
+    static __device__ __forceinline__ void store(float* p, const float* x) {
+        *reinterpret_cast<float4*>(p) = make_float4(x[0], x[1], x[2], x[3]);
+    }
+};
+// All R rows through 16-byte words (the caller knows they are there and aligned).
+template <int R, typename T> __device__ __forceinline__ void load_rows(const T* p, float* x) {
+    Run<R, T>::load(p, x);
 }
-template <typename T> __device__ __forceinline__ void store_some(T* p, const float* x, int count, bool vector) {
-    if (vector && count == 8) { Rows<T>::store(p, x); return; }
+template <int R, typename T> __device__ __forceinline__ void store_rows(T* p, const float* x) {
+    Run<R, T>::store(p, x);
+}
+// Up to R rows: vector accesses when all R are there and the layout allows, else scalar.
+template <int R, typename T> __device__ __forceinline__ void load_some(const T* p, float* x, int count, bool vector) {
+    if (vector && count == R) { Run<R, T>::load(p, x); return; }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) if (j < count) store_f32(x[j], p[j]);
+    for (int j = 0; j < R; ++j) if (j < count) x[j] = load_f32(p[j]);  // constant indices keep x in registers
+}
+template <int R, typename T> __device__ __forceinline__ void store_some(T* p, const float* x, int count, bool vector) {
+    if (vector && count == R) { Run<R, T>::store(p, x); return; }
+#pragma unroll
+    for (int j = 0; j < R; ++j) if (j < count) store_f32(x[j], p[j]);
 }
 // ReLU as cuBLASLt applies it: negatives become 0, NaN stays NaN.
 __device__ __forceinline__ float relu_f32(float x) { return x < 0.f ? 0.f : x; }
@@ -190,11 +214,12 @@ def _fits_32_bits(*arrays) -> bool:
 
 
 @functools.cache
-def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool):
+def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool, rows: int = ROWS):
     """The whole pointwise part of `spec` in one pass: bias, aux output, activation, derivative.
 
     Parameters, in call order: m, groups, [bias], [mask, mask_ld], [pre, pre_ld], [aux_ld], d,
-    [aux | packed]; every array is a flat raw view, and the launch covers N x groups threads.
+    [aux | packed]; every array is a flat raw view, and the launch covers N x groups threads of
+    `rows` rows each (ROWS wherever there is a bit-mask: a thread's rows are one mask byte).
     """
     import cupy
 
@@ -235,23 +260,24 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool):
         "load{v}(&bias[0] + row0, bias_rows{count});" if spec.bias else "",
         derivative_input,
         "#pragma unroll",
-        "for (int j = 0; j < 8; ++j) {{ {guard} float v = x[j];",
+        "for (int j = 0; j < {rows}; ++j) {{ {guard} float v = x[j];",
         *per_row,
         "x[j] = v; }}",
         "store{v}(dcol, x{count});",
         "store{v}(&aux[0] + col * (I)aux_ld + row0, saved{count});" if gelu_aux else "",
     ]
-    # With 16-byte accesses (M a multiple of 8) a thread has all 8 rows or none (mask padding): one
-    # straight-line path with no per-element guards. Otherwise each access checks its rows.
+    # With 16-byte accesses (M a multiple of `rows`) a thread has all its rows or none (mask padding):
+    # one straight-line path with no per-element guards. Otherwise each access checks its rows.
     if vector:
-        work = "\n".join(steps).format(v="_rows", count="", guard="")
-        work = f"if (count == 8) {{\n{work}\n}}"
+        work = "\n".join(steps).format(v=f"_rows<{rows}>", count="", guard="", rows=rows)
+        work = f"if (count == {rows}) {{\n{work}\n}}"
     else:
-        work = "\n".join(steps).format(v="_some", count=", count, false", guard="if (j >= count) continue;")
+        some = f"_some<{rows}>"
+        work = "\n".join(steps).format(v=some, count=", count, false", guard="if (j >= count) continue;", rows=rows)
     body = f"""
     typedef {_index_type(narrow)} I;
-    const I ii = (I)i, col = ii / (I)groups, g = ii - col * (I)groups, row0 = g * 8;
-    const int count = row0 < (I)m ? (int)min((I)8, (I)m - row0) : 0;
+    const I ii = (I)i, col = ii / (I)groups, g = ii - col * (I)groups, row0 = g * {rows};
+    const int count = row0 < (I)m ? (int)min((I){rows}, (I)m - row0) : 0;
     float x[8], saved[8], pre_rows[8], bias_rows[8];
     unsigned int bits = 0;
     T* dcol = &d[0] + col * (I)m + row0;
@@ -305,7 +331,7 @@ def _row_sum_kernel(vector: bool, narrow: bool):
     if (count > 0) {{
 #pragma unroll {MIN_COLUMNS}
         for (I col = first; col < last; ++col) {{
-            load_some(&x[0] + col * (I)m + row0, rows, count, {"true" if vector else "false"});
+            load_some<8>(&x[0] + col * (I)m + row0, rows, count, {"true" if vector else "false"});
 #pragma unroll
             for (int j = 0; j < 8; ++j) acc[j] += rows[j];
         }}
@@ -338,31 +364,14 @@ def _row_sum_kernel(vector: bool, narrow: bool):
     )
 
 
-@functools.cache
-def _copy_kernel():
-    import cupy
-
-    return cupy.ElementwiseKernel("T x", "T y", "y = x", "same_size_copy")
-
-
-def make_copy(cupy, moved_bytes: int) -> Callable[[], None]:
-    """Launcher: a plain copy that reads and writes `moved_bytes` in all, 16 bytes a thread: what a pass that
-    moves that much can reach at its size (small ones do not reach the copy ceiling's rate either)."""
-    words = max(1, moved_bytes // 32)  # 16-byte words each way
-    source = cupy.zeros(words, dtype=cupy.complex128)
-    target = cupy.empty_like(source)
-    kernel = _copy_kernel()
-    return lambda: kernel(source, target)
-
-
 def _flat(array):
     """The flat raw view of a column-major matrix (its transpose is C-contiguous)."""
     return array.T.reshape(-1)
 
 
-def _vectorizable(m: int, *arrays) -> bool:
-    """16-byte accesses need every column to start 16-byte aligned: M % ROWS == 0, aligned bases."""
-    return m % ROWS == 0 and all(a.itemsize in (2, 4) and a.data.ptr % 16 == 0 for a in arrays)
+def _vectorizable(m: int, *arrays, rows: int = ROWS) -> bool:
+    """16-byte accesses need every column to start 16-byte aligned: M % rows == 0, aligned bases."""
+    return m % rows == 0 and all(a.itemsize in (2, 4) and a.data.ptr % 16 == 0 for a in arrays)
 
 
 def make_relu_mask(x, packed) -> Callable[[], None]:
@@ -383,7 +392,10 @@ def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=
         return None
     m, n = d.shape
     relu_aux_out = spec.saves_aux and spec.activation is Activation.RELU
-    groups = aux_out.shape[0] if relu_aux_out else -(-m // ROWS)  # mask padding bytes get zeros
+    masked = relu_aux_out or spec.derivative is Derivative.DRELU
+    arrays = [a for a in (d, bias, gelu_aux, aux_out) if a is not None]
+    rows = FP32_ROWS if not masked and all(a.itemsize == 4 for a in arrays) else ROWS
+    groups = aux_out.shape[0] if relu_aux_out else -(-m // rows)  # mask padding bytes get zeros
     inputs: list = [m, groups]
     outputs: list = [_flat(d)]
     vector_arrays, indexed = [d], [d]
@@ -404,7 +416,7 @@ def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=
         indexed.append(aux_out)
     size = n * groups
     narrow = size < 2**32 and _fits_32_bits(*indexed, *vector_arrays)
-    kernel = _epilog_kernel(spec, _vectorizable(m, *vector_arrays), narrow)
+    kernel = _epilog_kernel(spec, _vectorizable(m, *vector_arrays, rows=rows), narrow, rows)
     return lambda: kernel(*inputs, *outputs, size=size)
 
 
@@ -423,4 +435,6 @@ def make_row_sum(x, out) -> Callable[[], None]:
     size = tiles * blocks_per_tile * threads
     kernel = _row_sum_kernel(_vectorizable(m, x), _fits_32_bits(x) and size < 2**32)
     flat_x = _flat(x)
-    return lambda: kernel(flat_x, m, n, columns, tiles, blocks_per_tile, total, done, out, size=size, block_size=threads)
+    return lambda: kernel(
+        flat_x, m, n, columns, tiles, blocks_per_tile, total, done, out, size=size, block_size=threads
+    )

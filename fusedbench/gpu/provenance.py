@@ -24,6 +24,7 @@ from typing import Any
 from fusedbench.gpu.arrays import synchronize
 
 RECORDED_CALLS = 3
+COPY_RECORD = "memcpy"
 INSTALL_HINT = "install cupti-python (part of fusedbench[cu12] / fusedbench[cu13]) to record kernels"
 _LENGTH_PREFIXED = re.compile(r"(\d+)")
 
@@ -78,27 +79,31 @@ class KernelRecorder:
         for activity in activities:
             if activity.kind == self._cupti.ActivityKind.CONCURRENT_KERNEL:
                 self._records.append((short_name(activity.name), (activity.end - activity.start) / 1e3))
+            elif activity.kind == self._cupti.ActivityKind.MEMCPY:
+                self._records.append((COPY_RECORD, (activity.end - activity.start) / 1e3))
 
-    def record(self, call: Callable[[], Any]) -> list[dict[str, Any]]:
-        """Run `call` once with kernel records on: each kernel's short name and GPU time (us), in launch order."""
+    def record(self, call: Callable[[], Any], *, copies: bool = False) -> list[dict[str, Any]]:
+        """Run `call` once with kernel records on: each kernel's short name and GPU time (us), in launch order.
+        With `copies`, the memory copies instead (named COPY_RECORD), which are not kernels."""
         if self.unavailable:
             raise RuntimeError(self.unavailable)
         cupti = self._cupti
+        kind = cupti.ActivityKind.MEMCPY if copies else cupti.ActivityKind.CONCURRENT_KERNEL
         synchronize()
         self._records = []
-        cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
+        cupti.activity_enable(kind)
         try:
             call()
             synchronize()
         finally:
             cupti.activity_flush_all(1)
-            cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
+            cupti.activity_disable(kind)
         return [{"name": name, "us": round(us, 3)} for name, us in self._records]
 
 
-def kernel_provenance(call: Callable[[], Any], before: Callable[[], None]) -> dict[str, Any]:
-    """What a cell's record keeps of its kernels: RECORDED_CALLS cold calls' list (`before` runs before each,
-    unrecorded) as `median_kernels` sums it up, or why there is none."""
+def kernel_provenance(call: Callable[[], Any], before: Callable[[], None], *, copies: bool = False) -> dict[str, Any]:
+    """What a cell's record keeps of its kernels (or, with `copies`, of its memory copies): RECORDED_CALLS cold
+    calls' list (`before` runs before each, unrecorded) as `median_kernels` sums it up, or why there is none."""
     recorder = kernel_recorder()
     if recorder.unavailable:
         return {"kernels_unrecorded": recorder.unavailable}
@@ -106,7 +111,7 @@ def kernel_provenance(call: Callable[[], Any], before: Callable[[], None]) -> di
     try:
         for _ in range(RECORDED_CALLS):
             before()
-            calls.append(recorder.record(call))
+            calls.append(recorder.record(call, copies=copies))
     except Exception as exc:
         return {"kernels_unrecorded": f"{type(exc).__name__}: {' '.join(str(exc).split())}"}
     return {"kernels": median_kernels(calls)}
