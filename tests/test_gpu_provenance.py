@@ -107,11 +107,12 @@ def test_every_timed_cell_records_its_kernels_and_cublaslt_algorithm(gpu_stack, 
         ("BGRADA", "bf16"),
         ("GELU_AUX_BIAS", "tf32"),
         ("RELU_AUX_BIAS", "fp32"),
+        ("DRELU_BGRAD", "tf32"),
     ],
 )
 def test_unfused_passes_are_right_with_32_and_64_bit_indices(gpu_stack, monkeypatch, epilog, dtype, wide, m):
     """Arrays of 2**32 elements take the 64-bit path; forcing it on small ones checks it where a check is cheap.
-    M = 200 takes 16-byte accesses (8 rows a thread, 4 in fp32 passes without a bit-mask), M = 202 the scalar path."""
+    M = 200 takes 16-byte accesses (8 rows a thread, 4 in fp32 passes, two to a mask byte), M = 202 the scalar path."""
     from fusedbench.gpu import kernels
 
     if wide:

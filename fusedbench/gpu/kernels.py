@@ -8,7 +8,7 @@ kernel set-up once and returns a launcher whose call is nothing but kernel launc
 
 All arithmetic is float32; storage is fp16, fp32, bf16 (as uint16 bits) or fp8 e4m3 (as uint8
 bits, read only). D is column-major (M x N): a thread takes ROWS consecutive rows of one column
-(FP32_ROWS where an fp32 pass has no bit-mask), so neighbouring threads touch neighbouring
+(FP32_ROWS in fp32 passes), so neighbouring threads touch neighbouring
 addresses, with 16-byte vector loads and stores wherever M is a multiple of that (a scalar loop
 covers the rest).
 
@@ -31,10 +31,10 @@ from fusedbench.providers import PASS_KERNEL_PREFIX
 # Each thread owns ROWS consecutive rows of one column of D: 16 bytes of fp16 / bf16 (one vector
 # load), 32 of fp32, and exactly one byte of the ReLU bit-mask.
 ROWS = 8
-# An fp32 pass with no bit-mask takes FP32_ROWS rows a thread instead: one 16-byte access, so each
-# of a warp's accesses covers 512 contiguous bytes. With 8 rows each access is two 16-byte halves of
-# 32 sectors; at the seed shape on an H200 the tf32 BIAS pass reached 0.77 of the copy rate so, the
-# fp16 one 0.99.
+# An fp32 pass takes FP32_ROWS rows a thread instead: one 16-byte access, so each of a warp's
+# accesses covers 512 contiguous bytes (a ReLU mask byte is then two threads' bits). With 8 rows
+# each access is two 16-byte halves of 32 sectors; at the seed shape on an H200 the tf32 BIAS pass
+# reached 0.77 of the copy rate so, 1.00 with 4 rows.
 FP32_ROWS = 4
 
 # A row sum's block: SLICE_WARPS warps over one tile of TILE_ROWS rows (32 lanes x ROWS), each warp
@@ -219,7 +219,7 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool, rows: int = ROW
 
     Parameters, in call order: m, groups, [bias], [mask, mask_ld], [pre, pre_ld], [aux_ld], d,
     [aux | packed]; every array is a flat raw view, and the launch covers N x groups threads of
-    `rows` rows each (ROWS wherever there is a bit-mask: a thread's rows are one mask byte).
+    `rows` rows each (a mask byte holds ROWS rows: with 4, two threads share one).
     """
     import cupy
 
@@ -252,7 +252,9 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool, rows: int = ROW
         outputs.append("raw uint8 packed")
     derivative_input = {
         Derivative.DGELU: "load{v}(&pre[0] + col * (I)pre_ld + row0, pre_rows{count});",
-        Derivative.DRELU: "const unsigned int mask_bits = mask[col * (I)mask_ld + g];",
+        # A mask byte holds 8 rows: a thread of 4 rows takes its half.
+        Derivative.DRELU: f"const unsigned int mask_bits = mask[col * (I)mask_ld + g * {rows} / 8]"
+        f" >> (g * {rows} % 8);",
         Derivative.NONE: "",
     }[spec.derivative]
     steps = [
@@ -282,11 +284,23 @@ def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool, rows: int = ROW
     unsigned int bits = 0;
     T* dcol = &d[0] + col * (I)m + row0;
     {work}
-    {"packed[ii] = (unsigned char)bits;" if relu_aux else ""}
+    {_store_mask_byte(rows) if relu_aux else ""}
     """
     return cupy.ElementwiseKernel(
         ", ".join(inputs), ", ".join(outputs), body, PASS_KERNEL_PREFIX + "epilog", preamble=PREAMBLE
     )
+
+
+def _store_mask_byte(rows: int) -> str:
+    """Code that stores a thread's ReLU bits as its mask byte; with 4 rows a thread, the even thread of each
+    pair (its neighbour in the warp, the same column: a column has an even number of groups) takes the odd
+    one's bits through a shuffle and stores both halves."""
+    if rows == ROWS:
+        return "packed[ii] = (unsigned char)bits;"
+    return """
+    const unsigned int odd_bits = __shfl_xor_sync(3u << (threadIdx.x & 30u), bits, 1);
+    if (!(g & 1)) packed[ii >> 1] = (unsigned char)(bits | (odd_bits << 4));
+    """
 
 
 @functools.cache
@@ -392,25 +406,22 @@ def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=
         return None
     m, n = d.shape
     relu_aux_out = spec.saves_aux and spec.activation is Activation.RELU
-    masked = relu_aux_out or spec.derivative is Derivative.DRELU
-    arrays = [a for a in (d, bias, gelu_aux, aux_out) if a is not None]
-    rows = FP32_ROWS if not masked and all(a.itemsize == 4 for a in arrays) else ROWS
-    groups = aux_out.shape[0] if relu_aux_out else -(-m // rows)  # mask padding bytes get zeros
+    vector_arrays = [a for a in (d, bias, gelu_aux, None if relu_aux_out else aux_out) if a is not None]
+    rows = FP32_ROWS if all(a.itemsize == 4 for a in vector_arrays) else ROWS
+    # With a mask output, the threads cover its padding rows too (they store zero bits).
+    groups = aux_out.shape[0] * (ROWS // rows) if relu_aux_out else -(-m // rows)
     inputs: list = [m, groups]
     outputs: list = [_flat(d)]
-    vector_arrays, indexed = [d], [d]
+    indexed = [d]
     if spec.bias:
         inputs.append(bias)
-        vector_arrays.append(bias)
     if spec.derivative is Derivative.DRELU:
         inputs += [_flat(relu_aux), relu_aux.shape[0]]
         indexed.append(relu_aux)
     elif spec.derivative is Derivative.DGELU:
         inputs += [_flat(gelu_aux), gelu_aux.shape[0]]
-        vector_arrays.append(gelu_aux)
     if spec.saves_aux and not relu_aux_out:
         inputs.append(aux_out.shape[0])
-        vector_arrays.append(aux_out)
     if spec.saves_aux:
         outputs.append(_flat(aux_out))
         indexed.append(aux_out)
