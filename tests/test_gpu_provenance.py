@@ -95,7 +95,7 @@ def test_every_timed_cell_records_its_kernels_and_cublaslt_algorithm(gpu_stack, 
             assert not any(name.startswith(("fusedbench", "cupy")) for name in kernels), kernels
 
 
-@pytest.mark.parametrize("m", [200, 202], ids=["vector", "scalar"])
+@pytest.mark.parametrize("m", [200, 202, 520], ids=["vector", "scalar", "tiles"])
 @pytest.mark.parametrize("wide", [False, True])
 @pytest.mark.parametrize(
     ("epilog", "dtype"),
@@ -112,7 +112,8 @@ def test_every_timed_cell_records_its_kernels_and_cublaslt_algorithm(gpu_stack, 
 )
 def test_unfused_passes_are_right_with_32_and_64_bit_indices(gpu_stack, monkeypatch, epilog, dtype, wide, m):
     """Arrays of 2**32 elements take the 64-bit path; forcing it on small ones checks it where a check is cheap.
-    M = 200 takes 16-byte accesses (8 rows a thread, 4 in fp32 passes, two to a mask byte), M = 202 the scalar path."""
+    M = 200 takes 16-byte accesses (8 rows a thread, 4 in fp32 passes, two to a mask byte), M = 202 the scalar path,
+    M = 520 more than one 256-row tile of a split fp32 mask."""
     from fusedbench.gpu import kernels
 
     if wide:

@@ -3,7 +3,7 @@
 Called from asv's `setup_cache` (through `fusedbench.asv_bridge`). A workload's providers are
 prepared together, warmed up, then timed in interleaved rounds (one call of each per round, in a
 carryover-balanced order) with CUDA events, L2 flushed before every sample (every cell is
-measured cold); then each provider's call runs once more with CUPTI recording its kernels
+measured cold); then each provider's call runs three times more with CUPTI recording its kernels
 (`gpu.provenance`). The result is a list of `model.Cell`s (picklable) that asv hands to each
 cell's process.
 """
@@ -138,8 +138,8 @@ def same_size_copy(stack: GpuStack, workload: Workload, before) -> dict:
     except stack.cupy.cuda.memory.OutOfMemoryError:
         return {}  # the cell keeps its own record; only the comparison is missing
     copied = kernel_provenance(lambda: target.__setitem__(Ellipsis, source), before, copies=True)
-    if "kernels" not in copied:
-        return {}
+    if not copied.get("kernels"):
+        return {}  # CUPTI gave no memcpy record: no comparison rather than a zero time
     return {"same_size_copy": {"bytes": moved, "us": sum(copy["us"] for copy in copied["kernels"])}}
 
 

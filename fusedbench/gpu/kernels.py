@@ -16,7 +16,7 @@ On an H200 (4.3 TB/s) a pass has about 25 instructions per element before it sto
 memory-bound, so the passes avoid what costs more than that: 64-bit integer division (a software
 routine; indices are 32-bit wherever the arrays allow), libdevice's exact tanhf (GELU goes
 through the hardware's tanh.approx for 16-bit results, __expf and a fast reciprocal for fp32,
-both far inside every tolerance), scalar loads of the bias (one 16-byte load for 8 rows), and
+both far inside every tolerance), scalar loads of the bias (one 16-byte load per thread), and
 bit-by-bit bf16 rounding (the hardware's paired conversions instead).
 """
 
@@ -29,12 +29,12 @@ from fusedbench.epilogs import Activation, Derivative, EpilogSpec
 from fusedbench.providers import PASS_KERNEL_PREFIX
 
 # Each thread owns ROWS consecutive rows of one column of D: 16 bytes of fp16 / bf16 (one vector
-# load), 32 of fp32, and exactly one byte of the ReLU bit-mask.
+# load), and exactly one byte of the ReLU bit-mask.
 ROWS = 8
 # An fp32 pass takes FP32_ROWS rows a thread instead: one 16-byte access, so each of a warp's
 # accesses covers 512 contiguous bytes (a ReLU mask byte is then two threads' bits). With 8 rows
-# each access is two 16-byte halves of 32 sectors; at the seed shape on an H200 the tf32 BIAS pass
-# reached 0.77 of the copy rate so, 1.00 with 4 rows.
+# each access is two 16-byte halves of 32 sectors: at the seed shape on an H200 the tf32 BIAS pass
+# reached 0.77 of the copy rate with 8 rows, 1.00 with 4.
 FP32_ROWS = 4
 
 # A row sum's block: SLICE_WARPS warps over one tile of TILE_ROWS rows (32 lanes x ROWS), each warp
@@ -45,7 +45,8 @@ FP32_ROWS = 4
 SLICE_WARPS = 8
 TILE_ROWS = 32 * ROWS
 # Threads a row sum aims for: enough loads in flight to reach HBM bandwidth however few rows there
-# are (BGRADA sums only K columns of M rows); each warp's slice keeps at least MIN_COLUMNS columns.
+# are (BGRADA sums only K columns of M rows), with no more slices than N / MIN_COLUMNS (rounded up
+# to whole blocks, so with few columns some warps get fewer, or none).
 # A warp's columns are strided (slice, slice + slices, ...), so that warps running together read
 # neighbouring columns. Chosen on an H200 among 2^17-2^20 threads, 4-16 columns, 8 or 16 warps a
 # block, strided or contiguous slices: at (8192,16384) fp16 78 us against 85 us for 2^18
@@ -220,8 +221,8 @@ def _fits_32_bits(*arrays) -> bool:
 def _epilog_kernel(spec: EpilogSpec, vector: bool, narrow: bool, rows: int = ROWS):
     """The whole pointwise part of `spec` in one pass: bias, aux output, activation, derivative.
 
-    Parameters, in call order: m, groups, [bias], [mask, mask_ld], [pre, pre_ld], [aux_ld], d,
-    [aux | packed]; every array is a flat raw view, and the launch covers N x groups threads of
+    Parameters, in call order: m, groups, [bias], [mask, mask_ld], [pre, pre_ld], [aux_ld | mask_rows],
+    d, [aux | packed]; every array is a flat raw view, and the launch covers N x groups threads of
     `rows` rows each (a mask byte holds ROWS rows: with 4, two threads share one).
     """
     import cupy
@@ -361,6 +362,7 @@ def _row_sum_kernel(vector: bool, narrow: bool):
 
     body = f"""
     typedef {_index_type(narrow)} I;
+    static_assert({SLICE_WARPS} * 32 >= {TILE_ROWS}, "a block's threads must cover its tile's rows");
     __shared__ float sums[{SLICE_WARPS}][{TILE_ROWS}];
     __shared__ bool finishing;
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
@@ -389,7 +391,10 @@ def _row_sum_kernel(vector: bool, narrow: bool):
     }}
     __threadfence();  // this block's adds reach L2 before its count does
     __syncthreads();
-    if (t == 0) finishing = atomicAdd(&done[tile], 1u) == (unsigned int)(blocks_per_tile - 1);
+    if (t == 0) {{
+        finishing = atomicAdd(&done[tile], 1u) == (unsigned int)(blocks_per_tile - 1);
+        __threadfence();  // and the last block reads the totals only after its count
+    }}
     __syncthreads();
     if (finishing) {{
         if (t < {TILE_ROWS} && row < (I)m) store_f32(atomicExch(&total[row], 0.f), out[row]);

@@ -118,9 +118,11 @@ def kernel_provenance(call: Callable[[], Any], before: Callable[[], None], *, co
 
 
 def median_kernels(calls: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The first call's kernels, each with its median time over the calls that launched the same kernels."""
-    names = [kernel["name"] for kernel in calls[0]]
-    alike = [launched for launched in calls if [kernel["name"] for kernel in launched] == names]
+    """The kernels most of the calls launched (the earliest such list on a tie), each with its median time over
+    the calls that launched exactly those."""
+    sequences = [tuple(kernel["name"] for kernel in launched) for launched in calls]
+    names = max(sequences, key=sequences.count)
+    alike = [launched for launched, sequence in zip(calls, sequences, strict=True) if sequence == names]
     return [
         {"name": name, "us": round(statistics.median(launched[i]["us"] for launched in alike), 3)}
         for i, name in enumerate(names)
