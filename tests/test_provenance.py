@@ -135,7 +135,7 @@ def test_each_kernels_time_is_its_median_over_the_recorded_calls_that_launched_t
     ]
     assert median_kernels(calls) == [{"name": gemm, "us": 97.0}, {"name": row_sum, "us": 12.0}]
     # The first call the odd one out: the list most calls launched is kept.
-    assert median_kernels([calls[2], calls[0], calls[1]]) == median_kernels(calls)
+    assert median_kernels([calls[2], calls[0], calls[1], calls[3]]) == median_kernels(calls)
 
 
 def test_a_pass_is_held_to_the_slower_of_the_copy_ceiling_and_a_copy_of_its_own_size():
