@@ -130,19 +130,26 @@ def ladder_cells(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_shape(cells: pd.DataFrame) -> pd.DataFrame:
-    """The cells with a 'shape' label column and 'size' (M x N x K) to order them by."""
+    """The cells with a 'shape' label column, 'size' (M x N x K) and 'intensity' to order them by: the GEMM's
+    FLOPs per element of A, B and D it moves (2MNK / (MK + KN + MN)), low where the epilog's traffic matters."""
     cells = cells.copy()
     cells["shape"] = [shape_label(m, k, n) for m, k, n in zip(cells["m"], cells["k"], cells["n"], strict=True)]
+    m, k, n = (cells[axis].astype(float) for axis in ("m", "k", "n"))
     cells["size"] = cells["m"] * cells["n"] * cells["k"]
+    cells["intensity"] = 2 * m * n * k / (m * k + k * n + m * n)
     return cells
 
 
-def speedups(cells: pd.DataFrame) -> pd.DataFrame:
+def speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per workload (machine, commit, dtype, epilog, shape) with each provider's time, and
     fused's speedup over each baseline (`over_textbook`, `over_unfused`; NaN where either cell is not ok)
-    and its epilog cost over the plain GEMM (`epilog_cost`: fused / gemm - 1)."""
+    and its epilog cost over the plain GEMM (`epilog_cost`: fused / gemm - 1).
+
+    With the cells' `detail` (results.DETAIL_COLUMNS, same index), each speedup also gets the 95% interval
+    of its round-by-round ratios (`over_unfused_low` / `_high`); NaN where the run did not pair rounds.
+    """
     ok = with_shape(ladder_cells(cells[cells["status"] == OK]))
-    keys = ["machine", "commit", "dtype", "epilog", "shape", "size"]
+    keys = ["machine", "commit", "dtype", "epilog", "shape", "size", "intensity"]
     columns = {
         "time_s": "",
         "ci_low_s": "_ci_low",
@@ -159,8 +166,21 @@ def speedups(cells: pd.DataFrame) -> pd.DataFrame:
             table[provider + suffix] = wide[(value, provider)] if (value, provider) in wide.columns else np.nan
     for baseline in BASELINES:
         table[f"over_{baseline}"] = table[baseline] / table[FUSED]
+        table[f"over_{baseline}_low"] = table[f"over_{baseline}_high"] = np.nan
+        if detail is not None:
+            raw, paired = list(detail.loc[ok.index, "raw"]), detail.loc[ok.index, "paired"].astype(bool)
+            ratios = paired_ratios(ok, raw, paired, FUSED, baseline).dropna(subset=["low"])
+            intervals = ratios.set_index(pd.MultiIndex.from_frame(ok.loc[ratios.index, keys]))
+            table[f"over_{baseline}_low"] = intervals["low"]
+            table[f"over_{baseline}_high"] = intervals["high"]
     table["epilog_cost"] = table[f"{FUSED}_gemm_ratio"] - 1
     return table.reset_index()
+
+
+def indistinct(table: pd.DataFrame, baseline: str) -> pd.Series:
+    """Speedups whose paired 95% interval includes 1.0: fused and `baseline` are not told apart (False where
+    the run gave no interval)."""
+    return (table[f"over_{baseline}_low"] <= 1.0) & (table[f"over_{baseline}_high"] >= 1.0)
 
 
 def geometric_mean(values: pd.Series) -> float:
@@ -170,8 +190,9 @@ def geometric_mean(values: pd.Series) -> float:
 
 
 def inversions(table: pd.DataFrame) -> pd.DataFrame:
-    """Workloads where fused runs below INVERSION x the unfused GEMM + pass: fusion does not pay."""
-    return table[table["over_unfused"] < INVERSION]
+    """Workloads where fused runs below INVERSION x the unfused GEMM + pass, told apart from it (the paired
+    interval excludes 1.0, where there is one): fusion does not pay."""
+    return table[(table["over_unfused"] < INVERSION) & ~indistinct(table, "unfused")]
 
 
 def noisy_cells(cells: pd.DataFrame) -> pd.DataFrame:
@@ -191,7 +212,7 @@ def headline(cells: pd.DataFrame, table: pd.DataFrame, machine: str) -> pd.DataF
             {
                 "dtype": dtype,
                 **{f"fused over {b} (geomean)": f"{geometric_mean(part[f'over_{b}']):.2f}x" for b in BASELINES},
-                f"fused < {INVERSION:g}x unfused": f"{len(inversions(part))} of {int(measured.sum())}",
+                f"fused < {INVERSION:g}x unfused, told apart": f"{len(inversions(part))} of {int(measured.sum())}",
                 "worst": "" if worst is None else f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x",
                 **{status.value: int(counts.get(status.value, 0)) for status in Status},
             }

@@ -163,6 +163,48 @@ def test_the_same_size_copy_is_read_from_the_cells_record():
     assert math.isnan(same_size_copy_tbps(broken))
 
 
+def test_every_speedup_heatmap_shares_one_colour_range_and_greys_the_cells_it_cannot_tell_from_1x(results):
+    from fusedbench.analysis import headline, indistinct
+    from fusedbench.report.figures import SPEEDUP_LOG2_RANGE, epilog_cost_figure, speedup_heatmap
+
+    table = speedups(results.cells, results.detail)
+    seen = 0
+    for baseline in ("textbook", "unfused"):
+        figure = speedup_heatmap(table, machine=MACHINE, dtype="fp16", baseline=baseline)
+        colours = figure.data[0]
+        assert (colours.zmin, colours.zmax) == (-SPEEDUP_LOG2_RANGE, SPEEDUP_LOG2_RANGE)
+        assert list(colours.colorbar.ticktext) == ["0.5x or less", "0.71x", "1x", "1.41x", "2x or more"]
+        unclear = table[indistinct(table, baseline)]
+        expected = set(zip(unclear["epilog"], unclear["shape"], strict=True))
+        greyed = set()
+        if len(figure.data) > 1:
+            cover = figure.data[1]
+            greyed = {
+                (epilog, shape)
+                for epilog, row in zip(cover.y, cover.z, strict=True)
+                for shape, value in zip(cover.x, row, strict=True)
+                if value is not None
+            }
+        assert greyed == expected
+        seen += len(greyed)
+    assert seen == 4  # at the seed shape: 3 over unfused (DEFAULT, GELU_AUX_BIAS, RELU_BIAS), 1 over textbook
+    # The headline counts an inversion only where it is told apart from 1x: GELU_AUX_BIAS (0.954, its interval
+    # [0.946, 1.028]) is not one; DRELU_BGRAD (0.924 [0.908, 0.961]) is.
+    (row,) = headline(results.cells, table, MACHINE).to_dict("records")
+    assert row["fused < 0.95x unfused, told apart"] == "1 of 5"  # DRELU_BGRAD, 0.924 [0.908, 0.961]
+    # Below 0.95 but with an interval reaching 1x: not counted; wholly below: counted.
+    gelu = table["epilog"] == "GELU_AUX_BIAS"
+    moved = table.assign(over_unfused=table["over_unfused"].where(~gelu, 0.94))
+    (row,) = headline(results.cells, moved, MACHINE).to_dict("records")
+    assert row["fused < 0.95x unfused, told apart"] == "1 of 5"
+    moved.loc[gelu, "over_unfused_high"] = 0.97
+    (row,) = headline(results.cells, moved, MACHINE).to_dict("records")
+    assert row["fused < 0.95x unfused, told apart"] == "2 of 5"
+    cost = epilog_cost_figure(table.assign(epilog_cost=-0.003), machine=MACHINE, dtype="fp16").data[0]
+    assert (cost.zmin, cost.zmax) == (0, 40) and {label for row in cost.text for label in row} == {"+0%"}
+    assert render_report(results).count('"name":"interval includes 1x"') == 2  # the report's heatmaps, greyed
+
+
 def test_the_blog_control_stays_out_of_the_ladders_speedups_and_report(results):
     table = speedups(results.cells)
     assert "blog" not in table.columns

@@ -52,7 +52,7 @@ def test_the_headline_counts_fusion_inversions_and_names_the_worst(results, page
     inverted = table[table["over_unfused"] < 0.95]
     worst = table.loc[table["over_unfused"].idxmin()]
     (row,) = headline(results.cells, table, MACHINE).to_dict("records")
-    assert row["fused < 0.95x unfused"] == f"{len(inverted)} of {table['over_unfused'].notna().sum()}"
+    assert row["fused < 0.95x unfused, told apart"] == f"{len(inverted)} of {table['over_unfused'].notna().sum()}"
     assert len(inverted) > 0
     assert row["worst"] == f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x"
     assert (row["ok"], row["unsupported"], row["skipped"], row["failed"]) == (344, 40, 0, 0)
@@ -62,8 +62,9 @@ def test_the_headline_counts_fusion_inversions_and_names_the_worst(results, page
 
 def test_figures_cover_both_baselines_the_epilog_cost_and_each_shape(page):
     titles = [json.loads(f'"{t}"') for t in re.findall(r'"title":\{"text":"([^"]+)"', page)]
-    assert f"{MACHINE} fp16: fused over textbook (>1x: fusion pays)" in titles
-    assert f"{MACHINE} fp16: fused over unfused (>1x: fusion pays)" in titles
+    for baseline in ("textbook", "unfused"):
+        title = f"{MACHINE} fp16: fused over {baseline} (>1x: fusion pays; grey: the 95% interval includes 1x)"
+        assert title in titles
     assert any("the epilog's own cost" in t for t in titles)
     assert sum("the provider ladder" in t for t in titles) == 4  # the four membound shapes
 
@@ -71,6 +72,17 @@ def test_figures_cover_both_baselines_the_epilog_cost_and_each_shape(page):
 def test_unsupported_cells_are_listed_with_their_reason(page):
     assert "Cells that did not run (40)" in page
     assert "torch has no op for DRELU_BGRAD" in page
+
+
+def test_heatmap_columns_run_from_low_to_high_arithmetic_intensity_under_titled_axes(results):
+    figure = speedup_heatmap(speedups(results.cells), machine=MACHINE, dtype="fp16", baseline="unfused")
+    assert list(figure.data[0].x) == [
+        "(8192,256)x(256,65536)",  # 2MNK / (MK + KN + MN) = 495
+        "(16384,256)x(256,16384)",  # 496
+        "(16384,512)x(512,16384)",  # 964
+        "(32768,1024)x(1024,16384)",  # 1872
+    ]
+    assert "arithmetic intensity" in figure.layout.xaxis.title.text and figure.layout.yaxis.title.text == "epilog"
 
 
 def test_heatmap_values_are_the_tables_speedups(results):
@@ -167,7 +179,8 @@ def test_machines_side_by_side_and_history_appear_with_a_second_machine_and_comm
     other = results.cells.assign(machine="h100-80gb-hbm3")
     older = results.cells.assign(commit="0" * 40)
     cells = pd.concat([older, results.cells, other], ignore_index=True)
-    page = render_report(dataclasses.replace(results, cells=cells))
+    detail = pd.concat([results.detail] * 3, ignore_index=True)  # the cells' own, in the same order
+    page = render_report(dataclasses.replace(results, cells=cells, detail=detail))
     assert "Machines side by side" in page
     assert "fused's speedups across commits" in page
     assert page.count("<h2>") == 3  # two machines and the side-by-side section
@@ -196,7 +209,7 @@ def test_png_snapshots_render_from_the_same_figures(tmp_path, results):
 def test_heatmap_hover_names_times_intervals_and_samples(results):
     figure = speedup_heatmap(speedups(results.cells), machine=MACHINE, dtype="fp16", baseline="textbook")
     hover = figure.data[0].hovertext[0][0]
-    assert hover.startswith("DEFAULT fp16 (16384,256)x(256,16384)")
+    assert hover.startswith("DEFAULT fp16 (8192,256)x(256,65536)")  # the lowest arithmetic intensity comes first
     assert "99% CI" in hover and "10 samples" in hover and "textbook" in hover
 
 

@@ -116,7 +116,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
         latest.append(current)
         ladder = ladder_cells(current)  # each workload's providers once: not the Blog control's, not Quick's twice
-        table = speedups(current)
+        table = speedups(current, results.detail.loc[current.index])
         sections.append(f"<h2>{html.escape(machine)} <span class='muted'>commit {commit[:8]}</span></h2>")
         sections.append("<div class='card'><h3>Headline</h3>" + _table(headline(ladder, table, machine)) + "</div>")
         sections.append(
@@ -169,7 +169,8 @@ def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str,
     figures = {}
     for machine in dict.fromkeys(cells["machine"]):
         commit = commits_in_order(cells, results.records, machine)[-1]
-        table = speedups(cells[(cells["machine"] == machine) & (cells["commit"] == commit)])
+        chosen = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
+        table = speedups(chosen, results.detail.loc[chosen.index])
         for dtype in dict.fromkeys(table["dtype"]):
             figure = speedup_heatmap(table, machine=machine, dtype=dtype, baseline="unfused")
             figures[f"{machine}-{dtype}-fused-over-unfused.png"] = figure

@@ -12,13 +12,25 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fusedbench.analysis import geometric_mean, with_shape
+from fusedbench.analysis import geometric_mean, indistinct, with_shape
 from fusedbench.epilogs import EPILOGS
 from fusedbench.model import Status
 from fusedbench.providers import BASELINES, LADDER, PROVIDERS
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value
+# Every speedup heatmap shares one colour range, so one colour means one speedup on every page: log2 of
+# 0.5x-2x, clipped beyond. Cells whose paired interval includes 1x are greyed over.
+SPEEDUP_LOG2_RANGE = 1.0
+SPEEDUP_COLORBAR = {
+    "title": {"text": "fused speedup", "side": "right"},
+    "tickvals": [-1, -0.5, 0, 0.5, 1],
+    "ticktext": ["0.5x or less", "0.71x", "1x", "1.41x", "2x or more"],
+}
+INDISTINCT_GREY = "rgba(150, 150, 150, 0.75)"
+# The epilog's cost over the plain GEMM, in %: sequential, 0 (free) to COST_RANGE_PCT (clipped beyond).
+COST_RANGE_PCT = 40.0
+SHAPE_AXIS = "shape (M,K)x(K,N), by the GEMM's arithmetic intensity (2MNK / (MK + KN + MN)), low to high"
 
 
 def _timing(cell, provider: str) -> str:
@@ -31,9 +43,12 @@ def _timing(cell, provider: str) -> str:
     )
 
 
-def _epilog_by_shape(rows: pd.DataFrame, column: str, *, label, hover, z, colorbar: str, title: str) -> go.Figure:
-    """An epilog x shape heatmap of `column`, each cell's label written in it and its timings on hover."""
-    rows = rows.sort_values("size")
+def _epilog_by_shape(
+    rows: pd.DataFrame, column: str, *, label, hover, z, scale: dict, title: str, greyed=frozenset()
+) -> go.Figure:
+    """An epilog x shape heatmap of `column`, each cell's label written in it and its timings on hover; the
+    (epilog, shape) cells in `greyed` are covered in grey. `scale`: the heatmap's colour settings."""
+    rows = rows.sort_values(["intensity", "size"])
     shapes = list(dict.fromkeys(rows["shape"]))
     epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
     cells = {(row["epilog"], row["shape"]): row for _, row in rows.iterrows()}
@@ -52,27 +67,39 @@ def _epilog_by_shape(rows: pd.DataFrame, column: str, *, label, hover, z, colorb
         )
     figure = go.Figure(
         go.Heatmap(
-            z=grid,
+            z=grid, x=shapes, y=epilogs, text=text, texttemplate="%{text}", hovertext=hovers, hoverinfo="text"
+        ).update(scale)
+    )
+    if greyed:
+        cover = [[1 if (epilog, shape) in greyed else None for shape in shapes] for epilog in epilogs]
+        figure.add_heatmap(
+            z=cover,
             x=shapes,
             y=epilogs,
-            text=text,
+            text=[[t if c else "" for t, c in zip(*pair, strict=True)] for pair in zip(text, cover, strict=True)],
             texttemplate="%{text}",
             hovertext=hovers,
             hoverinfo="text",
-            colorscale="RdBu",
-            zmid=0,
-            colorbar={"title": colorbar},
+            colorscale=[[0, INDISTINCT_GREY], [1, INDISTINCT_GREY]],
+            showscale=False,
+            name="interval includes 1x",
         )
-    )
     figure.update_layout(
-        title=title, height=120 + 28 * len(epilogs), yaxis={"autorange": "reversed"}, margin={"l": 140}
+        title=title,
+        height=160 + 28 * len(epilogs),
+        xaxis={"title": SHAPE_AXIS},
+        yaxis={"title": "epilog", "autorange": "reversed"},
+        margin={"l": 140},
     )
     return figure
 
 
 def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtype: str, baseline: str) -> go.Figure:
-    """Epilog x shape, fused's speedup over `baseline`, the value written in each cell."""
+    """Epilog x shape, fused's speedup over `baseline`, the value written in each cell, on the shared colour
+    range; greyed where the paired interval includes 1x."""
     rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
+    unclear = rows[indistinct(rows, baseline)]
+    greyed = frozenset(zip(unclear["epilog"], unclear["shape"], strict=True))
     return _epilog_by_shape(
         rows,
         f"over_{baseline}",
@@ -82,8 +109,14 @@ def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtype: str, baseline: 
             + (f"{cell[f'over_{baseline}']:.2f}x" if cell[f"over_{baseline}"] > 0 else "n/a")
         ),
         z=lambda v: math.log2(v) if v > 0 else None,
-        colorbar="log2 speedup",
-        title=f"{machine} {dtype}: fused over {baseline} (>1x: fusion pays)",
+        scale={
+            "colorscale": "RdBu",
+            "zmin": -SPEEDUP_LOG2_RANGE,
+            "zmax": SPEEDUP_LOG2_RANGE,
+            "colorbar": SPEEDUP_COLORBAR,
+        },
+        greyed=greyed,
+        title=f"{machine} {dtype}: fused over {baseline} (>1x: fusion pays; grey: the 95% interval includes 1x)",
     )
 
 
@@ -148,14 +181,20 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtype: str) -> go.F
     return _epilog_by_shape(
         rows,
         "cost_pct",
-        label=lambda v: f"{v:+.0f}%",
+        label=lambda v: f"{round(v):+d}%",
         hover=lambda cell: (
             f"{_timing(cell, 'fused')}<br>{_timing(cell, 'gemm')}<br>epilog cost {cell['cost_pct']:+.1f}%, "
             + _cost_interval(cell)
         ),
-        z=lambda v: -math.log2(1 + max(v, -90.0) / 100),  # blue: as cheap as the GEMM; red: costly
-        colorbar="-log2(fused/gemm)",
-        title=f"{machine} {dtype}: the epilog's own cost, fused - gemm, as % of gemm",
+        z=lambda v: v,
+        scale={
+            "colorscale": "Oranges",
+            "zmin": 0,
+            "zmax": COST_RANGE_PCT,
+            "colorbar": {"title": "cost over the GEMM", "ticksuffix": "%"},
+        },
+        title=f"{machine} {dtype}: the epilog's own cost, fused - gemm, as % of gemm (clipped at 0 and "
+        f"{COST_RANGE_PCT:.0f}%)",
     )
 
 
