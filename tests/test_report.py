@@ -40,7 +40,7 @@ def test_plotly_is_embedded_once_and_nothing_is_fetched(page):
 
 
 def test_the_report_has_a_section_per_machine_with_headline_and_environment(page):
-    assert f"<h2>{MACHINE}" in page
+    assert f"<h2 id='{MACHINE}'>{MACHINE}" in page
     assert "Headline" in page and "Environment" in page
     assert "NVIDIA H200" in page and "<td>13.1.0</td>" in page  # GPU and cuBLASLt 130100 from the .fbenv file
 
@@ -67,6 +67,25 @@ def test_figures_cover_both_baselines_the_epilog_cost_and_each_shape(page):
         assert title in titles
     assert any("the epilog's own cost" in t for t in titles)
     assert sum("the provider ladder" in t for t in titles) == 4  # the four membound shapes
+
+
+def test_above_the_fold_the_answer_headline_contents_and_glossary_and_every_link_resolves(results, page):
+    from fusedbench.analysis import geometric_mean
+
+    every = re.findall(r"<(?:h[23]|div) id=['\"]([^'\"]+)['\"]", page)
+    assert len(every) == len(set(every))  # no id twice
+    ids = set(re.findall(r"id=['\"]([^'\"]+)['\"]", page))
+    links = re.findall(r"href='#([^']+)'", page)
+    assert links and set(links) <= ids  # the contents' anchors all resolve
+    assert f"{MACHINE}-fp16" in links
+    assert {f"{MACHINE}-fp16-over-unfused", f"{MACHINE}-fp16-ladder-16384-256-x-256-16384"} <= ids
+    order = ["<div id='summary'>", "<h2 id='headline'>", "<h2 id='contents'>", f"<h2 id='{MACHINE}'>"]
+    assert [page.index(mark) for mark in order] == sorted(page.index(mark) for mark in order)
+    table = speedups(results.cells, results.detail)
+    assert f"{geometric_mean(table['over_unfused']):.2f}x as fast as the best unfused version" in page
+    assert "<dt>BGRADA / BGRADB</dt>" in page and "<dt>floor</dt>" in page
+    figures = page.count('class="plotly-graph-div"')  # each one's modebar without the cloud upload
+    assert figures > 0 and page.count('"modeBarButtonsToRemove": ["sendDataToCloud"]') == figures
 
 
 def test_unsupported_cells_are_listed_with_their_reason(page):
@@ -134,7 +153,11 @@ def test_report_command_writes_index_html_and_the_export(tmp_path, capsys, page)
 
 def test_the_same_results_give_the_same_bytes(results, page, tmp_path):
     assert render_report(results) == page
-    assert re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page)[:3] == ["figure-1", "figure-2", "figure-3"]
+    assert re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page)[:3] == [
+        f"{MACHINE}-fp16-over-textbook",
+        f"{MACHINE}-fp16-over-unfused",
+        f"{MACHINE}-fp16-cost",
+    ]
     write_report(results, out_dir=str(tmp_path / "a"))
     write_report(load_results(FIXTURE), out_dir=str(tmp_path / "b"))
     assert (tmp_path / "a" / "index.html").read_bytes() == (tmp_path / "b" / "index.html").read_bytes()
@@ -183,13 +206,19 @@ def test_machines_side_by_side_and_history_appear_with_a_second_machine_and_comm
     page = render_report(dataclasses.replace(results, cells=cells, detail=detail))
     assert "Machines side by side" in page
     assert "fused's speedups across commits" in page
-    assert page.count("<h2>") == 3  # two machines and the side-by-side section
+    machines = re.findall(r"<h2 id='([^']+)'>", page)
+    assert machines == ["headline", "contents", "glossary", MACHINE, "h100-80gb-hbm3", "machines"]
     assert f"{MACHINE} (37415b86)" in page and "h100-80gb-hbm3 (37415b86)" in page  # bars name their commits
 
 
 def test_key_figures_are_the_fused_over_unfused_heatmaps(results):
     figures = key_figures(results)
     assert list(figures) == [f"{MACHINE}-fp16-fused-over-unfused.png"]
+    (figure,) = figures.values()
+    commit = results.cells["commit"].iloc[0][:8]
+    assert re.search(rf"commit {commit}, run \d{{4}}-\d{{2}}-\d{{2}}", figure.layout.title.text)
+    assert figure.layout.xaxis.title.text and figure.layout.yaxis.title.text == "epilog"
+    assert PNG_SCALE == 2  # sharp on HiDPI screens (the issue's rule; the PNG test checks the pixels follow it)
 
 
 def test_png_snapshots_render_from_the_same_figures(tmp_path, results):

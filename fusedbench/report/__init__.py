@@ -1,7 +1,9 @@
 """`fusedbench report`: one self-contained HTML file (plotly's JS embedded once) from asv results.
 
 The report only draws: every number comes from `fusedbench.analysis` on the tidy table of
-`fusedbench.results`. The same results give the same bytes (figure ids are numbered, not random).
+`fusedbench.results`. Every section and figure has a stable HTML id named after what it shows
+(`#h100-80gb-hbm3-fp16-over-unfused`), so links into a report keep working and the same results
+give the same bytes.
 """
 
 from __future__ import annotations
@@ -9,12 +11,22 @@ from __future__ import annotations
 import html
 import importlib.util
 import os
+import re
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from fusedbench.analysis import headline, ladder_cells, noisy_cells, speedups, with_shape
+from fusedbench.analysis import (
+    INVERSION,
+    geometric_mean,
+    headline,
+    inversions,
+    ladder_cells,
+    noisy_cells,
+    speedups,
+    with_shape,
+)
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
 from fusedbench.model import Status
@@ -31,7 +43,27 @@ from fusedbench.report.figures import (
 from fusedbench.results import ResultSet, select_cells
 
 REPORT_NAME = "index.html"
-PNG_WIDTH, PNG_SCALE = 1100, 1
+PNG_WIDTH, PNG_SCALE = 1100, 2  # sharp on HiDPI screens
+
+GLOSSARY = {
+    "textbook": "the seed blog's naive code: the matmul, then each pointwise step as its own cupy (or torch) "
+    "statement, in the blog's layout",
+    "unfused": "the best honest version without fusion: the same cuBLASLt GEMM, then one pass at copy bandwidth "
+    "for all the pointwise work, and one row reduction per bias gradient",
+    "fused": "the cuBLASLt epilog through nvmath-python, the algorithm cuBLASLt's heuristic ranks first",
+    "fused-autotuned": "the same epilog with the algorithm Matmul.autotune picks",
+    "gemm": "the plain GEMM alone, no epilog: what the epilog's cost is measured against",
+    "DEFAULT": "the epilog that does nothing: the plain GEMM through the fused provider (a control)",
+    "AUX": "an epilog that also writes its pre-activation (GELU) or ReLU bit-mask for the backward pass",
+    "DRELU / DGELU": "the backward epilogs: the gradient masked by ReLU's mask or scaled by GELU's derivative",
+    "BGRADA / BGRADB": "the bias gradient of A or B: a row sum of an operand, fused into the weight-gradient GEMM",
+    "speedup": "the baseline's time over fused's time (above 1x: fusion pays), the median of round-by-round "
+    "ratios where the run paired its samples",
+    "grey cell": "the speedup's paired 95% interval includes 1x: fused and its baseline are not told apart",
+    "epilog cost": "fused / gemm - 1: what the epilog adds to the plain GEMM",
+    "floor": "max(FLOPs / the run's GEMM rate, bytes / the run's copy bandwidth): the least time the work can take",
+    "arithmetic intensity": "the GEMM's FLOPs per element of A, B and D it moves, 2MNK / (MK + KN + MN)",
+}
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
@@ -40,6 +72,8 @@ table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; }
 th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; margin: 0 1rem 1rem 0; }
 .muted { color: #666; font-size: 0.9rem; }
+.toc { columns: 3; font-size: 0.9rem; } .toc .level-3 { margin-left: 1rem; }
+.glossary dt { font-weight: 600; } .glossary dd { margin: 0 0 0.4rem 1rem; }
 """
 
 
@@ -55,17 +89,62 @@ def _table(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, border=0, na_rep="", escape=True, float_format=lambda v: f"{v:.4g}")
 
 
+def anchor(*parts) -> str:
+    """A stable HTML id from what a section or figure shows: 'h100-80gb-hbm3-fp16-over-unfused'."""
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(str(part) for part in parts).lower()).strip("-")
+
+
 class _Figures:
-    """Figures as HTML divs with ids numbered in page order, so the same results give the same bytes."""
+    """Figures as HTML divs with the stable id they are given (so the same results give the same bytes)."""
 
     def __init__(self) -> None:
         self.count = 0
 
-    def __call__(self, figure: go.Figure) -> str:
+    def __call__(self, figure: go.Figure, div_id: str) -> str:
         self.count += 1
         return figure.to_html(
-            full_html=False, include_plotlyjs=False, div_id=f"figure-{self.count}", config={"displaylogo": False}
+            full_html=False,
+            include_plotlyjs=False,
+            div_id=div_id,
+            config={"displaylogo": False, "modeBarButtonsToRemove": ["sendDataToCloud"]},
         )
+
+
+def summary(tables: dict[str, pd.DataFrame]) -> str:
+    """The answer in a few sentences, from each machine's newest speedups table: what fusion buys against the
+    best unfused version and the textbook, where it loses, and how the machines differ."""
+    sentences = []
+    for machine, table in tables.items():
+        for dtype in dict.fromkeys(table["dtype"]):
+            part = table[table["dtype"] == dtype]
+            measured = part["over_unfused"].dropna()
+            if measured.empty:
+                continue
+            lost = inversions(part)
+            worst = part.loc[measured.idxmin()]
+            sentences.append(
+                f"On <b>{html.escape(machine)}</b>, {html.escape(dtype)}: fused epilogs run "
+                f"{geometric_mean(part['over_unfused']):.2f}x as fast as the best unfused version and "
+                f"{geometric_mean(part['over_textbook']):.2f}x as fast as the textbook (geometric means over "
+                f"{len(measured)} workloads, from {measured.min():.2f}x to {measured.max():.2f}x over unfused). "
+                f"Fusion loses in {len(lost)} of them (below {INVERSION:g}x, told apart from 1x); the worst is "
+                f"{html.escape(str(worst['epilog']))} at {html.escape(str(worst['shape']))} "
+                f"({worst['over_unfused']:.2f}x)."
+            )
+    if len(tables) > 1:
+        pairs = [
+            f"{html.escape(machine)} {geometric_mean(table[table['dtype'] == 'fp16']['over_unfused']):.2f}x"
+            for machine, table in tables.items()
+            if (table["dtype"] == "fp16").any()
+        ]
+        if len(pairs) > 1:
+            sentences.append("Fused over unfused at fp16, geometric mean, by machine: " + ", ".join(pairs) + ".")
+    return "".join(f"<p>{sentence}</p>" for sentence in sentences)
+
+
+def _glossary() -> str:
+    rows = "".join(f"<dt>{html.escape(term)}</dt><dd>{html.escape(text)}</dd>" for term, text in GLOSSARY.items())
+    return f"<dl class='glossary'>{rows}</dl>"
 
 
 def _version(number) -> str:
@@ -104,34 +183,49 @@ def environment_card(records: list[GroupRecord], machine: str, commit: str) -> s
 
 
 def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
-    """The whole report as one HTML string."""
+    """The whole report as one HTML string: the answer, the headline tables, contents and glossary above the
+    fold, then a section per machine and the machines side by side."""
     cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
     div = _Figures()
-    sections, latest = [], []
+    sections, latest, contents, headlines, tables = [], [], [], [], {}
     if cells.empty:
         sections.append("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
+
+    def heading(level: int, ident: str, text: str, note: str = "") -> str:
+        contents.append((level, ident, text))
+        return f"<h{level} id='{ident}'>{html.escape(text)}{note}</h{level}>"
+
     for machine in dict.fromkeys(cells["machine"]):
         history = commits_in_order(cells, results.records, machine)
         commit = history[-1]
         current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
         latest.append(current)
         ladder = ladder_cells(current)  # each workload's providers once: not the Blog control's, not Quick's twice
-        table = speedups(current, results.detail.loc[current.index])
-        sections.append(f"<h2>{html.escape(machine)} <span class='muted'>commit {commit[:8]}</span></h2>")
-        sections.append("<div class='card'><h3>Headline</h3>" + _table(headline(ladder, table, machine)) + "</div>")
+        table = tables[machine] = speedups(current, results.detail.loc[current.index])
+        top = headline(ladder, table, machine)
+        headlines.append(
+            f"<h3>{html.escape(machine)} <span class='muted'>commit {commit[:8]}</span></h3>" + _table(top)
+        )
+        sections.append(heading(2, anchor(machine), machine, f" <span class='muted'>commit {commit[:8]}</span>"))
         sections.append(
             "<div class='card'><h3>Environment</h3>" + environment_card(results.records, machine, commit) + "</div>"
         )
         for dtype in dict.fromkeys(table["dtype"]):
+            sections.append(heading(3, anchor(machine, dtype), f"{machine} {dtype}"))
             for baseline in BASELINES:
-                sections.append(div(speedup_heatmap(table, machine=machine, dtype=dtype, baseline=baseline)))
-            sections.append(div(epilog_cost_figure(table, machine=machine, dtype=dtype)))
-            sections.append(div(roofline_figure(ladder, results.ceilings, machine=machine, dtype=dtype)))
+                figure = speedup_heatmap(table, machine=machine, dtype=dtype, baseline=baseline)
+                sections.append(div(figure, anchor(machine, dtype, "over", baseline)))
+            sections.append(
+                div(epilog_cost_figure(table, machine=machine, dtype=dtype), anchor(machine, dtype, "cost"))
+            )
+            roofline = roofline_figure(ladder, results.ceilings, machine=machine, dtype=dtype)
+            sections.append(div(roofline, anchor(machine, dtype, "roofline")))
             shaped = with_shape(ladder[ladder["dtype"] == dtype]).sort_values("size")
             for shape in dict.fromkeys(shaped["shape"]):
-                sections.append(div(ladder_figure(ladder, machine=machine, dtype=dtype, shape=shape)))
+                figure = ladder_figure(ladder, machine=machine, dtype=dtype, shape=shape)
+                sections.append(div(figure, anchor(machine, dtype, "ladder", shape)))
         not_ok = current[current["status"] != Status.OK.value]
-        sections.append(f"<h3>Cells that did not run ({len(not_ok)})</h3>")
+        sections.append(heading(3, anchor(machine, "not-run"), f"Cells that did not run ({len(not_ok)})"))
         grouped = (
             not_ok.groupby(["status", "provider", "dtype", "reason"]).size().reset_index(name="cells")
             if len(not_ok)
@@ -139,18 +233,34 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         )
         sections.append(_table(grouped) if len(not_ok) else "<p>None.</p>")
         noisy = noisy_cells(current)
-        sections.append(f"<h3>Noisy cells ({len(noisy)}: relative IQR above 10%)</h3>")
+        sections.append(heading(3, anchor(machine, "noisy"), f"Noisy cells ({len(noisy)}: relative IQR above 10%)"))
         columns = ["epilog", "dtype", "m", "k", "n", "provider", "time_s", "rel_iqr", "samples"]
         sections.append(_table(noisy[columns]) if len(noisy) else "<p>None.</p>")
         if len(history) > 1:
             every = speedups(cells[cells["machine"] == machine])
-            sections.append(div(history_figure(every, machine=machine, commits=history)))
+            sections.append(heading(3, anchor(machine, "history"), f"{machine} across commits"))
+            sections.append(
+                div(history_figure(every, machine=machine, commits=history), anchor(machine, "history-figure"))
+            )
     newest = speedups(pd.concat(latest)) if latest else pd.DataFrame(columns=["machine"])
     if newest["machine"].nunique() > 1:
-        sections.append("<h2>Machines side by side</h2>")
+        sections.append(heading(2, "machines", "Machines side by side"))
         for dtype in dict.fromkeys(newest["dtype"]):
             for baseline in BASELINES:
-                sections.append(div(machines_figure(newest, dtype=dtype, baseline=baseline)))
+                figure = machines_figure(newest, dtype=dtype, baseline=baseline)
+                sections.append(div(figure, anchor("machines", dtype, "over", baseline)))
+    toc = "".join(
+        f"<li class='level-{level}'><a href='#{ident}'>{html.escape(text)}</a></li>" for level, ident, text in contents
+    )
+    above = (
+        "<div id='summary'>"
+        + summary(tables)
+        + "</div>"
+        + ("<h2 id='headline'>Headline</h2>" + "".join(headlines) if headlines else "")
+        + (f"<h2 id='contents'>Contents</h2><ul class='toc'>{toc}</ul>" if contents else "")
+        + "<h2 id='glossary'>Glossary</h2>"
+        + _glossary()
+    )
     plotly = f"<script type='text/javascript'>{get_plotlyjs()}</script>" if div.count else ""  # none for no figures
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>fusedbench report</title>"
@@ -158,6 +268,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         "<h1>fusedbench: what fusing epilogs into the matmul buys</h1>"
         "<p class='muted'>cuBLASLt epilogs through nvmath-python against the same work unfused; every cell "
         "verified against float64 before it was timed; times are medians of asv's recorded samples.</p>"
+        + above
         + "\n".join(sections)
         + "</body></html>"
     )
@@ -171,8 +282,12 @@ def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str,
         commit = commits_in_order(cells, results.records, machine)[-1]
         chosen = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
         table = speedups(chosen, results.detail.loc[chosen.index])
+        started = [r.started for r in results.records if r.machine == machine and r.commit == commit]
+        when = f", run {max(started)[:10]}" if started else ""
         for dtype in dict.fromkeys(table["dtype"]):
             figure = speedup_heatmap(table, machine=machine, dtype=dtype, baseline="unfused")
+            # A PNG travels without the page: it names its commit and the run's date.
+            figure.update_layout(title=f"{figure.layout.title.text}<br><sup>commit {commit[:8]}{when}</sup>")
             figures[f"{machine}-{dtype}-fused-over-unfused.png"] = figure
     return figures
 
