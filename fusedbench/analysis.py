@@ -31,6 +31,7 @@ from fusedbench.suites import CONTROL_GROUPS
 
 # A fused epilog this much slower than the unfused GEMM + pass is a fusion inversion.
 INVERSION = 0.95
+INVERSIONS_COLUMN = f"fused < {INVERSION:g}x unfused, told apart"  # the headline's count of them
 # The heuristic's algorithm has regret where fused / fused-autotuned lies wholly above this.
 REGRET = 1.02
 # An unfused pass below this share of the copy bandwidth is flagged: the baseline is not the best honest one.
@@ -164,11 +165,12 @@ def speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.Data
     for provider in LADDER:
         for value, suffix in columns.items():
             table[provider + suffix] = wide[(value, provider)] if (value, provider) in wide.columns else np.nan
+    if detail is not None:
+        raw, paired = list(detail.loc[ok.index, "raw"]), detail.loc[ok.index, "paired"].astype(bool)
     for baseline in BASELINES:
         table[f"over_{baseline}"] = table[baseline] / table[FUSED]
         table[f"over_{baseline}_low"] = table[f"over_{baseline}_high"] = np.nan
         if detail is not None:
-            raw, paired = list(detail.loc[ok.index, "raw"]), detail.loc[ok.index, "paired"].astype(bool)
             ratios = paired_ratios(ok, raw, paired, FUSED, baseline).dropna(subset=["low"])
             intervals = ratios.set_index(pd.MultiIndex.from_frame(ok.loc[ratios.index, keys]))
             table[f"over_{baseline}_low"] = intervals["low"]
@@ -212,7 +214,10 @@ def headline(cells: pd.DataFrame, table: pd.DataFrame, machine: str) -> pd.DataF
             {
                 "dtype": dtype,
                 **{f"fused over {b} (geomean)": f"{geometric_mean(part[f'over_{b}']):.2f}x" for b in BASELINES},
-                f"fused < {INVERSION:g}x unfused, told apart": f"{len(inversions(part))} of {int(measured.sum())}",
+                "fused over unfused (range)": (
+                    f"{part['over_unfused'].min():.2f}x-{part['over_unfused'].max():.2f}x" if measured.any() else ""
+                ),
+                INVERSIONS_COLUMN: f"{len(inversions(part))} of {int(measured.sum())}",
                 "worst": "" if worst is None else f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x",
                 **{status.value: int(counts.get(status.value, 0)) for status in Status},
             }

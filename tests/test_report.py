@@ -55,6 +55,8 @@ def test_the_headline_counts_fusion_inversions_and_names_the_worst(results, page
     assert row["fused < 0.95x unfused, told apart"] == f"{len(inverted)} of {table['over_unfused'].notna().sum()}"
     assert len(inverted) > 0
     assert row["worst"] == f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x"
+    assert row["fused over unfused (range)"] == f"{worst['over_unfused']:.2f}x-{table['over_unfused'].max():.2f}x"
+    assert f"({row['fused over unfused (range)']} over the workloads)" in page  # the summary says it too
     assert (row["ok"], row["unsupported"], row["skipped"], row["failed"]) == (344, 40, 0, 0)
     assert f"<td>{row['worst']}</td>" in page
     assert worst["epilog"] in ("DRELU_BGRAD", "DGELU_BGRAD")  # cuBLASLt's fused bias gradients lose here
@@ -205,6 +207,7 @@ def test_machines_side_by_side_and_history_appear_with_a_second_machine_and_comm
     detail = pd.concat([results.detail] * 3, ignore_index=True)  # the cells' own, in the same order
     page = render_report(dataclasses.replace(results, cells=cells, detail=detail))
     assert "Machines side by side" in page
+    assert re.search(r"by machine: h200-141gb \d\.\d\dx, h100-80gb-hbm3 \d\.\d\dx\.", page)  # the summary compares them
     assert "fused's speedups across commits" in page
     machines = re.findall(r"<h2 id='([^']+)'>", page)
     assert machines == ["headline", "contents", "glossary", MACHINE, "h100-80gb-hbm3", "machines"]

@@ -133,7 +133,7 @@ def same_size_copy(stack: GpuStack, workload: Workload, before) -> dict:
     if not 0 < moved < 2 * CEILING_COPY_BYTES:
         return {}
     try:
-        source = stack.cupy.zeros(moved // 2, dtype=stack.cupy.uint8)  # read once, written once
+        source = stack.cupy.empty(moved // 2, dtype=stack.cupy.uint8)  # read once, written once; any bytes do
         target = stack.cupy.empty_like(source)
     except stack.cupy.cuda.memory.OutOfMemoryError:
         return {}  # the cell keeps its own record; only the comparison is missing

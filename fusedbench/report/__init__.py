@@ -19,9 +19,8 @@ from plotly.offline import get_plotlyjs
 
 from fusedbench.analysis import (
     INVERSION,
-    geometric_mean,
+    INVERSIONS_COLUMN,
     headline,
-    inversions,
     ladder_cells,
     noisy_cells,
     speedups,
@@ -110,35 +109,26 @@ class _Figures:
         )
 
 
-def summary(tables: dict[str, pd.DataFrame]) -> str:
-    """The answer in a few sentences, from each machine's newest speedups table: what fusion buys against the
-    best unfused version and the textbook, where it loses, and how the machines differ."""
+def summary(headlines: dict[str, pd.DataFrame]) -> str:
+    """The answer in a few sentences, from each machine's headline table: what fusion buys against the best
+    unfused version and the textbook, where it loses, and how the machines differ."""
     sentences = []
-    for machine, table in tables.items():
-        for dtype in dict.fromkeys(table["dtype"]):
-            part = table[table["dtype"] == dtype]
-            measured = part["over_unfused"].dropna()
-            if measured.empty:
-                continue
-            lost = inversions(part)
-            worst = part.loc[measured.idxmin()]
+    for machine, top in headlines.items():
+        for row in top[top["worst"] != ""].to_dict("records"):
             sentences.append(
-                f"On <b>{html.escape(machine)}</b>, {html.escape(dtype)}: fused epilogs run "
-                f"{geometric_mean(part['over_unfused']):.2f}x as fast as the best unfused version and "
-                f"{geometric_mean(part['over_textbook']):.2f}x as fast as the textbook (geometric means over "
-                f"{len(measured)} workloads, from {measured.min():.2f}x to {measured.max():.2f}x over unfused). "
-                f"Fusion loses in {len(lost)} of them (below {INVERSION:g}x, told apart from 1x); the worst is "
-                f"{html.escape(str(worst['epilog']))} at {html.escape(str(worst['shape']))} "
-                f"({worst['over_unfused']:.2f}x)."
+                f"On <b>{html.escape(machine)}</b>, {html.escape(row['dtype'])}: fused epilogs run "
+                f"{row['fused over unfused (geomean)']} as fast as the best unfused version "
+                f"({row['fused over unfused (range)']} over the workloads) and {row['fused over textbook (geomean)']} "
+                f"as fast as the textbook (geometric means). Fusion loses in {row[INVERSIONS_COLUMN]} workloads "
+                f"(below {INVERSION:g}x, told apart from 1x); the worst is {html.escape(row['worst'])}."
             )
-    if len(tables) > 1:
-        pairs = [
-            f"{html.escape(machine)} {geometric_mean(table[table['dtype'] == 'fp16']['over_unfused']):.2f}x"
-            for machine, table in tables.items()
-            if (table["dtype"] == "fp16").any()
-        ]
-        if len(pairs) > 1:
-            sentences.append("Fused over unfused at fp16, geometric mean, by machine: " + ", ".join(pairs) + ".")
+    fp16 = [
+        f"{html.escape(machine)} {row['fused over unfused (geomean)']}"
+        for machine, top in headlines.items()
+        for row in top[(top["dtype"] == "fp16") & (top["worst"] != "")].to_dict("records")
+    ]
+    if len(fp16) > 1:
+        sentences.append("Fused over unfused at fp16, geometric mean, by machine: " + ", ".join(fp16) + ".")
     return "".join(f"<p>{sentence}</p>" for sentence in sentences)
 
 
@@ -187,7 +177,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     fold, then a section per machine and the machines side by side."""
     cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
     div = _Figures()
-    sections, latest, contents, headlines, tables = [], [], [], [], {}
+    sections, latest, contents, headlines, commit_notes = [], [], [], {}, {}
     if cells.empty:
         sections.append("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
 
@@ -201,12 +191,10 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
         latest.append(current)
         ladder = ladder_cells(current)  # each workload's providers once: not the Blog control's, not Quick's twice
-        table = tables[machine] = speedups(current, results.detail.loc[current.index])
-        top = headline(ladder, table, machine)
-        headlines.append(
-            f"<h3>{html.escape(machine)} <span class='muted'>commit {commit[:8]}</span></h3>" + _table(top)
-        )
-        sections.append(heading(2, anchor(machine), machine, f" <span class='muted'>commit {commit[:8]}</span>"))
+        table = speedups(current, results.detail.loc[current.index])
+        headlines[machine] = headline(ladder, table, machine)
+        commit_notes[machine] = f" <span class='muted'>commit {commit[:8]}</span>"
+        sections.append(heading(2, anchor(machine), machine, commit_notes[machine]))
         sections.append(
             "<div class='card'><h3>Environment</h3>" + environment_card(results.records, machine, commit) + "</div>"
         )
@@ -254,9 +242,10 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     )
     above = (
         "<div id='summary'>"
-        + summary(tables)
+        + summary(headlines)
         + "</div>"
-        + ("<h2 id='headline'>Headline</h2>" + "".join(headlines) if headlines else "")
+        + ("<h2 id='headline'>Headline</h2>" if headlines else "")
+        + "".join(f"<h3>{html.escape(m)}{commit_notes[m]}</h3>" + _table(top) for m, top in headlines.items())
         + (f"<h2 id='contents'>Contents</h2><ul class='toc'>{toc}</ul>" if contents else "")
         + "<h2 id='glossary'>Glossary</h2>"
         + _glossary()
