@@ -60,3 +60,15 @@ def test_every_reference_output_is_required_and_gelu_aux_padding_is_ignored():
     assert all(c.ok for c in checks)
     missing = verify_outputs({"result": reference.outputs["result"]}, reference, 1e-12)
     assert [(c.name, c.ok, c.detail) for c in missing if not c.ok] == [("gelu_aux", False, "output missing")]
+
+
+def test_widening_an_output_with_signalling_nans_in_its_unwritten_padding_is_no_error():
+    """A GELU aux of M = 202 rows is 208 rows deep; no kernel writes the last 6, which may hold any bytes."""
+    from fusedbench.gpu.arrays import widened
+
+    host = np.array([1.5, 0.0, 0.0], dtype=np.float32)
+    host.view(np.uint32)[1:] = 0x7F800001  # a signalling NaN: widening it raises "invalid" (an error here)
+    wide = widened(host)
+    assert wide.dtype == np.float64 and wide[0] == 1.5 and np.isnan(wide[1:]).all()
+    mask = np.array([3, 255], dtype=np.uint8)
+    assert widened(mask) is mask  # bytes stay bytes
