@@ -166,26 +166,32 @@ def test_the_same_size_copy_is_read_from_the_cells_record():
 
 def test_every_speedup_heatmap_shares_one_colour_range_and_greys_the_cells_it_cannot_tell_from_1x(results):
     from fusedbench.analysis import headline, indistinct
-    from fusedbench.report.figures import SPEEDUP_LOG2_RANGE, epilog_cost_figure, speedup_heatmap
+    from fusedbench.report.figures import GREY_NAME, SPEEDUP_LOG2_RANGE, epilog_cost_figure, speedup_heatmap
 
     table = speedups(results.cells, results.detail)
     seen = 0
     for baseline in ("textbook", "unfused"):
-        figure = speedup_heatmap(table, machine=MACHINE, dtype="fp16", baseline=baseline)
-        colours = figure.data[0]
+        figure = speedup_heatmap(table, machine=MACHINE, dtypes=["fp16"], baseline=baseline)
+        (colours,) = [trace for trace in figure.data if trace.name == f"over_{baseline}"]
         assert (colours.zmin, colours.zmax) == (-SPEEDUP_LOG2_RANGE, SPEEDUP_LOG2_RANGE)
         assert list(colours.colorbar.ticktext) == ["0.5x or less", "0.71x", "1x", "1.41x", "2x or more"]
         unclear = table[indistinct(table, baseline)]
         expected = set(zip(unclear["epilog"], unclear["shape"], strict=True))
         greyed = set()
         if len(figure.data) > 1:
-            cover = figure.data[1]
+            (cover,) = [trace for trace in figure.data if trace.name == GREY_NAME]
             greyed = {
                 (epilog, shape)
                 for epilog, row in zip(cover.y, cover.z, strict=True)
                 for shape, value in zip(cover.x, row, strict=True)
                 if value is not None
             }
+            for i, epilog in enumerate(cover.y):
+                for j, shape in enumerate(cover.x):
+                    grey = (epilog, shape) in greyed
+                    assert (colours.z[i][j] is None) == grey  # no colour of its own: the grey shows
+                    assert (cover.customdata[i][j] is not None) == grey  # the cover carries its hover
+                    assert colours.text[i][j] != ""  # its value still written
         assert greyed == expected
         seen += len(greyed)
     assert seen == 4  # at the seed shape: 3 over unfused (DEFAULT, GELU_AUX_BIAS, RELU_BIAS), 1 over textbook
@@ -201,7 +207,7 @@ def test_every_speedup_heatmap_shares_one_colour_range_and_greys_the_cells_it_ca
     moved.loc[gelu, "over_unfused_high"] = 0.97
     (row,) = headline(results.cells, moved, MACHINE).to_dict("records")
     assert row["fused < 0.95x unfused, told apart"] == "2 of 5"
-    cost = epilog_cost_figure(table.assign(epilog_cost=-0.003), machine=MACHINE, dtype="fp16").data[0]
+    cost = epilog_cost_figure(table.assign(epilog_cost=-0.003), machine=MACHINE, dtypes=["fp16"]).data[0]
     assert (cost.zmin, cost.zmax) == (0, 40) and {label for row in cost.text for label in row} == {"+0%"}
     assert render_report(results).count('"name":"interval includes 1x"') == 2  # the report's heatmaps, greyed
 

@@ -7,14 +7,22 @@ import re
 
 import numpy as np
 import pytest
-from plotly.offline import get_plotlyjs
 
 from fusedbench.analysis import geometric_mean, speedups
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
 from fusedbench.providers import LADDER
-from fusedbench.report import PNG_SCALE, PNG_WIDTH, key_figures, render_report, write_pngs, write_report
-from fusedbench.report.figures import ladder_figure, roofline_figure, speedup_heatmap
+from fusedbench.report import (
+    PNG_SCALE,
+    PNG_WIDTH,
+    VENDORED_PLOTLY,
+    key_figures,
+    plotly_bundle,
+    render_report,
+    write_pngs,
+    write_report,
+)
+from fusedbench.report.figures import ladder_figure, speedup_heatmap
 from fusedbench.results import load_results
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
@@ -32,11 +40,34 @@ def page(results):
 
 
 def test_plotly_is_embedded_once_and_nothing_is_fetched(page):
-    bundle = get_plotlyjs()
-    assert page.count(bundle) == 1  # the whole bundle, inline, once
+    bundle, which = plotly_bundle()
+    assert which == "plotly.js 4.1.1 (cartesian)"  # the vendored partial bundle, not plotly.py's full one
+    assert page.count(bundle) == 1  # inline, once
     assert page.count("<script type='text/javascript'>") == 1
     assert not re.search(r"<script[^>]+src=", page)
     assert not re.search(r"<link[^>]+href=[\"']http", page)  # the bundle's own URLs are code, not requests
+
+
+def test_the_vendored_plotly_js_is_the_version_plotly_py_writes_figures_for_with_its_licence():
+    from plotly.offline import get_plotlyjs_version
+
+    package = json.loads((VENDORED_PLOTLY / "package.json").read_text())
+    assert package["name"] == "plotly.js-cartesian-dist-min" and package["license"] == "MIT"
+    assert package["version"] == get_plotlyjs_version()  # re-vendor it when plotly is upgraded
+    script = (VENDORED_PLOTLY / "plotly-cartesian.min.js").read_text()
+    assert f"plotly.js (cartesian - minified) v{package['version']}" in script[:200]
+    assert "Permission is hereby granted" in (VENDORED_PLOTLY / "LICENSE").read_text()
+
+
+def test_a_plotly_py_of_another_plotly_js_gets_its_own_full_bundle(monkeypatch):
+    import fusedbench.report as report
+
+    monkeypatch.setattr(report, "get_plotlyjs_version", lambda: "9.9.9")
+    monkeypatch.setattr(report, "get_plotlyjs", lambda: "/* the full bundle */")
+    assert plotly_bundle() == (
+        "/* the full bundle */",
+        "plotly.js 9.9.9 (full: the vendored cartesian bundle is 4.1.1)",
+    )
 
 
 def test_the_report_has_a_section_per_machine_with_headline_and_environment(page):
@@ -56,19 +87,34 @@ def test_the_headline_counts_fusion_inversions_and_names_the_worst(results, page
     assert len(inverted) > 0
     assert row["worst"] == f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x"
     assert row["fused over unfused (range)"] == f"{worst['over_unfused']:.2f}x-{table['over_unfused'].max():.2f}x"
-    assert f"({row['fused over unfused (range)']} over the workloads)" in page  # the summary says it too
+    assert f"at fp16 ({row['fused over unfused (range)']})" in page  # the summary says it too
+    assert f"the worst is {worst['epilog']} fp16 {worst['shape']} at {worst['over_unfused']:.2f}x" in page
     assert (row["ok"], row["unsupported"], row["skipped"], row["failed"]) == (344, 40, 0, 0)
     assert f"<td>{row['worst']}</td>" in page
     assert worst["epilog"] in ("DRELU_BGRAD", "DGELU_BGRAD")  # cuBLASLt's fused bias gradients lose here
 
 
-def test_figures_cover_both_baselines_the_epilog_cost_and_each_shape(page):
-    titles = [json.loads(f'"{t}"') for t in re.findall(r'"title":\{"text":"([^"]+)"', page)]
+def test_one_heatmap_figure_holds_both_baselines_and_the_epilog_cost_as_a_dropdown(results, page):
+    from fusedbench.report.figures import heatmap_views
+
+    figure = heatmap_views(speedups(results.cells), machine=MACHINE, dtypes=["fp16"])
+    (menu,) = figure.layout.updatemenus
+    assert [b.label for b in menu.buttons] == ["fused over unfused", "fused over textbook", "epilog cost"]
+    names = [trace.name for trace in figure.data]
+    assert names == ["over_unfused", "over_textbook", "cost_pct"]  # this run has no intervals: no grey cover
+    assert [trace.visible for trace in figure.data] == [True, False, False]  # only the first view is drawn
+    assert [b.args[0]["visible"] for b in menu.buttons] == [
+        [True, False, False],
+        [False, True, False],
+        [False, False, True],
+    ]
+    assert "the epilog's own cost" in menu.buttons[2].args[1]["title.text"]
+    titles = [json.loads(f'"{t}"') for t in re.findall(r'"title(?:\.text)?":(?:\{"text":)?"([^"]+)"', page)]
     for baseline in ("textbook", "unfused"):
         title = f"{MACHINE} fp16: fused over {baseline} (>1x: fusion pays; grey: the 95% interval includes 1x)"
         assert title in titles
     assert any("the epilog's own cost" in t for t in titles)
-    assert sum("the provider ladder" in t for t in titles) == 4  # the four membound shapes
+    assert sum("each provider's time over its floor" in t for t in titles) == 1 + 4  # one ladder, a title per shape
 
 
 def test_above_the_fold_the_answer_headline_contents_and_glossary_and_every_link_resolves(results, page):
@@ -80,23 +126,31 @@ def test_above_the_fold_the_answer_headline_contents_and_glossary_and_every_link
     links = re.findall(r"href='#([^']+)'", page)
     assert links and set(links) <= ids  # the contents' anchors all resolve
     assert f"{MACHINE}-fp16" in links
-    assert {f"{MACHINE}-fp16-over-unfused", f"{MACHINE}-fp16-ladder-16384-256-x-256-16384"} <= ids
+    assert {f"{MACHINE}-fp16-heatmap", f"{MACHINE}-fp16-ladder", f"{MACHINE}-alerts", f"{MACHINE}-advice"} <= ids
     order = ["<div id='summary'>", "<h2 id='headline'>", "<h2 id='contents'>", f"<h2 id='{MACHINE}'>"]
     assert [page.index(mark) for mark in order] == sorted(page.index(mark) for mark in order)
     table = speedups(results.cells, results.detail)
-    assert f"{geometric_mean(table['over_unfused']):.2f}x as fast as the best unfused version" in page
+    assert f"run {geometric_mean(table['over_unfused']):.2f}x at fp16 (" in page and "best unfused version" in page
     assert "<dt>BGRADA / BGRADB</dt>" in page and "<dt>floor</dt>" in page
     figures = page.count('class="plotly-graph-div"')  # each one's modebar without the cloud upload
     assert figures > 0 and page.count('"modeBarButtonsToRemove": ["sendDataToCloud"]') == figures
 
 
-def test_unsupported_cells_are_listed_with_their_reason(page):
-    assert "Cells that did not run (40)" in page
-    assert "torch has no op for DRELU_BGRAD" in page
+def test_cells_that_did_not_run_are_listed_each_reason_once_with_what_it_covers(page):
+    section = page[page.index(f"id='{MACHINE}-not-run'") : page.index(f"id='{MACHINE}-noisy'")]
+    assert "40 cells, " in section
+    assert section.count("torch has no op for EPILOG") == 1  # one row, not ten
+    row = re.search(
+        r"<tr>\s*<td>unsupported</td>\s*<td>torch</td>\s*<td>torch has no op for EPILOG[^<]*</td>(.*?)</tr>",
+        section,
+        re.S,
+    )
+    cells, dtypes, epilogs = re.findall(r"<td>([^<]*)</td>", row.group(1))
+    assert (cells, dtypes) == ("40", "fp16") and "DRELU_BGRAD" in epilogs.split(", ")
 
 
 def test_heatmap_columns_run_from_low_to_high_arithmetic_intensity_under_titled_axes(results):
-    figure = speedup_heatmap(speedups(results.cells), machine=MACHINE, dtype="fp16", baseline="unfused")
+    figure = speedup_heatmap(speedups(results.cells), machine=MACHINE, dtypes=["fp16"], baseline="unfused")
     assert list(figure.data[0].x) == [
         "(8192,256)x(256,65536)",  # 2MNK / (MK + KN + MN) = 495
         "(16384,256)x(256,16384)",  # 496
@@ -108,34 +162,84 @@ def test_heatmap_columns_run_from_low_to_high_arithmetic_intensity_under_titled_
 
 def test_heatmap_values_are_the_tables_speedups(results):
     table = speedups(results.cells)
-    figure = speedup_heatmap(table, machine=MACHINE, dtype="fp16", baseline="unfused")
+    figure = speedup_heatmap(table, machine=MACHINE, dtypes=["fp16"], baseline="unfused")
     heatmap = figure.data[0]
     row = list(heatmap.y).index("RELU_BIAS")
     column = list(heatmap.x).index("(16384,256)x(256,16384)")
     cells = results.cells.query("epilog == 'RELU_BIAS' and m == 16384 and k == 256 and n == 16384")
     times = dict(zip(cells["provider"], cells["time_s"], strict=True))
     assert heatmap.text[row][column] == f"{times['unfused'] / times['fused']:.2f}x"
-    assert heatmap.z[row][column] == pytest.approx(math.log2(times["unfused"] / times["fused"]))
+    assert heatmap.z[row][column] == pytest.approx(math.log2(times["unfused"] / times["fused"]), rel=1e-3)
 
 
-def test_ladder_has_a_bar_per_provider_with_confidence_intervals(results):
-    figure = ladder_figure(results.cells, machine=MACHINE, dtype="fp16", shape="(16384,256)x(256,16384)")
-    assert [trace.name for trace in figure.data] == ["textbook", "unfused", "fused", "fused-autotuned", "torch", "gemm"]
-    fused = figure.data[2]
-    assert len(fused.x) == 16 and all(v > 0 for v in fused.error_y.array)
-    assert len(figure.data[4].x) == 6  # the torch peer covers six epilogs
+SHAPES = ["(8192,256)x(256,65536)", "(16384,256)x(256,16384)", "(16384,512)x(512,16384)", "(32768,1024)x(1024,16384)"]
 
 
-def test_ladder_draws_each_workloads_floor_when_the_run_measured_ceilings(results):
-    shape = "(16384,256)x(256,16384)"
-    # Synthetic floors for this test only: 0.1 ms per workload, 0.05 ms for the GEMM alone.
+def _synthetic_floors(results):
+    """Floors and ceilings for the ladder tests only: 0.1 ms per workload, 0.05 ms for the GEMM alone."""
+    import pandas as pd
+
     cells = results.cells.assign(floor_s=np.where(results.cells["provider"] == "gemm", 0.05e-3, 0.1e-3))
-    figure = ladder_figure(cells, machine=MACHINE, dtype="fp16", shape=shape)
-    floor = figure.data[-1]
-    assert floor.name.startswith("floor") and len(floor.x) == 16
-    assert all(y == pytest.approx(0.1) for y in floor.y)  # the workload's floor, not the gemm cell's
-    fused = figure.data[2]
-    assert fused.customdata[0][2] == pytest.approx(fused.y[0] / 0.1)  # hover: time over floor
+    (commit,) = set(cells["commit"])
+    roof = {
+        "machine": MACHINE,
+        "commit": commit,
+        "dtype": "fp16",
+        "gemm_tflops": 700.0,
+        "gemm_at": "x",
+        "copy_tbps": 4.0,
+    }
+    return cells, pd.DataFrame([roof])
+
+
+def test_the_ladder_is_one_figure_per_dtype_its_shapes_a_dropdown_of_restyles(results):
+    cells, ceilings = _synthetic_floors(results)
+    figure = ladder_figure(cells, ceilings, machine=MACHINE, dtypes=["fp16"])
+    assert [trace.name for trace in figure.data] == ["floor", *LADDER]
+    (menu,) = figure.layout.updatemenus
+    assert [button.label for button in menu.buttons] == SHAPES  # by arithmetic intensity, as the heatmaps
+    second = menu.buttons[1].args
+    fused = results.cells.query("provider == 'fused' and m == 16384 and k == 256 and n == 16384")
+    fused = fused.set_index("epilog").loc[list(figure.data[3].x)]
+    assert second[0]["y"][3] == [float(f"{t / 0.1e-3:.3g}") for t in fused["time_s"]]  # time over the floor
+    assert second[0]["customdata"][3] == [float(f"{t * 1e3:.4g}") for t in fused["time_s"]]  # ms, for the hover
+    assert second[1]["title.text"].startswith(f"{MACHINE} fp16 {SHAPES[1]}: ")
+    assert len(second[0]["y"][5]) == 16 and sum(v is not None for v in second[0]["y"][5]) == 6  # torch: six epilogs
+    assert all(e > 0 for e in figure.data[3].error_y.array)  # the 99% CI, at the first shape
+    assert figure.layout.yaxis.type in (None, "linear") and figure.layout.yaxis.range[0] == 0
+
+
+def test_the_ladder_marks_the_workloads_floor_under_each_epilog_and_names_the_ceilings(results):
+    cells, ceilings = _synthetic_floors(results)
+    figure = ladder_figure(cells, ceilings, machine=MACHINE, dtypes=["fp16"])
+    floor = figure.data[0]
+    assert list(floor.y) == [1] * 16 and list(floor.customdata) == [0.1] * 16  # the workload's, not the gemm's
+    marks = figure.layout.shapes
+    assert len(marks) == 16 and all(m.y0 == m.y1 == 1 and m.x1 - m.x0 < 1 for m in marks)  # no overlap
+    assert "GEMM, 700 TFLOP/s, and copy, 4.00 TB/s" in figure.layout.title.text
+    other = ceilings.assign(commit="0" * 40)  # another run's ceilings are not this run's
+    assert "no ceilings measured" in ladder_figure(cells, other, machine=MACHINE, dtypes=["fp16"]).layout.title.text
+    unmeasured = ladder_figure(
+        results.cells, ceilings, machine=MACHINE, dtypes=["fp16"]
+    )  # the run's real cells: no floor
+    assert [t.name for t in unmeasured.data] == list(LADDER) and not unmeasured.layout.shapes
+    assert unmeasured.layout.yaxis.title.text.startswith("ms")
+    fused = unmeasured.data[2]
+    assert fused.y[0] == float(f"{fused.customdata[0]:.3g}")  # y is the time in ms
+
+
+def test_a_textbook_far_above_the_rest_is_drawn_at_the_top_with_its_value_written(results):
+    cells, ceilings = _synthetic_floors(results)
+    textbook = cells["provider"] == "textbook"
+    cells.loc[textbook & (cells["epilog"] == "RELU"), "time_s"] = 0.1  # synthetic: 1000x the floor
+    figure = ladder_figure(cells, ceilings, machine=MACHINE, dtypes=["fp16"])
+    trace = figure.data[1]
+    relu = list(trace.x).index("RELU")
+    top = figure.layout.yaxis.range[1]
+    assert trace.text[relu] == "1e+03x" and trace.marker.symbol[relu] == "triangle-up"
+    assert trace.y[relu] == pytest.approx(top * 0.97, rel=1e-2) and trace.customdata[relu] == [100, 1000]
+    below = [i for i in range(16) if trace.text[i] == ""]
+    assert below and all(trace.marker.symbol[i] == "circle" and trace.y[i] < top for i in below)
 
 
 def test_geometric_mean_ignores_missing_cells():
@@ -155,10 +259,9 @@ def test_report_command_writes_index_html_and_the_export(tmp_path, capsys, page)
 
 def test_the_same_results_give_the_same_bytes(results, page, tmp_path):
     assert render_report(results) == page
-    assert re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page)[:3] == [
-        f"{MACHINE}-fp16-over-textbook",
-        f"{MACHINE}-fp16-over-unfused",
-        f"{MACHINE}-fp16-cost",
+    assert re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page) == [
+        f"{MACHINE}-fp16-heatmap",
+        f"{MACHINE}-fp16-ladder",
     ]
     write_report(results, out_dir=str(tmp_path / "a"))
     write_report(load_results(FIXTURE), out_dir=str(tmp_path / "b"))
@@ -173,28 +276,6 @@ def test_bad_selections_and_exports_are_one_line_errors(tmp_path, capsys, result
     assert list(tmp_path.iterdir()) == []  # nothing was written
 
 
-def test_roofline_draws_the_roof_only_with_the_runs_ceilings(results):
-    import pandas as pd
-
-    without = roofline_figure(results.cells, results.ceilings, machine=MACHINE, dtype="fp16")
-    assert "no ceilings measured" in without.layout.title.text
-    assert [trace.name for trace in without.data] == list(LADDER)
-    # Synthetic ceilings for this test only: a 700 TFLOP/s GEMM and 4 TB/s of copy bandwidth.
-    (commit,) = set(results.cells["commit"])
-    roof_row = {"machine": MACHINE, "dtype": "fp16", "gemm_tflops": 700.0, "gemm_at": "somewhere", "copy_tbps": 4.0}
-    other_commit = roofline_figure(
-        results.cells, pd.DataFrame([roof_row | {"commit": "0" * 40}]), machine=MACHINE, dtype="fp16"
-    )
-    assert "no ceilings measured" in other_commit.layout.title.text  # another run's roof is not this run's
-    with_roof = roofline_figure(
-        results.cells, pd.DataFrame([roof_row | {"commit": commit}]), machine=MACHINE, dtype="fp16"
-    )
-    roof = with_roof.data[-1]
-    assert roof.name.startswith("roof") and max(roof.y) == pytest.approx(700.0)
-    assert min(roof.y) == pytest.approx(4.0 * min(roof.x))
-    assert "700 TFLOP/s (at somewhere), copy 4.00 TB/s" in with_roof.layout.title.text
-
-
 def test_machines_side_by_side_and_history_appear_with_a_second_machine_and_commit(results):
     import dataclasses
 
@@ -207,11 +288,59 @@ def test_machines_side_by_side_and_history_appear_with_a_second_machine_and_comm
     detail = pd.concat([results.detail] * 3, ignore_index=True)  # the cells' own, in the same order
     page = render_report(dataclasses.replace(results, cells=cells, detail=detail))
     assert "Machines side by side" in page
-    assert re.search(r"by machine: h200-141gb \d\.\d\dx, h100-80gb-hbm3 \d\.\d\dx\.", page)  # the summary compares them
-    assert "fused's speedups across commits" in page
+    # the summary compares them workload by workload: the same cells, so nowhere does fusion pay more
+    assert "Fusion pays more on <b>h100-80gb-hbm3</b> than on <b>h200-141gb</b> in 0 of 64 fp16 workloads" in page
+    assert f"{MACHINE} fp16: each cell's median time at each commit" in page
     machines = re.findall(r"<h2 id='([^']+)'>", page)
     assert machines == ["headline", "contents", "glossary", MACHINE, "h100-80gb-hbm3", "machines"]
-    assert f"{MACHINE} (37415b86)" in page and "h100-80gb-hbm3 (37415b86)" in page  # bars name their commits
+    assert {"machines-h100-80gb-hbm3"} <= set(re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page))
+
+
+def test_the_machines_scatter_puts_one_gpus_speedups_against_the_others_on_log_axes(results):
+    from fusedbench.report.figures import DTYPE_COLORS, machines_figure
+
+    table = speedups(results.cells)
+    other = table.assign(machine="h100-80gb-hbm3", over_unfused=table["over_unfused"] * 1.1)  # synthetic
+    figure = machines_figure(pd_concat(table, other), reference=MACHINE, other="h100-80gb-hbm3")
+    points, line, textbook, _ = figure.data
+    assert [trace.visible for trace in figure.data] == [True, True, False, False]  # over unfused first
+    assert [b.label for b in figure.layout.updatemenus[0].buttons] == ["over unfused", "over textbook"]
+    assert list(textbook.x) == list(textbook.y)  # over the textbook: the same cells on both machines
+    assert points.name == "fp16" and len(points.x) == table["over_unfused"].notna().sum()
+    assert all(y == pytest.approx(x * 1.1, rel=1e-3) for x, y in zip(points.x, points.y, strict=True))
+    assert list(line.x) == list(line.y)  # y = x
+    assert figure.layout.xaxis.type == figure.layout.yaxis.type == "log"
+    assert points.marker.color == DTYPE_COLORS["fp16"] and not any(
+        c.lower() in ("red", "#d62728", "#b2182b") for c in DTYPE_COLORS.values()
+    )  # the heatmaps' loss red is not a dtype
+
+
+def pd_concat(*frames):
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_the_history_marks_the_commits_whose_measurement_changed(results):
+    import pandas as pd
+
+    from fusedbench.report import history_series, measurement_changes
+    from fusedbench.report.figures import history_figure
+
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+    cells = pd_concat(*(results.cells.assign(commit=commit) for commit in (a, b, c)))
+    versions = ["1: old"] * len(results.cells) * 2 + ["2: the passes fused"] * len(results.cells)
+    detail = pd.DataFrame({"version": versions}, index=cells.index)
+    changes = measurement_changes(cells, detail, [a, b, c])
+    assert changes == {c: "2: the passes fused"}
+    series = history_series(cells.assign(time_s=cells["time_s"] * np.where(cells["commit"] == c, 1.3, 1.0)), [a, b, c])
+    figure = history_figure(series, machine=MACHINE, commits=[a, b, c], changes=changes)
+    heatmap = figure.data[0]
+    assert list(heatmap.x[1][:3]) == ["aaaaaaa", "bbbbbbb", "ccccccc"] and heatmap.x[0][0] == "textbook"
+    assert {row[2] for row in heatmap.z if row[2] is not None} == {30}  # 1.3x its median: +30%
+    assert {row[0] for row in heatmap.z if row[0] is not None} == {0}
+    providers = len(heatmap.x[0]) // 3
+    assert [m.x0 for m in figure.layout.shapes] == [i * 3 + 1.5 for i in range(providers)]  # before c, per provider
 
 
 def test_key_figures_are_the_fused_over_unfused_heatmaps(results):
@@ -238,26 +367,33 @@ def test_png_snapshots_render_from_the_same_figures(tmp_path, results):
     assert (width, height) == (PNG_WIDTH * PNG_SCALE, figure.layout.height * PNG_SCALE)  # the figure, at its size
 
 
-def test_heatmap_hover_names_times_intervals_and_samples(results):
-    figure = speedup_heatmap(speedups(results.cells), machine=MACHINE, dtype="fp16", baseline="textbook")
-    hover = figure.data[0].hovertext[0][0]
-    assert hover.startswith("DEFAULT fp16 (8192,256)x(256,65536)")  # the lowest arithmetic intensity comes first
-    assert "99% CI" in hover and "10 samples" in hover and "textbook" in hover
+def test_heatmap_hover_names_both_times_and_the_speedup_from_the_cells_numbers(results):
+    table = speedups(results.cells)
+    figure = speedup_heatmap(table, machine=MACHINE, dtypes=["fp16"], baseline="textbook")
+    heatmap = figure.data[0]
+    assert heatmap.hovertemplate.startswith("%{y} %{x}<br>fused %{customdata[0]:.4g} ms, textbook %{customdata[1]")
+    assert "no interval" in heatmap.hovertemplate  # this run did not sample in rounds: no interval is claimed
+    cell = table[(table["epilog"] == "DEFAULT") & (table["shape"] == "(8192,256)x(256,65536)")].iloc[0]
+    assert heatmap.y[0] == "DEFAULT" and heatmap.x[0] == "(8192,256)x(256,65536)"  # the lowest intensity first
+    assert heatmap.customdata[0][0] == [
+        float(f"{cell['fused'] * 1e3:.4g}"),
+        float(f"{cell['textbook'] * 1e3:.4g}"),
+        float(f"{cell['over_textbook']:.4g}"),
+    ]
 
 
 def test_the_epilog_cost_heatmap_writes_fused_minus_gemm_in_each_cell(results):
     from fusedbench.report.figures import epilog_cost_figure
 
     table = speedups(results.cells)
-    figure = epilog_cost_figure(table, machine=MACHINE, dtype="fp16")
+    figure = epilog_cost_figure(table, machine=MACHINE, dtypes=["fp16"])
     heatmap = figure.data[0]
     row = list(heatmap.y).index("GELU_BIAS")
     column = list(heatmap.x).index("(16384,256)x(256,16384)")
     cell = table[(table["epilog"] == "GELU_BIAS") & (table["shape"] == "(16384,256)x(256,16384)")].iloc[0]
     assert heatmap.text[row][column] == f"{(cell['fused'] - cell['gemm']) / cell['gemm'] * 100:+.0f}%"
-    hover = heatmap.hovertext[row][column]
-    assert "gemm" in hover and "epilog cost" in hover
-    assert "from the two medians" in hover  # this run did not sample in rounds: no interval is claimed
+    assert "gemm %{customdata[1]" in heatmap.hovertemplate and "epilog cost" in heatmap.hovertemplate
+    assert "no interval" in heatmap.hovertemplate and len(heatmap.customdata[row][column]) == 3
 
 
 def test_the_epilog_cost_of_a_run_sampled_in_rounds_gives_its_interval(results):
@@ -266,11 +402,24 @@ def test_the_epilog_cost_of_a_run_sampled_in_rounds_gives_its_interval(results):
     cells = results.cells.copy()
     ok = cells["status"] == "ok"
     cells.loc[ok, ["gemm_ratio", "gemm_ratio_low", "gemm_ratio_high"]] = [1.03, 0.99, 1.08]
-    figure = epilog_cost_figure(speedups(cells), machine=MACHINE, dtype="fp16")
+    figure = epilog_cost_figure(speedups(cells), machine=MACHINE, dtypes=["fp16"])
     heatmap = figure.data[0]
     row, column = list(heatmap.y).index("GELU_BIAS"), list(heatmap.x).index("(16384,256)x(256,16384)")
     assert heatmap.text[row][column] == "+3%"
-    assert "round-by-round ratios, 95% interval -1.0% to +8.0%" in heatmap.hovertext[row][column]
+    assert heatmap.customdata[row][column][2:] == [3.0, -1.0, 8.0]
+    assert "paired 95% interval %{customdata[3]:+.1f}% to %{customdata[4]:+.1f}%" in heatmap.hovertemplate
+
+
+def test_dtypes_timed_at_one_shape_share_one_epilog_by_dtype_view(results):
+    from fusedbench.report import dtype_views
+
+    table = speedups(results.cells)
+    seed = table[table["shape"] == "(16384,512)x(512,16384)"]
+    merged = pd_concat(table, seed.assign(dtype="tf32"), seed.assign(dtype="fp8"))  # synthetic single-shape dtypes
+    assert dtype_views(merged) == [["fp16"], ["tf32", "fp8"]]
+    figure = speedup_heatmap(merged, machine=MACHINE, dtypes=["tf32", "fp8"], baseline="unfused")
+    assert list(figure.data[0].x) == ["tf32<br>(16384,512)x(512,16384)", "fp8<br>(16384,512)x(512,16384)"]
+    assert figure.layout.title.text.startswith(f"{MACHINE} tf32 and fp8: fused over unfused")
 
 
 def test_failed_unsupported_and_skipped_cells_are_all_listed_with_reasons(tmp_path, results):
@@ -310,7 +459,7 @@ def test_a_machines_commits_run_in_the_order_their_records_say(results):
 
 
 def test_the_environment_card_shows_the_newest_record_of_the_commit():
-    from fusedbench.report import environment_card
+    from fusedbench.report.tables import environment_card
 
     records = [
         _record("c" * 40, "2026-11-22T01:00:00+00:00", "older GPU"),

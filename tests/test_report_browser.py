@@ -1,30 +1,26 @@
-"""The report in a real browser: headless Chromium, no network, every figure drawn, no console errors.
+"""The report in a real browser: headless Chromium, no network, every figure drawn, no console errors, and
+the structure a reader relies on, read from what plotly drew: one colour range for every speedup heatmap,
+grey marks exactly where the analysis cannot tell fused from its baseline, anchors that resolve, and a
+ladder whose shape dropdown redraws it.
 
 Runs where Debian's chromium and playwright are installed (CI installs both and sets
 FUSEDBENCH_REQUIRE_BROWSER=1, which turns a missing browser into a failure, not a skip).
 """
 
 import os
-import shutil
 
 import pytest
 
+from fusedbench.analysis import indistinct, speedups
+from fusedbench.providers import BASELINES
 from fusedbench.report import write_report
 from fusedbench.results import load_results
+from tests.browser import ALL_DRAWN, CHROMIUM, FLAGS, load_seconds
 
-FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+PAIRED = os.path.join(FIXTURES, "results-provenance")  # timed in paired rounds: speedups have intervals
+SHAPES = os.path.join(FIXTURES, "results-h200")  # four shapes: a ladder with a dropdown
 REQUIRED = os.environ.get("FUSEDBENCH_REQUIRE_BROWSER") == "1"
-# As the workplace's probe runs Chromium: no sandbox as root, and none of its background traffic.
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _playwright():
@@ -41,30 +37,81 @@ def _playwright():
     return sync_playwright
 
 
+def _open(playwright, path: str, errors: list, requests: list):
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+    page = browser.new_context(offline=True).new_page()
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(f"file://{path}")
+    page.wait_for_function(ALL_DRAWN, timeout=60_000)
+    return browser, page
+
+
+# What plotly drew, per figure div: each speedup trace's colour range and ticks, and the (epilog, column)
+# cells of the grey cover drawn under it (a cover comes just before the speedup trace it greys).
+DRAWN_HEATMAPS = """() => [...document.querySelectorAll('.plotly-graph-div')].flatMap(d => d.data
+    .map((t, i) => [t, d.data[i - 1]])
+    .filter(([t]) => t.type === 'heatmap' && String(t.name).startsWith('over_'))
+    .map(([t, before]) => ({
+        figure: d.id,
+        baseline: t.name.slice(5),
+        range: [t.zmin, t.zmax, t.colorbar.ticktext],
+        greyed: before && before.name === 'interval includes 1x'
+            ? before.z.flatMap((row, i) => row.flatMap((v, j) => v === null ? [] : [[before.y[i], before.x[j]]]))
+            : [],
+    })))"""
+
+
 @pytest.mark.browser
-def test_every_figure_renders_offline_without_console_errors(tmp_path):
+def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_and_every_anchor_resolves(
+    tmp_path,
+):
     sync_playwright = _playwright()
-    path = write_report(load_results(FIXTURE), out_dir=str(tmp_path))
+    results = load_results(PAIRED)
+    path = write_report(results, out_dir=str(tmp_path))
     errors, requests = [], []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        context = browser.new_context(offline=True)
-        page = context.new_page()
-        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("request", lambda request: requests.append(request.url))
-        page.goto(f"file://{path}")
-        page.wait_for_function(
-            "() => { const divs = [...document.querySelectorAll('.plotly-graph-div')];"
-            " return divs.length > 0 && divs.every(d => d.querySelector('svg.main-svg')); }",
-            timeout=60_000,
-        )
-        figures = page.eval_on_selector_all(".plotly-graph-div", "divs => divs.length")
-        drawn = page.eval_on_selector_all(".plotly-graph-div svg.main-svg", "svgs => svgs.length")
-        heatmap_cells = page.eval_on_selector_all(".plotly-graph-div .hm, .plotly-graph-div image", "n => n.length")
+        browser, page = _open(playwright, path, errors, requests)
+        drawn = page.evaluate(DRAWN_HEATMAPS)
+        links = page.eval_on_selector_all("a[href^='#']", "as => as.map(a => a.getAttribute('href').slice(1))")
+        missing = page.evaluate("ids => ids.filter(id => !document.getElementById(id))", links)
+        print(f"\nreport of {PAIRED}: every figure drawn in {load_seconds(browser, path):.2f} s (one load)")
         browser.close()
-    assert figures == 2 + 1 + 1 + 4  # two heatmaps, the epilog cost, the roofline, four ladders
-    assert drawn >= figures
-    assert heatmap_cells >= 2
     assert errors == []
     assert all(url.startswith(("file:", "data:", "blob:")) for url in requests), requests
+    assert links and missing == []
+    assert [(t["figure"], t["baseline"]) for t in drawn] == [("h200-141gb-fp16-heatmap", b) for b in BASELINES[::-1]]
+    ranges = {(zmin, zmax, tuple(ticks)) for zmin, zmax, ticks in (t["range"] for t in drawn)}
+    assert ranges == {(-1, 1, ("0.5x or less", "0.71x", "1x", "1.41x", "2x or more"))}
+    table = speedups(results.cells, results.detail)
+    for trace in drawn:
+        unclear = table[indistinct(table, trace["baseline"])]
+        assert {tuple(cell) for cell in trace["greyed"]} == set(zip(unclear["epilog"], unclear["shape"], strict=True))
+    assert sum(len(trace["greyed"]) for trace in drawn) == 4  # 3 over unfused, 1 over textbook
+
+
+@pytest.mark.browser
+def test_the_ladders_dropdown_redraws_it_at_the_chosen_shape(tmp_path):
+    sync_playwright = _playwright()
+    path = write_report(load_results(SHAPES), out_dir=str(tmp_path))
+    errors, requests = [], []
+    with sync_playwright() as playwright:
+        browser, page = _open(playwright, path, errors, requests)
+        ladder = page.locator("#h200-141gb-fp16-ladder")
+        ladder.scroll_into_view_if_needed()
+        before = page.evaluate("() => document.getElementById('h200-141gb-fp16-ladder').layout.title.text")
+        ladder.locator(".updatemenu-header").click()
+        ladder.locator(".updatemenu-dropdown-button").nth(2).click()
+        page.wait_for_function(
+            "() => document.getElementById('h200-141gb-fp16-ladder').layout.title.text.includes('(16384,512)')"
+        )
+        fused = page.evaluate(
+            "() => document.getElementById('h200-141gb-fp16-ladder').data.find(t => t.name === 'fused')"
+        )
+        browser.close()
+    assert "(8192,256)x(256,65536)" in before
+    cells = load_results(SHAPES).cells.query("provider == 'fused' and m == 16384 and k == 512 and n == 16384")
+    times = cells.set_index("epilog").loc[fused["x"], "time_s"]
+    assert fused["y"] == [float(f"{t * 1e3:.3g}") for t in times]  # this run measured no ceilings: ms
+    assert errors == []

@@ -1,48 +1,62 @@
-"""`fusedbench report`: one self-contained HTML file (plotly's JS embedded once) from asv results.
+"""`fusedbench report`: one self-contained HTML file from asv results, light enough to open at once.
 
 The report only draws: every number comes from `fusedbench.analysis` on the tidy table of
 `fusedbench.results`. Every section and figure has a stable HTML id named after what it shows
-(`#h100-80gb-hbm3-fp16-over-unfused`), so links into a report keep working and the same results
-give the same bytes.
+(`#h100-80gb-hbm3-fp16-heatmap`), so links into a report keep working and the same results
+give the same bytes. plotly.js is embedded once: the partial cartesian bundle vendored beside this
+file (heatmap, scatter, bar: all the report draws), where plotly.py embeds the same version.
 """
 
 from __future__ import annotations
 
 import html
 import importlib.util
+import json
 import os
 import re
+from dataclasses import replace
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
+from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from fusedbench.analysis import (
     INVERSION,
     INVERSIONS_COLUMN,
     headline,
     ladder_cells,
-    noisy_cells,
     speedups,
     with_shape,
 )
+from fusedbench.dtypes import DTYPES
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
-from fusedbench.model import Status
-from fusedbench.providers import BASELINES
 from fusedbench.records import GroupRecord
 from fusedbench.report.figures import (
-    epilog_cost_figure,
+    heatmap_views,
     history_figure,
     ladder_figure,
     machines_figure,
-    roofline_figure,
     speedup_heatmap,
 )
+from fusedbench.report.tables import (
+    advice_section,
+    alerts_section,
+    csv_link,
+    environment_card,
+    multi_kernel_table,
+    noisy_table,
+    not_run_table,
+    table_html,
+)
 from fusedbench.results import ResultSet, select_cells
+from fusedbench.tuning import gpu_machine
 
 REPORT_NAME = "index.html"
 PNG_WIDTH, PNG_SCALE = 1100, 2  # sharp on HiDPI screens
+VENDORED_PLOTLY = Path(__file__).parent / "plotlyjs"  # plotly.js-cartesian-dist-min, its package.json and LICENSE
+HISTORY_COVERAGE = 0.5  # a commit enters a dtype's history where it timed at least this share of its cells
 
 GLOSSARY = {
     "textbook": "the seed blog's naive code: the matmul, then each pointwise step as its own cupy (or torch) "
@@ -62,18 +76,31 @@ GLOSSARY = {
     "epilog cost": "fused / gemm - 1: what the epilog adds to the plain GEMM",
     "floor": "max(FLOPs / the run's GEMM rate, bytes / the run's copy bandwidth): the least time the work can take",
     "arithmetic intensity": "the GEMM's FLOPs per element of A, B and D it moves, 2MNK / (MK + KN + MN)",
+    "multi-kernel": "a fused cell whose call launched more than one kernel: the fused API, run unfused",
+    "measurement change": "a commit whose benchmarks time differently (asv's benchmark version changed): steps "
+    "in the history there are the method's, not the code's",
 }
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
 h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.3rem; margin-top: 2.5rem; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
-th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; }
+th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top; }
 th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; margin: 0 1rem 1rem 0; }
-.muted { color: #666; font-size: 0.9rem; }
+.muted { color: #666; font-size: 0.9rem; } #summary p { font-size: 1.05rem; max-width: 60rem; }
 .toc { columns: 3; font-size: 0.9rem; } .toc .level-3 { margin-left: 1rem; }
 .glossary dt { font-weight: 600; } .glossary dd { margin: 0 0 0.4rem 1rem; }
+details summary { cursor: pointer; margin: 0.3rem 0; }
 """
+
+
+def plotly_bundle() -> tuple[str, str]:
+    """(plotly.js, which bundle): the vendored partial bundle where its version is the one plotly.py's figures
+    are written for; else plotly.py's full bundle (heavier, never wrong)."""
+    vendored = json.loads((VENDORED_PLOTLY / "package.json").read_text())["version"]
+    if vendored == get_plotlyjs_version():
+        return (VENDORED_PLOTLY / "plotly-cartesian.min.js").read_text(), f"plotly.js {vendored} (cartesian)"
+    return get_plotlyjs(), f"plotly.js {get_plotlyjs_version()} (full: the vendored cartesian bundle is {vendored})"
 
 
 def commits_in_order(cells: pd.DataFrame, records: list[GroupRecord], machine: str) -> list[str]:
@@ -84,12 +111,8 @@ def commits_in_order(cells: pd.DataFrame, records: list[GroupRecord], machine: s
     return [c for c in present if c not in ordered] + ordered
 
 
-def _table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, border=0, na_rep="", escape=True, float_format=lambda v: f"{v:.4g}")
-
-
 def anchor(*parts) -> str:
-    """A stable HTML id from what a section or figure shows: 'h100-80gb-hbm3-fp16-over-unfused'."""
+    """A stable HTML id from what a section or figure shows: 'h100-80gb-hbm3-fp16-heatmap'."""
     return re.sub(r"[^a-z0-9]+", "-", "-".join(str(part) for part in parts).lower()).strip("-")
 
 
@@ -109,26 +132,52 @@ class _Figures:
         )
 
 
-def summary(headlines: dict[str, pd.DataFrame]) -> str:
+def dtype_views(table: pd.DataFrame) -> list[list[str]]:
+    """The dtypes drawn together: each dtype timed at several shapes on its own, those timed at one shape
+    side by side in one epilog x dtype view (a single column each would stretch across the page)."""
+    shapes = table.groupby("dtype")["shape"].nunique().reindex([d for d in DTYPES if d in set(table["dtype"])])
+    single = [dtype for dtype, count in shapes.items() if count == 1]
+    views = [[dtype] for dtype, count in shapes.items() if count > 1]
+    return views + ([single] if single else [])
+
+
+def summary(headlines: dict[str, pd.DataFrame], tables: dict[str, pd.DataFrame]) -> str:
     """The answer in a few sentences, from each machine's headline table: what fusion buys against the best
     unfused version and the textbook, where it loses, and how the machines differ."""
     sentences = []
     for machine, top in headlines.items():
-        for row in top[top["worst"] != ""].to_dict("records"):
+        rows = top[top["worst"] != ""].to_dict("records")
+        if not rows:
+            continue
+        unfused = ", ".join(
+            f"{r['fused over unfused (geomean)']} at {r['dtype']} ({r['fused over unfused (range)']})" for r in rows
+        )
+        textbook = ", ".join(f"{r['fused over textbook (geomean)']} at {r['dtype']}" for r in rows)
+        losses = ", ".join(f"{r[INVERSIONS_COLUMN]} at {r['dtype']}" for r in rows)
+        table = tables[machine]
+        worst = table.loc[table["over_unfused"].idxmin()]
+        sentences.append(
+            f"On <b>{html.escape(machine)}</b>, fused epilogs run {unfused} as fast as the best unfused version "
+            f"(geometric means over the workloads, their range in brackets), and {textbook} as fast as the "
+            f"textbook. Fusion loses (below {INVERSION:g}x, told apart from 1x) in {losses} workloads; the worst "
+            f"is {html.escape(worst['epilog'])} {worst['dtype']} {worst['shape']} at {worst['over_unfused']:.2f}x."
+        )
+    first, *others = list(tables) or [None]
+    for other in others:
+        counts = []
+        for dtype in [d for d in DTYPES if d in set(tables[first]["dtype"]) & set(tables[other]["dtype"])]:
+            per = [
+                t[t["dtype"] == dtype].set_index(["epilog", "shape"])["over_unfused"]
+                for t in (tables[first], tables[other])
+            ]
+            paired = pd.concat({"a": per[0], "b": per[1]}, axis=1).dropna()
+            if len(paired):
+                counts.append(f"{int((paired['b'] > paired['a']).sum())} of {len(paired)} {dtype}")
+        if counts:
             sentences.append(
-                f"On <b>{html.escape(machine)}</b>, {html.escape(row['dtype'])}: fused epilogs run "
-                f"{row['fused over unfused (geomean)']} as fast as the best unfused version "
-                f"({row['fused over unfused (range)']} over the workloads) and {row['fused over textbook (geomean)']} "
-                f"as fast as the textbook (geometric means). Fusion loses in {row[INVERSIONS_COLUMN]} workloads "
-                f"(below {INVERSION:g}x, told apart from 1x); the worst is {html.escape(row['worst'])}."
+                f"Fusion pays more on <b>{html.escape(other)}</b> than on <b>{html.escape(first)}</b> in "
+                f"{', '.join(counts)} workloads (fused over unfused, workload by workload)."
             )
-    fp16 = [
-        f"{html.escape(machine)} {row['fused over unfused (geomean)']}"
-        for machine, top in headlines.items()
-        for row in top[(top["dtype"] == "fp16") & (top["worst"] != "")].to_dict("records")
-    ]
-    if len(fp16) > 1:
-        sentences.append("Fused over unfused at fp16, geometric mean, by machine: " + ", ".join(fp16) + ".")
     return "".join(f"<p>{sentence}</p>" for sentence in sentences)
 
 
@@ -137,47 +186,49 @@ def _glossary() -> str:
     return f"<dl class='glossary'>{rows}</dl>"
 
 
-def _version(number) -> str:
-    """CUDA's packed versions, readable: 13020 -> '13.2', 130100 (cuBLASLt) -> '13.1.0'."""
-    if not isinstance(number, int):
-        return str(number)
-    if number >= 100000:
-        return f"{number // 10000}.{number // 100 % 100}.{number % 100}"
-    return f"{number // 1000}.{number % 1000 // 10}"
+def measurement_changes(cells: pd.DataFrame, detail: pd.DataFrame, commits: list[str]) -> dict[str, str]:
+    """commit -> what changed in how it measures, where its ladder groups' benchmark versions differ from the
+    previous commit's (a version that says why it was bumped is quoted; asv's code hashes are not)."""
+    versions = detail.loc[cells.index, "version"]
+    changes, before = {}, None
+    for commit in commits:
+        now = set(versions[cells["commit"] == commit].dropna())
+        if before is not None and now and not now & before:
+            said = sorted(v for v in now if not re.fullmatch(r"[0-9a-f]{64}", str(v)))
+            changes[commit] = "; ".join(said) if said else "the benchmark code changed (asv's version hash)"
+        before = now or before
+    return changes
 
 
-def environment_card(records: list[GroupRecord], machine: str, commit: str) -> str:
-    """The newest record's GPU, versions and telemetry for one machine and commit."""
-    runs = [r for r in records if r.machine == machine and r.commit == commit and r.environment]
-    if not runs:
-        return "<p class='muted'>No environment recorded (no fusedbench record beside these asv results).</p>"
-    env = runs[-1].environment
-    telemetry, gpu = env.get("telemetry") or {}, env.get("gpu") or {}
-    memory = gpu.get("memory_total_bytes")
-    latest = {r.group: r for r in runs}
-    facts = {
-        "GPU": gpu.get("name"),
-        "memory (GiB)": f"{memory / 2**30:.1f}" if memory else None,
-        "max SM clock (MHz)": gpu.get("max_sm_clock_mhz"),
-        "driver": gpu.get("driver"),
-        **{k: _version(v) if k.startswith(("cuda", "cublas")) else v for k, v in (env.get("versions") or {}).items()},
-        "SM clock under load (MHz)": f"{telemetry.get('min_sm_clock_mhz')}-{telemetry.get('max_sm_clock_mhz')}",
-        "max temperature (C)": telemetry.get("max_temperature_c"),
-        "max power (W)": telemetry.get("max_power_w"),
-        "throttled": ", ".join(telemetry.get("throttled", [])) or "no",
-        "groups": ", ".join(latest),
-        "measurement time (s)": f"{sum(r.seconds for r in latest.values()):.0f}",
-    }
-    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in facts.items())
-    return f"<table>{rows}</table>"
+def history_series(cells: pd.DataFrame, commits: list[str]) -> pd.DataFrame:
+    """A machine's ladder cells over `commits` for the history: per dtype, only the commits that timed at least
+    HISTORY_COVERAGE of its cells (a quick run's handful would add a column of gaps)."""
+    rows = with_shape(ladder_cells(cells))
+    rows = rows[rows["commit"].isin(commits)].dropna(subset=["time_s"])
+    counts = rows.groupby(["dtype", "commit"]).size()
+    most = counts.groupby(level=0).transform("max")
+    kept = counts[counts >= HISTORY_COVERAGE * most].index
+    keep = pd.MultiIndex.from_frame(rows[["dtype", "commit"]]).isin(kept)
+    return rows[keep][["dtype", "epilog", "shape", "intensity", "provider", "commit", "time_s"]]
+
+
+def shown_cells(results: ResultSet, *, machines=None, commits=None) -> pd.DataFrame:
+    """The cells the report draws: those selected, without the tuned machines unless named (a tuned run
+    degrades a provider on purpose)."""
+    cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
+    if not machines and not cells.empty:
+        cells = cells[[gpu_machine(machine) == machine for machine in cells["machine"]]]
+    return cells
 
 
 def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     """The whole report as one HTML string: the answer, the headline tables, contents and glossary above the
-    fold, then a section per machine and the machines side by side."""
-    cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
+    fold, then a section per machine (figures, alerts, kernels, advice, what did not run, noise, history)
+    and the machines side by side."""
+    cells = shown_cells(results, machines=machines, commits=commits)
+    chosen = replace(results, cells=cells, detail=results.detail.loc[cells.index])
     div = _Figures()
-    sections, latest, contents, headlines, commit_notes = [], [], [], {}, {}
+    sections, contents, headlines, tables, commit_notes = [], [], {}, {}, {}
     if cells.empty:
         sections.append("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
 
@@ -189,83 +240,78 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         history = commits_in_order(cells, results.records, machine)
         commit = history[-1]
         current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
-        latest.append(current)
         ladder = ladder_cells(current)  # each workload's providers once: not the Blog control's, not Quick's twice
-        table = speedups(current, results.detail.loc[current.index])
+        table = tables[machine] = speedups(current, results.detail.loc[current.index])
         headlines[machine] = headline(ladder, table, machine)
         commit_notes[machine] = f" <span class='muted'>commit {commit[:8]}</span>"
         sections.append(heading(2, anchor(machine), machine, commit_notes[machine]))
         sections.append(
-            "<div class='card'><h3>Environment</h3>" + environment_card(results.records, machine, commit) + "</div>"
+            "<div class='card'><h3>Environment</h3>"
+            + environment_card(results.records, machine, commit)
+            + f"<p>This run's cells as CSV: {csv_link(current, machine, commit)}</p></div>"
         )
-        for dtype in dict.fromkeys(table["dtype"]):
-            sections.append(heading(3, anchor(machine, dtype), f"{machine} {dtype}"))
-            for baseline in BASELINES:
-                figure = speedup_heatmap(table, machine=machine, dtype=dtype, baseline=baseline)
-                sections.append(div(figure, anchor(machine, dtype, "over", baseline)))
-            sections.append(
-                div(epilog_cost_figure(table, machine=machine, dtype=dtype), anchor(machine, dtype, "cost"))
-            )
-            roofline = roofline_figure(ladder, results.ceilings, machine=machine, dtype=dtype)
-            sections.append(div(roofline, anchor(machine, dtype, "roofline")))
-            shaped = with_shape(ladder[ladder["dtype"] == dtype]).sort_values("size")
-            for shape in dict.fromkeys(shaped["shape"]):
-                figure = ladder_figure(ladder, machine=machine, dtype=dtype, shape=shape)
-                sections.append(div(figure, anchor(machine, dtype, "ladder", shape)))
-        not_ok = current[current["status"] != Status.OK.value]
-        sections.append(heading(3, anchor(machine, "not-run"), f"Cells that did not run ({len(not_ok)})"))
-        grouped = (
-            not_ok.groupby(["status", "provider", "dtype", "reason"]).size().reset_index(name="cells")
-            if len(not_ok)
-            else not_ok
+        sections.append(heading(3, anchor(machine, "alerts"), f"{machine}: alerts and warnings of this run"))
+        sections.append(alerts_section(chosen, machine, commit))
+        for dtypes in dtype_views(table):
+            name = " and ".join(dtypes)
+            sections.append(heading(3, anchor(machine, *dtypes), f"{machine} {name}"))
+            figure = heatmap_views(table, machine=machine, dtypes=dtypes)
+            sections.append(div(figure, anchor(machine, *dtypes, "heatmap")))
+            figure = ladder_figure(ladder, results.ceilings, machine=machine, dtypes=dtypes)
+            sections.append(div(figure, anchor(machine, *dtypes, "ladder")))
+        sections.append(
+            heading(3, anchor(machine, "kernels"), f"{machine}: fused cells that launch more than one kernel")
         )
-        sections.append(_table(grouped) if len(not_ok) else "<p>None.</p>")
-        noisy = noisy_cells(current)
-        sections.append(heading(3, anchor(machine, "noisy"), f"Noisy cells ({len(noisy)}: relative IQR above 10%)"))
-        columns = ["epilog", "dtype", "m", "k", "n", "provider", "time_s", "rel_iqr", "samples"]
-        sections.append(_table(noisy[columns]) if len(noisy) else "<p>None.</p>")
-        if len(history) > 1:
-            every = speedups(cells[cells["machine"] == machine])
+        sections.append(multi_kernel_table(current))
+        sections.append(heading(3, anchor(machine, "advice"), f"{machine}: when to fuse (fusedbench advise)"))
+        sections.append(advice_section(chosen, machine))
+        sections.append(heading(3, anchor(machine, "not-run"), f"{machine}: cells that did not run"))
+        sections.append(not_run_table(current))
+        sections.append(heading(3, anchor(machine, "noisy"), f"{machine}: noisy cells"))
+        sections.append(noisy_table(current))
+        series = history_series(cells[cells["machine"] == machine], history)
+        if series["commit"].nunique() > 1:
+            changes = measurement_changes(cells[cells["machine"] == machine], results.detail, history)
             sections.append(heading(3, anchor(machine, "history"), f"{machine} across commits"))
-            sections.append(
-                div(history_figure(every, machine=machine, commits=history), anchor(machine, "history-figure"))
-            )
-    newest = speedups(pd.concat(latest)) if latest else pd.DataFrame(columns=["machine"])
-    if newest["machine"].nunique() > 1:
+            figure = history_figure(series, machine=machine, commits=history, changes=changes)
+            sections.append(div(figure, anchor(machine, "history-figure")))
+            listed = "".join(f"<li>{c[:8]}: {html.escape(what)}</li>" for c, what in changes.items())
+            sections.append(f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "")
+    if len(tables) > 1:
         sections.append(heading(2, "machines", "Machines side by side"))
-        for dtype in dict.fromkeys(newest["dtype"]):
-            for baseline in BASELINES:
-                figure = machines_figure(newest, dtype=dtype, baseline=baseline)
-                sections.append(div(figure, anchor("machines", dtype, "over", baseline)))
+        newest = pd.concat(tables.values())
+        reference, *others = tables
+        for other in others:
+            figure = machines_figure(newest, reference=reference, other=other)
+            sections.append(div(figure, anchor("machines", other)))
     toc = "".join(
         f"<li class='level-{level}'><a href='#{ident}'>{html.escape(text)}</a></li>" for level, ident, text in contents
     )
     above = (
         "<div id='summary'>"
-        + summary(headlines)
+        + summary(headlines, tables)
         + "</div>"
         + ("<h2 id='headline'>Headline</h2>" if headlines else "")
-        + "".join(f"<h3>{html.escape(m)}{commit_notes[m]}</h3>" + _table(top) for m, top in headlines.items())
+        + "".join(f"<h3>{html.escape(m)}{commit_notes[m]}</h3>" + table_html(top) for m, top in headlines.items())
         + (f"<h2 id='contents'>Contents</h2><ul class='toc'>{toc}</ul>" if contents else "")
         + "<h2 id='glossary'>Glossary</h2>"
         + _glossary()
     )
-    plotly = f"<script type='text/javascript'>{get_plotlyjs()}</script>" if div.count else ""  # none for no figures
+    script, bundle = plotly_bundle() if div.count else ("", "no figures")  # no plotly.js for no figures
+    plotly = f"<script type='text/javascript'>{script}</script>" if div.count else ""
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>fusedbench report</title>"
         f"<style>{_STYLE}</style>{plotly}</head><body>"
         "<h1>fusedbench: what fusing epilogs into the matmul buys</h1>"
         "<p class='muted'>cuBLASLt epilogs through nvmath-python against the same work unfused; every cell "
-        "verified against float64 before it was timed; times are medians of asv's recorded samples.</p>"
-        + above
-        + "\n".join(sections)
-        + "</body></html>"
+        "verified against float64 before it was timed; times are medians of asv's recorded samples; "
+        f"figures drawn by {html.escape(bundle)}, embedded.</p>" + above + "\n".join(sections) + "</body></html>"
     )
 
 
 def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str, go.Figure]:
     """The figures worth a PNG for the README: each machine's fused-over-unfused heatmap per dtype."""
-    cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
+    cells = shown_cells(results, machines=machines, commits=commits)
     figures = {}
     for machine in dict.fromkeys(cells["machine"]):
         commit = commits_in_order(cells, results.records, machine)[-1]
@@ -273,11 +319,11 @@ def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str,
         table = speedups(chosen, results.detail.loc[chosen.index])
         started = [r.started for r in results.records if r.machine == machine and r.commit == commit]
         when = f", run {max(started)[:10]}" if started else ""
-        for dtype in dict.fromkeys(table["dtype"]):
-            figure = speedup_heatmap(table, machine=machine, dtype=dtype, baseline="unfused")
+        for dtypes in dtype_views(table):
+            figure = speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline="unfused")
             # A PNG travels without the page: it names its commit and the run's date.
             figure.update_layout(title=f"{figure.layout.title.text}<br><sup>commit {commit[:8]}{when}</sup>")
-            figures[f"{machine}-{dtype}-fused-over-unfused.png"] = figure
+            figures[f"{machine}-{'-'.join(dtypes)}-fused-over-unfused.png"] = figure
     return figures
 
 

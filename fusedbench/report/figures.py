@@ -1,7 +1,10 @@
 """Plotly figures of the tidy results table: pure functions from DataFrames to figures.
 
-Every number a figure shows comes from one row of `fusedbench.results` (hover text names the
-cell: machine, commit, epilog, dtype, shape, provider, samples and confidence interval).
+Every number a figure shows comes from one row of `fusedbench.results`. Figures stay light, since
+a report holds dozens of them: hover text is a template filled from `customdata` (not a string per
+point), numbers are rounded to the digits shown, choices between shapes or dtypes are plotly
+dropdowns over one figure's traces, and every figure carries `LEAN_TEMPLATE` instead of plotly's
+7 KB default.
 """
 
 from __future__ import annotations
@@ -12,13 +15,25 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fusedbench.analysis import geometric_mean, indistinct, with_shape
+from fusedbench.analysis import indistinct, with_shape
+from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.model import Status
 from fusedbench.providers import BASELINES, LADDER, PROVIDERS
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value
+LEAN_TEMPLATE = go.layout.Template(
+    layout={
+        "font": {"family": "system-ui, sans-serif", "size": 13},
+        "plot_bgcolor": "#f7f7f9",
+        "xaxis": {"gridcolor": "#e2e2e6", "zeroline": False, "automargin": True},
+        "yaxis": {"gridcolor": "#e2e2e6", "zeroline": False, "automargin": True},
+        "hoverlabel": {"align": "left"},
+        "margin": {"t": 70, "r": 30},
+    }
+)
+DIGITS = 4  # significant digits of every number a figure carries (hover shows at most 4)
 # Every speedup heatmap shares one colour range, so one colour means one speedup on every page: log2 of
 # 0.5x-2x, clipped beyond. Cells whose paired interval includes 1x are greyed over.
 SPEEDUP_LOG2_RANGE = 1.0
@@ -27,251 +42,505 @@ SPEEDUP_COLORBAR = {
     "tickvals": [-1, -0.5, 0, 0.5, 1],
     "ticktext": ["0.5x or less", "0.71x", "1x", "1.41x", "2x or more"],
 }
-INDISTINCT_GREY = "rgba(150, 150, 150, 0.75)"
+INDISTINCT_GREY = "rgb(175, 175, 175)"
+GREY_NAME = "interval includes 1x"
 # The epilog's cost over the plain GEMM, in %: sequential, 0 (free) to COST_RANGE_PCT (clipped beyond).
 COST_RANGE_PCT = 40.0
 SHAPE_AXIS = "shape (M,K)x(K,N), by the GEMM's arithmetic intensity (2MNK / (MK + KN + MN)), low to high"
+# Colours of the dtypes where machines are compared: none of them the heatmaps' "loss" red.
+DTYPE_COLORS = {"fp16": "#1f6fb4", "bf16": "#2ca02c", "tf32": "#7b4fb0", "fp8": "#b8860b", "fp32": "#6c757d"}
+SPEEDUP_TICKS = [0.25, 0.35, 0.5, 0.71, 1, 1.41, 2, 2.83, 4, 8, 16, 32, 64]
+# A cell's history: % from its median over the commits shown, clipped at +-HISTORY_RANGE_PCT.
+HISTORY_RANGE_PCT = 20.0
+TEXTBOOK = "textbook"
+UNPAIRED = " (this run did not pair samples by round: no interval)"
+LADDER_HEADROOM = 1.15  # the ladder's axis ends this far above the highest non-textbook interval
 
 
-def _timing(cell, provider: str) -> str:
-    """'fused 26.0 ms (99% CI 25.8-26.3, 10 samples)' for one cell of a speedups row."""
-    if math.isnan(cell[provider]):
-        return f"{provider}: not measured"
-    return (
-        f"{provider} {cell[provider] * 1e3:.3f} ms (99% CI {cell[f'{provider}_ci_low'] * 1e3:.3f}-"
-        f"{cell[f'{provider}_ci_high'] * 1e3:.3f}, {int(cell[f'{provider}_samples'])} samples)"
-    )
+def rounded(values, digits: int = DIGITS) -> list:
+    """Numbers to `digits` significant digits, NaN to None (JSON null): what a figure's JSON carries."""
+    out = []
+    for value in np.asarray(values, dtype=float).ravel():
+        out.append(None if not math.isfinite(value) else float(f"{value:.{digits}g}"))
+    return out
+
+
+def whole(values) -> list:
+    """Numbers rounded to integers, NaN to None: a percentage a colour shows."""
+    return [None if not math.isfinite(v) else round(v) for v in np.asarray(values, dtype=float).ravel()]
+
+
+def _grid(frame: pd.DataFrame, columns: list[str]) -> list:
+    """Per row of `frame`, its `columns` rounded: a heatmap row's customdata."""
+    return [rounded(row) for row in frame[columns].to_numpy(dtype=float)] if len(frame) else []
+
+
+def _in_ms(rows: pd.DataFrame, providers) -> pd.DataFrame:
+    return rows.assign(**{f"{provider}_ms": rows[provider] * 1e3 for provider in providers})
+
+
+def _columns(rows: pd.DataFrame) -> pd.DataFrame:
+    """The heatmap's column label of each row: its shape, or 'dtype shape' where several dtypes share a figure."""
+    order = {dtype: i for i, dtype in enumerate(DTYPES)}
+    rows = rows.assign(dtype_order=rows["dtype"].map(order)).sort_values(["dtype_order", "intensity", "size"])
+    several = rows["dtype"].nunique() > 1
+    return rows.assign(column=rows["dtype"] + "<br>" + rows["shape"] if several else rows["shape"])
 
 
 def _epilog_by_shape(
-    rows: pd.DataFrame, column: str, *, label, hover, z, scale: dict, title: str, greyed=frozenset()
+    rows: pd.DataFrame,
+    column: str,
+    *,
+    label,
+    z,
+    scale: dict,
+    title: str,
+    hover: str,
+    hover_columns: list[str],
+    greyed=frozenset(),
 ) -> go.Figure:
-    """An epilog x shape heatmap of `column`, each cell's label written in it and its timings on hover; the
-    (epilog, shape) cells in `greyed` are covered in grey. `scale`: the heatmap's colour settings."""
-    rows = rows.sort_values(["intensity", "size"])
-    shapes = list(dict.fromkeys(rows["shape"]))
+    """An epilog x shape heatmap of `column`, each cell's label written in it and `hover` (a template over
+    `hover_columns` as customdata) on hover; the (epilog, column) cells in `greyed` are covered in grey."""
+    rows = _columns(rows)
+    shapes = list(dict.fromkeys(rows["column"]))
     epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
-    cells = {(row["epilog"], row["shape"]): row for _, row in rows.iterrows()}
-    grid, text, hovers = [], [], []
-    for epilog in epilogs:
-        values = [cells[(epilog, shape)][column] if (epilog, shape) in cells else math.nan for shape in shapes]
-        grid.append([None if math.isnan(v) else z(v) for v in values])
-        text.append(["" if math.isnan(v) else label(v) for v in values])
-        hovers.append(
-            [
-                f"{epilog} {cells[(epilog, shape)]['dtype']} {shape}<br>{hover(cells[(epilog, shape)])}"
-                if (epilog, shape) in cells
-                else f"{epilog} {shape}: not measured"
-                for shape in shapes
-            ]
-        )
-    figure = go.Figure(
-        go.Heatmap(
-            z=grid, x=shapes, y=epilogs, text=text, texttemplate="%{text}", hovertext=hovers, hoverinfo="text"
-        ).update(scale)
-    )
+    indexed = rows.set_index(["epilog", "column"])
+    full = pd.MultiIndex.from_product([epilogs, shapes])
+    values = indexed[column].reindex(full).to_numpy(dtype=float).reshape(len(epilogs), len(shapes))
+    custom = _grid(indexed.reindex(full), hover_columns)
+    customdata = [custom[i * len(shapes) : (i + 1) * len(shapes)] for i in range(len(epilogs))]
+    text = [["" if math.isnan(v) else label(v) for v in row] for row in values]
+    # A greyed cell has no colour of its own: the grey cover is drawn first, under the values' text, and
+    # carries the cell's hover (one text layer: a second one would double the drawing time).
+    cover = [[(epilog, shape) in greyed for shape in shapes] for epilog in epilogs]
+    grid = [
+        rounded([z(v) if math.isfinite(v) and not grey else math.nan for v, grey in zip(row, mask, strict=True)])
+        for row, mask in zip(values, cover, strict=True)
+    ]
+    hovertemplate = "%{y} %{x}<br>" + hover + "<extra></extra>"
+    figure = go.Figure()
     if greyed:
-        cover = [[1 if (epilog, shape) in greyed else None for shape in shapes] for epilog in epilogs]
         figure.add_heatmap(
-            z=cover,
+            z=[[1 if grey else None for grey in mask] for mask in cover],
             x=shapes,
             y=epilogs,
-            text=[[t if c else "" for t, c in zip(*pair, strict=True)] for pair in zip(text, cover, strict=True)],
-            texttemplate="%{text}",
-            hovertext=hovers,
-            hoverinfo="text",
+            customdata=[
+                [cell if grey else None for cell, grey in zip(row, mask, strict=True)]
+                for row, mask in zip(customdata, cover, strict=True)
+            ],
+            hovertemplate=hovertemplate,
+            hoverongaps=False,
             colorscale=[[0, INDISTINCT_GREY], [1, INDISTINCT_GREY]],
             showscale=False,
-            name="interval includes 1x",
+            name=GREY_NAME,
         )
+    figure.add_trace(
+        go.Heatmap(
+            z=grid,
+            x=shapes,
+            y=epilogs,
+            text=text,
+            texttemplate="%{text}",
+            customdata=customdata,
+            hovertemplate=hovertemplate,
+            hoverongaps=False,
+            name=column,
+        ).update(scale)
+    )
     figure.update_layout(
+        template=LEAN_TEMPLATE,
         title=title,
-        height=160 + 28 * len(epilogs),
-        xaxis={"title": SHAPE_AXIS},
+        height=210 + 26 * len(epilogs),
+        xaxis={"title": SHAPE_AXIS, "type": "category"},
         yaxis={"title": "epilog", "autorange": "reversed"},
         margin={"l": 140},
     )
     return figure
 
 
-def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtype: str, baseline: str) -> go.Figure:
-    """Epilog x shape, fused's speedup over `baseline`, the value written in each cell, on the shared colour
-    range; greyed where the paired interval includes 1x."""
-    rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
+def _which(machine: str, dtypes: list[str]) -> str:
+    return f"{machine} {' and '.join(dtypes)}"
+
+
+def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtypes: list[str], baseline: str) -> go.Figure:
+    """Epilog x shape (x dtype, where several are given), fused's speedup over `baseline`, the value written in
+    each cell, on the shared colour range; greyed where the paired interval includes 1x."""
+    rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
+    rows = _in_ms(_columns(rows), ["fused", baseline])
     unclear = rows[indistinct(rows, baseline)]
-    greyed = frozenset(zip(unclear["epilog"], unclear["shape"], strict=True))
+    greyed = frozenset(zip(unclear["epilog"], unclear["column"], strict=True))
+    speedup = f"over_{baseline}"
+    paired = rows[f"{speedup}_low"].notna().any()
     return _epilog_by_shape(
         rows,
-        f"over_{baseline}",
+        speedup,
         label=lambda v: f"{v:.2f}x",
-        hover=lambda cell: (
-            f"{_timing(cell, 'fused')}<br>{_timing(cell, baseline)}<br>speedup "
-            + (f"{cell[f'over_{baseline}']:.2f}x" if cell[f"over_{baseline}"] > 0 else "n/a")
-        ),
-        z=lambda v: math.log2(v) if v > 0 else None,
+        z=lambda v: math.log2(v) if v > 0 else math.nan,
         scale={
             "colorscale": "RdBu",
             "zmin": -SPEEDUP_LOG2_RANGE,
             "zmax": SPEEDUP_LOG2_RANGE,
             "colorbar": SPEEDUP_COLORBAR,
         },
+        hover=f"fused %{{customdata[0]:.4g}} ms, {baseline} %{{customdata[1]:.4g}} ms<br>"
+        "speedup %{customdata[2]:.3f}x"
+        + (", paired 95% interval %{customdata[3]:.3f}-%{customdata[4]:.3f}" if paired else UNPAIRED),
+        hover_columns=["fused_ms", f"{baseline}_ms", speedup, f"{speedup}_low", f"{speedup}_high"][
+            : 5 if paired else 3
+        ],
         greyed=greyed,
-        title=f"{machine} {dtype}: fused over {baseline} (>1x: fusion pays; grey: the 95% interval includes 1x)",
+        title=f"{_which(machine, dtypes)}: fused over {baseline} (>1x: fusion pays; grey: the 95% interval "
+        "includes 1x)",
     )
 
 
-def ladder_figure(cells: pd.DataFrame, *, machine: str, dtype: str, shape: str) -> go.Figure:
-    """Every provider's time per epilog at one shape, with asv's 99% confidence interval and the floor."""
-    rows = with_shape(cells)
-    rows = rows[(rows["machine"] == machine) & (rows["dtype"] == dtype) & (rows["shape"] == shape)]
-    figure = go.Figure()
-    for provider in LADDER:
-        part = rows[(rows["provider"] == provider) & (rows["status"] == OK)]
-        part = part.set_index("epilog").reindex([e for e in EPILOG_ORDER if e in set(part["epilog"])])
-        figure.add_bar(
-            name=provider,
-            x=list(part.index),
-            y=part["time_s"] * 1e3,
-            marker_color=PROVIDERS[provider].color,
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": (part["ci_high_s"] - part["time_s"]) * 1e3,
-                "arrayminus": (part["time_s"] - part["ci_low_s"]) * 1e3,
-            },
-            customdata=np.stack([part["samples"], part["rel_iqr"], part["time_s"] / part["floor_s"]], axis=-1)
-            if len(part)
-            else None,
-            hovertemplate="%{x} " + provider + ": %{y:.3f} ms, %{customdata[2]:.2f}x its floor<br>"
-            "samples %{customdata[0]}, relative IQR %{customdata[1]:.1%}<extra></extra>",
-        )
-    # The workload's floor (the epilog's FLOPs and bytes under the run's ceilings); the gemm cell's own is lower.
-    floors = rows[rows["provider"] != "gemm"].groupby("epilog")["floor_s"].first().dropna()
-    floors = floors.reindex([e for e in EPILOG_ORDER if e in floors.index])
-    if len(floors):
-        figure.add_scatter(
-            name="floor: max(FLOPs / GEMM rate, bytes / copy bandwidth)",
-            x=list(floors.index),
-            y=floors.values * 1e3,
-            mode="markers",
-            marker={"symbol": "line-ew-open", "size": 60, "color": "black", "line": {"width": 2}},
-            hovertemplate="%{x} floor: %{y:.3f} ms<extra></extra>",
-        )
-    figure.update_layout(
-        title=f"{machine} {dtype} {shape}: the provider ladder (ms, log scale, 99% CI)",
-        barmode="group",
-        yaxis={"title": "ms", "type": "log"},  # textbook cells are 10-100x the rest
-        height=460,
+def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
+    """What each fused epilog costs over the plain GEMM of its workload: fused / gemm - 1, in %, with the
+    interval of its round-by-round ratios where the run paired them."""
+    rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
+    rows = _in_ms(rows, ["fused", "gemm"]).assign(
+        cost_pct=rows["epilog_cost"] * 100,
+        cost_low_pct=(rows["fused_gemm_ratio_low"] - 1) * 100,
+        cost_high_pct=(rows["fused_gemm_ratio_high"] - 1) * 100,
     )
-    return figure
-
-
-def _cost_interval(cell) -> str:
-    """How the epilog cost was estimated: paired by round with its interval, or from the medians."""
-    low, high = cell["fused_gemm_ratio_low"], cell["fused_gemm_ratio_high"]
-    if math.isnan(low):
-        return "from the two medians (this run did not pair samples by round)"
-    return f"median of round-by-round ratios, 95% interval {(low - 1) * 100:+.1f}% to {(high - 1) * 100:+.1f}%"
-
-
-def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtype: str) -> go.Figure:
-    """What each fused epilog costs over the plain GEMM of its workload: fused / gemm - 1, in %."""
-    rows = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
-    rows = rows.assign(cost_pct=rows["epilog_cost"] * 100)
+    paired = rows["cost_low_pct"].notna().any()
     return _epilog_by_shape(
         rows,
         "cost_pct",
         label=lambda v: f"{round(v):+d}%",
-        hover=lambda cell: (
-            f"{_timing(cell, 'fused')}<br>{_timing(cell, 'gemm')}<br>epilog cost {cell['cost_pct']:+.1f}%, "
-            + _cost_interval(cell)
-        ),
         z=lambda v: v,
         scale={
             "colorscale": "Oranges",
             "zmin": 0,
             "zmax": COST_RANGE_PCT,
-            "colorbar": {"title": "cost over the GEMM", "ticksuffix": "%"},
+            "colorbar": {"title": {"text": "cost over the GEMM", "side": "right"}, "ticksuffix": "%"},
         },
-        title=f"{machine} {dtype}: the epilog's own cost, fused - gemm, as % of gemm (clipped at 0 and "
+        hover="fused %{customdata[0]:.4g} ms, gemm %{customdata[1]:.4g} ms<br>epilog cost %{customdata[2]:+.1f}%"
+        + (", paired 95% interval %{customdata[3]:+.1f}% to %{customdata[4]:+.1f}%" if paired else UNPAIRED),
+        hover_columns=["fused_ms", "gemm_ms", "cost_pct", "cost_low_pct", "cost_high_pct"][: 5 if paired else 3],
+        title=f"{_which(machine, dtypes)}: the epilog's own cost, fused - gemm, as % of gemm (clipped at 0 and "
         f"{COST_RANGE_PCT:.0f}%)",
     )
 
 
-def roofline_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, dtype: str) -> go.Figure:
-    """Achieved TFLOP/s against arithmetic intensity (FLOPs per fused byte), under the run's ceilings."""
-    rows = with_shape(cells[(cells["machine"] == machine) & (cells["dtype"] == dtype) & (cells["status"] == OK)])
-    rows = rows.assign(intensity=rows["flops"] / rows["bytes"])
+def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
+    """One epilog x shape figure for a machine and dtypes, its views a dropdown: fused over unfused (shown
+    first), over the textbook, and the epilog's cost. Only the view shown is drawn, so a page of many stays
+    quick to open."""
+    views = {
+        f"fused over {baseline}": speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline=baseline)
+        for baseline in reversed(BASELINES)
+    }
+    views["epilog cost"] = epilog_cost_figure(table, machine=machine, dtypes=dtypes)
+    figure = go.Figure(views["fused over unfused"])
+    figure.data = []
+    owner = []
+    for index, view in enumerate(views.values()):
+        for trace in view.data:
+            figure.add_trace(trace.update(visible=index == 0))
+            owner.append(index)
+    restyles = [{"visible": [o == index for o in owner]} for index in range(len(views))]
+    layouts = [{"title.text": view.layout.title.text} for view in views.values()]
+    add_dropdown(figure, list(views), restyles, layouts)
+    return figure
+
+
+def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], layouts: list[dict]) -> None:
+    """A plotly dropdown: choosing a label applies its restyle (trace attributes, a list per trace) and layout.
+    It sits just above the plot, the title at the top of a margin tall enough for both."""
+    buttons = [
+        {"label": label, "method": "update", "args": [restyle, layout]}
+        for label, restyle, layout in zip(labels, restyles, layouts, strict=True)
+    ]
+    figure.update_layout(
+        updatemenus=[{"buttons": buttons, "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"}],
+        margin={"t": max(figure.layout.margin.t or 0, 160)},  # the title in its middle, above the dropdown
+    )
+
+
+def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, capped: bool) -> dict:
+    """One provider's points at one shape: time over the floor, its 99% CI as error bars, its time in ms for the
+    hover. Where `capped` (the textbook, often far above the rest) a point above `top` is drawn at the top as an
+    up-triangle with its value written, and the hover reads (ms, ratio)."""
+    over = (part["time_s"] / floor).to_numpy()
+    beyond = (over > top) if capped else np.zeros(len(over), dtype=bool)
+    return {
+        "y": rounded(np.where(beyond, top * 0.97, over), 3),
+        "error_y.array": rounded(np.where(beyond, np.nan, part["ci_high_s"] / floor - over), 2),
+        "error_y.arrayminus": rounded(np.where(beyond, np.nan, over - part["ci_low_s"] / floor), 2),
+        "customdata": [rounded(pair) for pair in zip(part["time_s"] * 1e3, over, strict=True)]
+        if capped
+        else rounded(part["time_s"] * 1e3),
+        "text": [f"{v:.3g}x" if b else "" for v, b in zip(over, beyond, strict=True)] if capped else None,
+        "marker.symbol": ["triangle-up" if b else "circle" for b in beyond] if capped else None,
+    }
+
+
+def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
+    """Every provider's time over its workload's floor per epilog, one shape (of one of `dtypes`) at a time, a
+    dropdown picking it, on a linear axis: 1 is the floor, marked under each epilog (in ms where the run
+    measured no ceilings). A textbook far above the rest is drawn at the axis' top with its value written; the
+    hover gives each provider's time and the floor's.
+
+    The traces are drawn once; each shape is a restyle of their numbers (no per-shape copies of the traces)."""
+    rows = cells[(cells["machine"] == machine) & cells["dtype"].isin(dtypes) & (cells["status"] == OK)]
+    rows = with_shape(rows)
+    epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
+    # The workload's floor (the epilog's FLOPs and bytes under the run's ceilings); the gemm cell's own is lower.
+    floors = rows[rows["provider"] != "gemm"].dropna(subset=["floor_s"])
+    floors = floors.groupby(["dtype", "shape", "epilog"])["floor_s"].first()
+    measured = not floors.empty  # a run measures its ceilings for all its shapes, or for none
+    choices = [
+        (dtype, shape)
+        for dtype in dtypes
+        for shape in dict.fromkeys(rows[rows["dtype"] == dtype].sort_values(["intensity", "size"])["shape"])
+    ]
+    providers = [p for p in LADDER if p in set(rows["provider"])]
+    under = {dtype: _ceilings(ceilings, rows, machine, dtype) for dtype in dtypes}
+    restyles, layouts = [], []
+    for dtype, shape in choices:
+        unit = floors.loc[(dtype, shape)].reindex(epilogs).to_numpy() if measured else np.full(len(epilogs), 1e-3)
+        mine = rows[(rows["dtype"] == dtype) & (rows["shape"] == shape)]
+        parts = {p: mine[mine["provider"] == p].set_index("epilog").reindex(epilogs) for p in providers}
+        highest = [
+            float(np.nanmax(part["ci_high_s"] / unit)) * LADDER_HEADROOM
+            for p, part in parts.items()
+            if p != TEXTBOOK and part["ci_high_s"].notna().any()
+        ]
+        top = max([2.0 if measured else 0.0, *highest])
+        points = [_ladder_points(parts[p], unit, top, capped=p == TEXTBOOK) for p in providers]
+        restyle = {key: [point[key] for point in points] for key in points[0]}
+        if measured:  # the floor's trace comes first, its numbers its own
+            restyle = {key: [rounded(unit * 1e3) if key == "customdata" else None, *v] for key, v in restyle.items()}
+        restyles.append(restyle)
+        layouts.append({"yaxis.range": [0, top], "title.text": _ladder_title(machine, dtype, shape, under[dtype])})
     figure = go.Figure()
-    for provider in LADDER:
-        part = rows[rows["provider"] == provider]
+    if measured:
+        figure.add_scatter(  # the floor's time, for the hover (its mark is a line under each epilog)
+            name="floor",
+            x=epilogs,
+            y=[1] * len(epilogs),
+            mode="markers",
+            marker={"opacity": 0},
+            showlegend=False,
+            customdata=restyles[0]["customdata"][0],
+            hovertemplate="floor %{customdata:.4g} ms<extra></extra>",
+        )
+    ratio = "x its floor" if measured else " ms"
+    for provider in providers:
+        first = {key: values[len(figure.data)] for key, values in restyles[0].items()} if restyles else {}
         figure.add_scatter(
             name=provider,
-            x=part["intensity"],
-            y=part["tflops"],
-            mode="markers",
-            marker={"color": PROVIDERS[provider].color, "size": 7},
-            text=[f"{r.epilog} {r.shape}" for r in part.itertuples()],
-            hovertemplate="%{text} " + provider + "<br>%{y:.0f} TFLOP/s at %{x:.0f} FLOP/B<extra></extra>",
+            x=epilogs,
+            y=first.get("y"),
+            mode="markers+text" if provider == TEXTBOOK else "markers",
+            text=first.get("text"),
+            textposition="bottom center",
+            marker={"color": PROVIDERS[provider].color, "size": 9, "symbol": first.get("marker.symbol")},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": first.get("error_y.array"),
+                "arrayminus": first.get("error_y.arrayminus"),
+                "thickness": 1.5,
+            },
+            customdata=first.get("customdata"),
+            hovertemplate=provider
+            + (
+                ": %{customdata[0]:.4g} ms, %{customdata[1]:.3g}"
+                if provider == TEXTBOOK
+                else ": %{customdata:.4g} ms, %{y:.3g}"
+            )
+            + ratio
+            + "<extra></extra>",
         )
-    ceiling = ceilings[
+    figure.update_layout(
+        template=LEAN_TEMPLATE,
+        title=layouts[0]["title.text"] if layouts else f"{machine} {' and '.join(dtypes)}: no cells",
+        scattermode="group",
+        hovermode="x unified",
+        xaxis={"title": "epilog", "type": "category"},
+        yaxis={
+            "title": "time over the workload's floor (1 = the floor)" if measured else "ms (no floor: no ceilings)",
+            "range": layouts[0]["yaxis.range"] if layouts else None,
+        },
+        height=520,
+        margin={"t": 130},
+        legend={"orientation": "h", "y": -0.3},
+        shapes=[  # the floor under each epilog's group of points
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "y",
+                "x0": i - 0.42,
+                "x1": i + 0.42,
+                "y0": 1,
+                "y1": 1,
+                "line": {"color": "black", "width": 2},
+            }
+            for i in range(len(epilogs) if measured else 0)
+        ],
+    )
+    if len(choices) > 1:
+        labels = [shape if len(dtypes) == 1 else f"{dtype} {shape}" for dtype, shape in choices]
+        add_dropdown(figure, labels, restyles, layouts)
+    return figure
+
+
+def _ceilings(ceilings: pd.DataFrame, rows: pd.DataFrame, machine: str, dtype: str) -> str:
+    """What a run's floors stand on: its best GEMM rate and copy bandwidth for the dtype."""
+    roof = ceilings[
         (ceilings["machine"] == machine) & (ceilings["dtype"] == dtype) & ceilings["commit"].isin(set(rows["commit"]))
     ]
-    title = f"{machine} {dtype}: achieved TFLOP/s against arithmetic intensity"
-    if len(ceiling) and len(rows):
-        roof = ceiling.iloc[-1]
-        rate, bandwidth = float(roof["gemm_tflops"]), float(roof["copy_tbps"])
-        span = np.geomspace(max(rows["intensity"].min() / 2, 1.0), rows["intensity"].max() * 2, 64)
-        title += f"<br><sup>roof: best GEMM {rate:.0f} TFLOP/s (at {roof['gemm_at']}), copy {bandwidth:.2f} TB/s</sup>"
-        figure.add_scatter(
-            name="roof: min(GEMM rate, bandwidth x intensity)",
-            x=span,
-            y=np.minimum(rate, bandwidth * span),
-            mode="lines",
-            line={"color": "black", "dash": "dash"},
-        )
-    else:
-        title += " (no ceilings measured in this run)"
-    figure.update_layout(
-        title=title,
-        xaxis={"title": "FLOP per byte the fused kernel must move", "type": "log"},
-        yaxis={"title": "TFLOP/s", "type": "log"},
-        height=460,
+    if roof.empty:
+        return "no ceilings measured in this run: no floor"
+    best = roof.iloc[-1]
+    return f"the run's best GEMM, {best['gemm_tflops']:.0f} TFLOP/s, and copy, {best['copy_tbps']:.2f} TB/s"
+
+
+def _ladder_title(machine: str, dtype: str, shape: str, under: str) -> str:
+    return (
+        f"{machine} {dtype} {shape}: each provider's time over its floor<br><sup>floor (black dash): max(FLOPs / "
+        f"GEMM rate, bytes / copy bandwidth) under {under}<br>error bars: 99% CI; pick the shape above the plot</sup>"
     )
-    return figure
 
 
-def machines_figure(table: pd.DataFrame, *, dtype: str, baseline: str) -> go.Figure:
-    """Machines side by side: fused's geometric-mean speedup over `baseline` per epilog (over shapes)."""
-    rows = table[table["dtype"] == dtype]
-    figure = go.Figure()
-    for machine in dict.fromkeys(rows["machine"]):
-        per_epilog = rows[rows["machine"] == machine].groupby("epilog")[f"over_{baseline}"].apply(geometric_mean)
-        per_epilog = per_epilog.reindex([e for e in EPILOG_ORDER if e in per_epilog.index])
-        commits = ", ".join(sorted({c[:8] for c in rows[rows["machine"] == machine]["commit"]}))
-        figure.add_bar(name=f"{machine} ({commits})", x=list(per_epilog.index), y=per_epilog.values)
-    figure.add_hline(y=1.0, line_dash="dot")
-    figure.update_layout(
-        title=f"{dtype}: fused over {baseline}, machines side by side (geometric mean over shapes)",
-        barmode="group",
-        yaxis_title="speedup",
-        height=420,
-    )
-    return figure
-
-
-def history_figure(table: pd.DataFrame, *, machine: str, commits: list[str]) -> go.Figure:
-    """A machine's geometric-mean speedups per dtype across commits, in run order."""
-    rows = table[table["machine"] == machine]
-    figure = go.Figure()
-    for dtype in dict.fromkeys(rows["dtype"]):
-        for baseline in BASELINES:
-            means = [
-                geometric_mean(rows[(rows["dtype"] == dtype) & (rows["commit"] == c)][f"over_{baseline}"])
-                for c in commits
-            ]
+def machines_figure(table: pd.DataFrame, *, reference: str, other: str) -> go.Figure:
+    """Per workload, fused's speedup on one machine against another, over each baseline in turn (a dropdown
+    picks it: unfused first), log axes, y = x where the machines agree; a colour per dtype."""
+    figure, owner, layouts = go.Figure(), [], []
+    for index, baseline in enumerate(reversed(BASELINES)):
+        speedup = f"over_{baseline}"
+        mine = table[table["machine"] == reference].set_index(["dtype", "epilog", "shape"])[speedup]
+        theirs = table[table["machine"] == other].set_index(["dtype", "epilog", "shape"])[speedup]
+        both = pd.concat({"x": mine, "y": theirs}, axis=1).dropna()
+        both = both[(both["x"] > 0) & (both["y"] > 0)]
+        for dtype in [d for d in DTYPES if d in set(both.index.get_level_values("dtype"))]:
+            part = both.loc[dtype]
             figure.add_scatter(
-                name=f"{dtype} over {baseline}", x=[c[:8] for c in commits], y=means, mode="lines+markers"
+                name=dtype,
+                legendgroup=dtype,
+                visible=index == 0,
+                x=rounded(part["x"]),
+                y=rounded(part["y"]),
+                mode="markers",
+                marker={"color": DTYPE_COLORS.get(dtype, "#444"), "size": 7, "opacity": 0.8},
+                text=[f"{epilog} {shape}" for epilog, shape in part.index],
+                hovertemplate=f"{dtype} %{{text}}<br>{reference} %{{x:.3f}}x, {other} %{{y:.3f}}x<extra></extra>",
             )
-    figure.update_layout(title=f"{machine}: fused's speedups across commits", yaxis_title="geometric mean speedup")
+            owner.append(index)
+        values = both.to_numpy().ravel()
+        low, high = (float(values.min()) / 1.1, float(values.max()) * 1.1) if len(values) else (0.5, 2.0)
+        figure.add_scatter(
+            name="y = x: the machines agree",
+            visible=index == 0,
+            x=[low, high],
+            y=[low, high],
+            mode="lines",
+            line={"color": "#333", "dash": "dash", "width": 1},
+            hoverinfo="skip",
+        )
+        owner.append(index)
+        shown = [t for t in SPEEDUP_TICKS if low <= t <= high]
+        span = [math.log10(low), math.log10(high)]
+        layouts.append(
+            {
+                "title.text": f"fused over {baseline}, per workload: {other} against {reference}<br><sup>above the "
+                f"line: fusion pays more on {other}</sup>",
+                **{
+                    f"{axis}.{key}": value
+                    for axis in ("xaxis", "yaxis")
+                    for key, value in (("tickvals", shown), ("ticktext", [f"{t:g}x" for t in shown]), ("range", span))
+                },
+                "xaxis.title.text": f"{reference}: fused over {baseline}",
+                "yaxis.title.text": f"{other}: fused over {baseline}",
+            }
+        )
+    figure.update_layout(
+        template=LEAN_TEMPLATE,
+        xaxis={"type": "log"},
+        yaxis={"type": "log", "scaleanchor": "x"},
+        height=600,
+        width=760,
+    )
+    figure.update_layout({key: value for key, value in layouts[0].items()} if layouts else {})
+    restyles = [{"visible": [o == index for o in owner]} for index in range(len(layouts))]
+    add_dropdown(figure, [f"over {b}" for b in reversed(BASELINES)], restyles, layouts)
     return figure
+
+
+def history_figure(series: pd.DataFrame, *, machine: str, commits: list[str], changes: dict[str, str]) -> go.Figure:
+    """Each cell's median time at every commit, as % from the cell's median over them: rows epilog and shape,
+    columns provider by commit, one dtype at a time (a dropdown picks it). A dotted line before a commit
+    whose benchmarks measure differently (`changes`: commit -> what changed) says those steps are the
+    method's, not the code's. `series`: dtype, epilog, shape, intensity, provider, commit, time_s."""
+    figure, dtypes, layouts = go.Figure(), [d for d in DTYPES if d in set(series["dtype"])], []
+    for dtype in dtypes:
+        part = series[series["dtype"] == dtype].sort_values(["intensity"])
+        present = [c for c in commits if c in set(part["commit"])]
+        providers = [p for p in LADDER if p in set(part["provider"])]
+        columns = [(provider, commit) for provider in providers for commit in present]
+        rows = [f"{e} {s}" for s in dict.fromkeys(part["shape"]) for e in EPILOG_ORDER if e in set(part["epilog"])]
+        part = part.assign(row=part["epilog"] + " " + part["shape"])
+        times = part.pivot_table(index="row", columns=["provider", "commit"], values="time_s", aggfunc="first")
+        times = times.reindex(index=rows, columns=pd.MultiIndex.from_tuples(columns))
+        medians = times.T.groupby(level=0).median().T.reindex(columns=times.columns, level=0)
+        figure.add_heatmap(
+            z=[whole(row) for row in (times / medians - 1).to_numpy() * 100],
+            x=[[provider for provider, _ in columns], [commit[:7] for _, commit in columns]],  # grouped by provider
+            y=rows,
+            hovertemplate="%{y}<br>%{x}: %{z:+.0f}% from the cell's median<extra></extra>",
+            hoverongaps=False,
+            colorscale="RdBu_r",
+            zmin=-HISTORY_RANGE_PCT,
+            zmax=HISTORY_RANGE_PCT,
+            colorbar={"title": {"text": "from the cell's median", "side": "right"}, "ticksuffix": "%"},
+            visible=dtype == dtypes[0],
+        )
+        marks = [
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": i - 0.5,
+                "x1": i - 0.5,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "black", "width": 1.5, "dash": "dot"},
+            }
+            for i, (_, commit) in enumerate(columns)
+            if commit in changes and commit != present[0]
+        ]
+        layouts.append(
+            {
+                "height": 260 + 3 * len(rows),
+                "title.text": _history_title(machine, dtype),
+                "shapes": marks,
+            }
+        )
+    figure.update_layout(
+        template=LEAN_TEMPLATE,
+        title=layouts[0]["title.text"] if layouts else f"{machine}: no history",
+        height=layouts[0]["height"] if layouts else 400,
+        shapes=layouts[0]["shapes"] if layouts else [],
+        xaxis={"title": "provider, then commit (oldest run first)", "type": "multicategory", "tickangle": -90},
+        margin={"t": 110},
+        yaxis={
+            "autorange": "reversed",
+            "type": "category",
+            "showticklabels": False,
+            "title": "epilog and shape (hover for the cell)",
+        },
+    )
+    if len(dtypes) > 1:
+        visible = [{"visible": [i == chosen for i in range(len(dtypes))]} for chosen in range(len(dtypes))]
+        add_dropdown(figure, dtypes, visible, layouts)
+    return figure
+
+
+def _history_title(machine: str, dtype: str) -> str:
+    return (
+        f"{machine} {dtype}: each cell's median time at each commit, as % from its median over them"
+        "<br><sup>red: slower, blue: faster (clipped at +-20%); dotted: the measurement changed there (listed "
+        "below); pick the dtype above</sup>"
+    )

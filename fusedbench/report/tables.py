@@ -1,0 +1,195 @@
+"""The report's tables, as HTML: what a person reads beside the figures, formatted for reading (times in
+ms to 4 digits, shares in %, reasons said once), long ones folded in `<details>` (no JavaScript)."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import urllib.parse
+
+import pandas as pd
+
+from fusedbench.advice import advise
+from fusedbench.alerts import NoBaseline, default_baseline, describe, judge_comparison
+from fusedbench.analysis import noisy_cells, with_shape
+from fusedbench.compare import compare_runs, select_run
+from fusedbench.errors import FusedbenchError
+from fusedbench.model import Status
+from fusedbench.records import GroupRecord
+from fusedbench.results import ResultSet
+from fusedbench.stats import NOISY_RELATIVE_IQR
+from fusedbench.thresholds import preset_for
+
+# The newest run's columns offered as a CSV download (the whole table: `fusedbench report --export`).
+CSV_COLUMNS = [
+    "group", "epilog", "dtype", "m", "k", "n", "provider", "status", "time_s", "ci_low_s", "ci_high_s", "samples",
+    "rel_iqr", "kernels", "flags",
+]  # fmt: skip
+FOLD_ROWS = 12  # a table longer than this is folded, its summary line saying how many rows it holds
+
+
+def table_html(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, border=0, na_rep="", escape=True, float_format=lambda v: f"{v:.4g}")
+
+
+def folded(summary: str, body: str, rows: int) -> str:
+    """`body` under a one-line summary; open where it is short."""
+    state = " open" if rows <= FOLD_ROWS else ""
+    return f"<details{state}><summary>{summary}</summary>{body}</details>"
+
+
+def _version(number) -> str:
+    """CUDA's packed versions, readable: 13020 -> '13.2', 130100 (cuBLASLt) -> '13.1.0'."""
+    if not isinstance(number, int):
+        return str(number)
+    if number >= 100000:
+        return f"{number // 10000}.{number // 100 % 100}.{number % 100}"
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def environment_card(records: list[GroupRecord], machine: str, commit: str) -> str:
+    """The newest record's GPU, versions and telemetry for one machine and commit."""
+    runs = [r for r in records if r.machine == machine and r.commit == commit and r.environment]
+    if not runs:
+        return "<p class='muted'>No environment recorded (no fusedbench record beside these asv results).</p>"
+    env = runs[-1].environment
+    telemetry, gpu = env.get("telemetry") or {}, env.get("gpu") or {}
+    memory = gpu.get("memory_total_bytes")
+    latest = {r.group: r for r in runs}
+    facts = {
+        "GPU": gpu.get("name"),
+        "memory (GiB)": f"{memory / 2**30:.1f}" if memory else None,
+        "max SM clock (MHz)": gpu.get("max_sm_clock_mhz"),
+        "driver": gpu.get("driver"),
+        **{k: _version(v) if k.startswith(("cuda", "cublas")) else v for k, v in (env.get("versions") or {}).items()},
+        "SM clock under load (MHz)": f"{telemetry.get('min_sm_clock_mhz')}-{telemetry.get('max_sm_clock_mhz')}",
+        "max temperature (C)": telemetry.get("max_temperature_c"),
+        "max power (W)": telemetry.get("max_power_w"),
+        "throttled": ", ".join(telemetry.get("throttled", [])) or "no",
+        "groups": ", ".join(latest),
+        "measurement time (s)": f"{sum(r.seconds for r in latest.values()):.0f}",
+        "run started": min(r.started for r in latest.values())[:16].replace("T", " "),
+    }
+    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in facts.items())
+    return f"<table>{rows}</table>"
+
+
+def _joined(values) -> str:
+    return ", ".join(dict.fromkeys(str(v) for v in values))
+
+
+def not_run_table(cells: pd.DataFrame) -> str:
+    """Cells that did not run, each reason said once: the epilog's name in a reason becomes 'EPILOG', and the
+    epilogs and dtypes it applies to are listed beside it."""
+    not_ok = cells[cells["status"] != Status.OK.value]
+    if not_ok.empty:
+        return "<p>None.</p>"
+    reasons = [
+        str(reason).replace(epilog, "EPILOG") for reason, epilog in zip(not_ok["reason"], not_ok["epilog"], strict=True)
+    ]
+    grouped = (
+        not_ok.assign(reason=reasons)
+        .groupby(["status", "provider", "reason"], sort=False)
+        .agg(cells=("epilog", "size"), dtypes=("dtype", _joined), epilogs=("epilog", _joined))
+        .reset_index()
+        .sort_values("cells", ascending=False, kind="stable")
+    )
+    said = f"{len(grouped)} reason" + ("s" if len(grouped) > 1 else "")
+    return folded(f"{len(not_ok)} cells, {said}", table_html(grouped), len(grouped))
+
+
+def noisy_table(cells: pd.DataFrame) -> str:
+    """Cells whose relative IQR is above the noise line, noisiest first."""
+    noisy = with_shape(noisy_cells(cells)).sort_values("rel_iqr", ascending=False)
+    if noisy.empty:
+        return "<p>None.</p>"
+    shown = pd.DataFrame(
+        {
+            "relative IQR": [f"{v:.1%}" for v in noisy["rel_iqr"]],
+            "epilog": noisy["epilog"],
+            "dtype": noisy["dtype"],
+            "shape": noisy["shape"],
+            "provider": noisy["provider"],
+            "median (ms)": [f"{v * 1e3:.4g}" for v in noisy["time_s"]],
+            "samples": noisy["samples"],
+        }
+    )
+    return folded(
+        f"{len(noisy)} cells with a relative IQR above {NOISY_RELATIVE_IQR:.0%}, noisiest first",
+        table_html(shown),
+        len(noisy),
+    )
+
+
+def multi_kernel_table(cells: pd.DataFrame) -> str:
+    """Fused cells that launch more than one kernel (the fused API, run unfused), by epilog, dtype and provider:
+    how many shapes, and the kernels of one of them."""
+    multi = cells[cells["flags"].str.contains("multi-kernel", na=False)]
+    if multi.empty:
+        return "<p>None: every fused cell ran as one kernel.</p>"
+    grouped = (
+        multi.groupby(["epilog", "dtype", "provider", "kernels"], sort=False)
+        .agg(shapes=("m", "size"), launched=("kernel_names", "first"))
+        .reset_index()
+        .rename(columns={"launched": "the kernels of one shape"})
+    )
+    return folded(f"{len(multi)} cells, {len(grouped)} epilog, dtype and provider", table_html(grouped), len(grouped))
+
+
+def advice_section(results: ResultSet, machine: str) -> str:
+    """`fusedbench advise` for one machine, from its newest paired runs: the rule per dtype, epilog and shape
+    class, and its evidence; or why there is none."""
+    try:
+        advice = advise(results, [machine])
+    except FusedbenchError as exc:
+        return f"<p>No advice: {html.escape(str(exc))}.</p>"
+    shown = pd.DataFrame(
+        {
+            "dtype": advice["dtype"],
+            "epilog": advice["epilog"],
+            "shapes": advice["shape_class"],
+            "advice": advice["advice"],
+            "unfused / fused (95% interval)": [
+                f"{r:.3f}x ({lo:.3f}-{hi:.3f})"
+                for r, lo, hi in zip(advice["ratio"], advice["ci_low"], advice["ci_high"], strict=True)
+            ],
+            "why": advice["why"],
+        }
+    )
+    counts = ", ".join(f"{n} {what}" for what, n in advice["advice"].value_counts().items())
+    commits = ", ".join(sorted({c[:8] for c in advice["commit"]}))
+    return folded(f"{len(advice)} rules ({counts}), from commit {commits}", table_html(shown), len(advice))
+
+
+def alerts_section(results: ResultSet, machine: str, commit: str, cwd: str | None = None) -> str:
+    """What `fusedbench alert` says of this run against its default baseline (the nearest earlier commit in
+    git order with the same benchmark versions): its alerts and warnings, or why nothing was compared."""
+    try:
+        candidate = select_run(results, machine, commit)
+        baseline = select_run(results, machine, default_baseline(results, candidate, cwd or os.getcwd()))
+    except NoBaseline as exc:
+        return f"<p>Nothing to compare: {html.escape(str(exc))}. This run is the baseline of the next.</p>"
+    except FusedbenchError as exc:
+        return f"<p>Not judged: {html.escape(str(exc))}.</p>"
+    preset, preset_line = preset_for(machine)
+    verdicts = judge_comparison(compare_runs(baseline, candidate, preset))
+    lines = [
+        f"<p>{html.escape(candidate.label)} against {html.escape(baseline.label)}; {html.escape(preset_line)}: "
+        + (f"<b>{len(verdicts.alerts)} alert(s)</b>, the build fails.</p>" if verdicts.failed else "no alert.</p>")
+    ]
+    if verdicts.failed:
+        items = "".join(f"<li>{html.escape(describe(row))}</li>" for _, row in verdicts.alerts.iterrows())
+        lines.append(folded(f"{len(verdicts.alerts)} alerts, worst first", f"<ul>{items}</ul>", len(verdicts.alerts)))
+    if verdicts.warnings:
+        items = "".join(f"<li>{html.escape(w)}</li>" for w in verdicts.warnings)
+        lines.append(folded(f"{len(verdicts.warnings)} warnings", f"<ul>{items}</ul>", len(verdicts.warnings)))
+    return "".join(lines)
+
+
+def csv_link(cells: pd.DataFrame, machine: str, commit: str) -> str:
+    """The run's cells as a CSV in a `data:` link, downloaded as MACHINE-COMMIT.csv (no request, no script)."""
+    text = cells[CSV_COLUMNS].to_csv(index=False, float_format="%.4g")
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", f"{machine}-{commit[:8]}.csv")
+    href = "data:text/csv;charset=utf-8," + urllib.parse.quote(text, safe=",.()-_:")
+    return f"<a download='{name}' href='{href}'>{html.escape(name)}</a> ({len(cells)} cells)"

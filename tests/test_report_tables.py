@@ -1,0 +1,122 @@
+"""The report's tables and sections beside the figures: alerts, advice, kernels, noise, the CSV download."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import re
+import urllib.parse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fusedbench.report import render_report
+from fusedbench.report.tables import (
+    CSV_COLUMNS,
+    advice_section,
+    alerts_section,
+    csv_link,
+    multi_kernel_table,
+    noisy_table,
+)
+from fusedbench.results import load_results
+from tests.test_alert_cli import MACHINE, QUICK_RUNS, copy_runs
+
+ROOT = Path(__file__).parent.parent
+PROVENANCE = os.path.join(os.path.dirname(__file__), "fixtures", "results-provenance")
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    return load_results(str(copy_runs(tmp_path_factory.mktemp("quick") / "results", QUICK_RUNS)))
+
+
+def _newest(results):
+    return results.cells["commit"][results.cells["commit"].str.startswith(QUICK_RUNS[-1])].iloc[0]
+
+
+def test_the_newest_runs_alerts_are_what_fusedbench_alert_says_against_the_nearest_earlier_commit(quick):
+    section = alerts_section(quick, MACHINE, _newest(quick), cwd=str(ROOT))
+    assert section.startswith(f"<p>{MACHINE}@7dd23c51 against {MACHINE}@dcb8dbf7; preset ")
+    assert "no alert.</p>" in section  # the A/A runs: nothing moved
+    # Synthetic for this test only: the newest run's fused cells 30% slower, every sample of them.
+    fused = (quick.cells["commit"] == _newest(quick)) & (quick.cells["provider"] == "fused")
+    cells = quick.cells.assign(time_s=quick.cells["time_s"].where(~fused, quick.cells["time_s"] * 1.3))
+    detail = quick.detail.copy()
+    for index in detail.index[fused]:
+        detail.at[index, "raw"] = np.asarray(detail.at[index, "raw"]) * 1.3
+    slower = alerts_section(dataclasses.replace(quick, cells=cells, detail=detail), MACHINE, _newest(quick), str(ROOT))
+    assert re.search(r"<b>\d+ alert\(s\)</b>, the build fails", slower)
+    assert "regression: " in slower and "fused" in slower
+
+
+def test_a_run_with_nothing_to_compare_or_no_git_history_says_why_in_one_line(quick, tmp_path):
+    first = dataclasses.replace(quick, cells=quick.cells, detail=quick.detail.assign(version="2: a new method"))
+    first.detail.loc[quick.cells["commit"] != _newest(quick), "version"] = "1: the old method"
+    assert alerts_section(first, MACHINE, _newest(quick), cwd=str(ROOT)).startswith("<p>Nothing to compare: ")
+    unknown = alerts_section(quick, MACHINE, _newest(quick), cwd=str(tmp_path))  # not a checkout of these commits
+    assert unknown.startswith("<p>Not judged: git here does not know commit 7dd23c51")
+
+
+def test_the_csv_link_holds_the_runs_cells_as_a_data_url():
+    results = load_results(PROVENANCE)
+    commit = results.cells["commit"].iloc[0]
+    link = csv_link(results.cells, "h200-141gb", commit)
+    name, href = re.match(r"<a download='([^']+)' href='data:text/csv;charset=utf-8,([^']*)'>", link).groups()
+    assert name == f"h200-141gb-{commit[:8]}.csv" and "'" not in href and " " not in href
+    table = pd.read_csv(io.StringIO(urllib.parse.unquote(href)))
+    assert list(table.columns) == CSV_COLUMNS and len(table) == len(results.cells)
+    first = results.cells.iloc[0]
+    assert table["time_s"].iloc[0] == pytest.approx(first["time_s"], rel=1e-3)
+
+
+def test_multi_kernel_cells_are_grouped_by_epilog_dtype_and_provider():
+    cells = pd.DataFrame(
+        {
+            "epilog": ["DRELU", "DRELU", "RELU"],
+            "dtype": ["bf16", "bf16", "bf16"],
+            "provider": ["fused", "fused", "fused"],
+            "kernels": [2, 2, 1],
+            "m": [1, 2, 3],
+            "kernel_names": ["gemm_a + epilogue", "gemm_b + epilogue", "gemm"],
+            "flags": ["multi-kernel", "multi-kernel slow-pass", ""],
+        }
+    )
+    table = multi_kernel_table(cells)
+    assert "2 cells, 1 epilog, dtype and provider" in table
+    assert re.search(r"<td>DRELU</td>\s*<td>bf16</td>\s*<td>fused</td>\s*<td>2</td>\s*<td>2</td>", table)
+    assert "gemm_a + epilogue" in table and "gemm_b" not in table
+    assert "every fused cell ran as one kernel" in multi_kernel_table(cells.iloc[2:])
+
+
+def test_noisy_cells_come_noisiest_first_in_percent_and_milliseconds():
+    results = load_results(PROVENANCE)
+    cells = results.cells.copy()
+    cells.loc[cells.index[:2], "rel_iqr"] = [0.12, 0.31]  # synthetic noise for this test only
+    table = noisy_table(cells)
+    assert table.index("31.0%") < table.index("12.0%")
+    assert f"<td>{cells['time_s'].iloc[1] * 1e3:.4g}</td>" in table
+
+
+def test_advice_comes_from_paired_runs_or_says_why_not():
+    results = load_results(PROVENANCE)
+    section = advice_section(results, "h200-141gb")
+    assert re.search(r"\d+ rules \(", section) and "unfused / fused (95% interval)" in section
+    unpaired = load_results(os.path.join(os.path.dirname(__file__), "fixtures", "results-h200"))
+    assert advice_section(unpaired, "h200-141gb").startswith("<p>No advice: no ladder results timed in paired")
+
+
+def test_a_tuned_machine_is_shown_only_where_named(quick):
+    tuned = quick.cells.assign(machine=f"{MACHINE}-tuned-fused-algorithm-7")
+    both = dataclasses.replace(
+        quick,
+        cells=pd.concat([quick.cells, tuned], ignore_index=True),
+        detail=pd.concat([quick.detail] * 2, ignore_index=True),
+    )
+    page = render_report(both, commits=[QUICK_RUNS[-1]])
+    assert f"<h2 id='{MACHINE}-tuned" not in page and f"<h2 id='{MACHINE}'>" in page
+    named = render_report(both, machines=[f"{MACHINE}-tuned-fused-algorithm-7"], commits=[QUICK_RUNS[-1]])
+    assert f"<h2 id='{MACHINE}-tuned-fused-algorithm-7'>" in named
