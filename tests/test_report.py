@@ -205,7 +205,11 @@ def test_the_ladder_is_one_figure_per_dtype_its_shapes_a_dropdown_of_restyles(re
     assert second[0]["customdata"][3] == [float(f"{t * 1e3:.4g}") for t in fused["time_s"]]  # ms, for the hover
     assert second[1]["title.text"].startswith(f"{MACHINE} fp16 {SHAPES[1]}: ")
     assert len(second[0]["y"][5]) == 16 and sum(v is not None for v in second[0]["y"][5]) == 6  # torch: six epilogs
-    assert all(e > 0 for e in figure.data[3].error_y.array)  # the 99% CI, at the first shape
+    first = results.cells.query("provider == 'fused' and m == 8192 and k == 256 and n == 65536").set_index("epilog")
+    first = first.loc[list(figure.data[3].x)]
+    over = first["time_s"] / 0.1e-3
+    assert list(figure.data[3].error_y.array) == [float(f"{v:.2g}") for v in first["ci_high_s"] / 0.1e-3 - over]
+    assert list(figure.data[3].error_y.arrayminus) == [float(f"{v:.2g}") for v in over - first["ci_low_s"] / 0.1e-3]
     assert figure.layout.yaxis.type in (None, "linear") and figure.layout.yaxis.range[0] == 0
 
 
@@ -333,6 +337,8 @@ def test_the_history_marks_the_commits_whose_measurement_changed(results):
     detail = pd.DataFrame({"version": versions}, index=cells.index)
     changes = measurement_changes(cells, detail, [a, b, c])
     assert changes == {c: "2: the passes fused"}
+    quick = results.cells.head(6).assign(commit="d" * 40)  # a run of a handful of cells: no column of gaps
+    assert set(history_series(pd_concat(cells, quick), [a, b, c, "d" * 40])["commit"]) == {a, b, c}
     series = history_series(cells.assign(time_s=cells["time_s"] * np.where(cells["commit"] == c, 1.3, 1.0)), [a, b, c])
     figure = history_figure(series, machine=MACHINE, commits=[a, b, c], changes=changes)
     heatmap = figure.data[0]
@@ -467,4 +473,5 @@ def test_the_environment_card_shows_the_newest_record_of_the_commit():
     ]
     card = environment_card(records, MACHINE, "c" * 40)
     assert "<td>newer GPU</td>" in card and "older GPU" not in card
+    assert "<th>run started</th><td>2026-11-22 02:00</td>" in card
     assert "No environment recorded" in environment_card(records, MACHINE, "d" * 40)

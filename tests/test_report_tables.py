@@ -64,13 +64,18 @@ def test_a_run_with_nothing_to_compare_or_no_git_history_says_why_in_one_line(qu
 def test_the_csv_link_holds_the_runs_cells_as_a_data_url():
     results = load_results(PROVENANCE)
     commit = results.cells["commit"].iloc[0]
-    link = csv_link(results.cells, "h200-141gb", commit)
+    cells = results.cells.copy()
+    cells.loc[cells.index[0], "flags"] = "multi-kernel slow-pass"  # synthetic: a value with a space
+    link = csv_link(cells, "h200-141gb", commit)
     name, href = re.match(r"<a download='([^']+)' href='data:text/csv;charset=utf-8,([^']*)'>", link).groups()
     assert name == f"h200-141gb-{commit[:8]}.csv" and "'" not in href and " " not in href
     table = pd.read_csv(io.StringIO(urllib.parse.unquote(href)))
     assert list(table.columns) == CSV_COLUMNS and len(table) == len(results.cells)
+    essential = ["epilog", "dtype", "m", "k", "n", "provider", "status", "time_s", "ci_low_s", "ci_high_s"]
+    assert {*essential, "samples", "rel_iqr", "kernels", "flags"} <= set(table.columns)
     first = results.cells.iloc[0]
     assert table["time_s"].iloc[0] == pytest.approx(first["time_s"], rel=1e-3)
+    assert table["flags"].iloc[0] == "multi-kernel slow-pass"
 
 
 def test_multi_kernel_cells_are_grouped_by_epilog_dtype_and_provider():
@@ -98,6 +103,10 @@ def test_noisy_cells_come_noisiest_first_in_percent_and_milliseconds():
     cells.loc[cells.index[:2], "rel_iqr"] = [0.12, 0.31]  # synthetic noise for this test only
     table = noisy_table(cells)
     assert table.index("31.0%") < table.index("12.0%")
+    noisy = ((cells["rel_iqr"] > 0.1) & (cells["status"] == "ok")).sum()
+    assert noisy <= 12 and table.startswith(f"<details open><summary>{noisy} cells with a relative IQR above 10%")
+    cells["rel_iqr"] = 0.5  # every cell noisy: a long table, folded under its summary line
+    assert noisy_table(cells).startswith(f"<details><summary>{(cells['status'] == 'ok').sum()} cells")
     assert f"<td>{cells['time_s'].iloc[1] * 1e3:.4g}</td>" in table
 
 
