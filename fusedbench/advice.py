@@ -152,7 +152,7 @@ def advise_class(cells: pd.DataFrame, draws: np.ndarray) -> dict:
     else:
         advice = Advice.FUSE_AUTOTUNED if autotuned else Advice.FUSE
         if judged[2] < 1:
-            gain = f"costs {slower:.1%}, under the {1 - LOSS:.0%} bar"
+            gain = f"costs {slower:.1%}, but its interval reaches within {1 - LOSS:.0%} of even: no clear loss"
         elif judged[1] <= 1:
             gain = "within the noise"
         else:

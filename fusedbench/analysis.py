@@ -159,6 +159,7 @@ def speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.Data
         "gemm_ratio": "_gemm_ratio",
         "gemm_ratio_low": "_gemm_ratio_low",
         "gemm_ratio_high": "_gemm_ratio_high",
+        "kernels": "_kernels",
     }
     wide = ok.pivot_table(index=keys, columns="provider", values=list(columns), aggfunc="first")
     table = pd.DataFrame(index=wide.index)

@@ -76,7 +76,8 @@ GLOSSARY = {
     "epilog cost": "fused / gemm - 1: what the epilog adds to the plain GEMM",
     "floor": "max(FLOPs / the run's GEMM rate, bytes / the run's copy bandwidth): the least time the work can take",
     "arithmetic intensity": "the GEMM's FLOPs per element of A, B and D it moves, 2MNK / (MK + KN + MN)",
-    "multi-kernel": "a fused cell whose call launched more than one kernel: the fused API, run unfused",
+    "multi-kernel (*)": "a fused cell whose call launched more than one kernel: the fused API, run unfused",
+    "n/a": "a cell that was not timed: its reason is in the machine's 'cells that did not run'",
     "measurement change": "a commit whose benchmarks time differently (asv's benchmark version changed): steps "
     "in the history there are the method's, not the code's",
 }
@@ -85,7 +86,8 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
 h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.3rem; margin-top: 2.5rem; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
-th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top;
+  overflow-wrap: anywhere; }
 th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; margin: 0 1rem 1rem 0; }
 .muted { color: #666; font-size: 0.9rem; } #summary p { font-size: 1.05rem; max-width: 60rem; }
 .toc { columns: 3; font-size: 0.9rem; } .toc .level-3 { margin-left: 1rem; }
@@ -146,7 +148,7 @@ def summary(headlines: dict[str, pd.DataFrame], tables: dict[str, pd.DataFrame])
     unfused version and the textbook, where it loses, and how the machines differ."""
     sentences = []
     for machine, top in headlines.items():
-        rows = top[top["worst"] != ""].to_dict("records")
+        rows = in_dtype_order(top[top["worst"] != ""]).to_dict("records")
         if not rows:
             continue
         unfused = ", ".join(
@@ -157,10 +159,10 @@ def summary(headlines: dict[str, pd.DataFrame], tables: dict[str, pd.DataFrame])
         table = tables[machine]
         worst = table.loc[table["over_unfused"].idxmin()]
         sentences.append(
-            f"On <b>{html.escape(machine)}</b>, fused epilogs run {unfused} as fast as the best unfused version "
-            f"(geometric means over the workloads, their range in brackets), and {textbook} as fast as the "
-            f"textbook. Fusion loses (below {INVERSION:g}x, told apart from 1x) in {losses} workloads; the worst "
-            f"is {html.escape(worst['epilog'])} {worst['dtype']} {worst['shape']} at {worst['over_unfused']:.2f}x."
+            f"On <b>{html.escape(machine)}</b>, fused epilogs over the best unfused version: {unfused} (geometric "
+            f"means over the workloads, their range in brackets); over the textbook: {textbook}. Fusion loses "
+            f"(below {INVERSION:g}x, told apart from 1x) in {losses} workloads; the worst is "
+            f"{html.escape(worst['epilog'])} {worst['dtype']} {worst['shape']} at {worst['over_unfused']:.2f}x."
         )
     first, *others = list(tables) or [None]
     for other in others:
@@ -176,9 +178,20 @@ def summary(headlines: dict[str, pd.DataFrame], tables: dict[str, pd.DataFrame])
         if counts:
             sentences.append(
                 f"Fusion pays more on <b>{html.escape(other)}</b> than on <b>{html.escape(first)}</b> in "
-                f"{', '.join(counts)} workloads (fused over unfused, workload by workload)."
+                f"{', '.join(counts)} workloads (fused over unfused, workload by workload, however small the "
+                "difference)."
             )
+    if sentences:
+        sentences.append(
+            "The textbook is the blog's statements in cupy at fp16 and fp32 and in torch at bf16 and fp8 (cupy has "
+            "neither), so its speedups differ by library as well as by dtype."
+        )
     return "".join(f"<p>{sentence}</p>" for sentence in sentences)
+
+
+def in_dtype_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the catalog's dtype order (fp16, bf16, fp32, tf32, fp8)."""
+    return frame.sort_values("dtype", key=lambda d: d.map({name: i for i, name in enumerate(DTYPES)}), kind="stable")
 
 
 def _glossary() -> str:
@@ -194,7 +207,7 @@ def measurement_changes(cells: pd.DataFrame, detail: pd.DataFrame, commits: list
     for commit in commits:
         now = set(versions[cells["commit"] == commit].dropna())
         if before is not None and now and not now & before:
-            said = sorted(v for v in now if not re.fullmatch(r"[0-9a-f]{64}", str(v)))
+            said = sorted(f"benchmark version {v}" for v in now if not re.fullmatch(r"[0-9a-f]{64}", str(v)))
             changes[commit] = "; ".join(said) if said else "the benchmark code changed (asv's version hash)"
         before = now or before
     return changes
@@ -242,7 +255,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
         ladder = ladder_cells(current)  # each workload's providers once: not the Blog control's, not Quick's twice
         table = tables[machine] = speedups(current, results.detail.loc[current.index])
-        headlines[machine] = headline(ladder, table, machine)
+        headlines[machine] = in_dtype_order(headline(ladder, table, machine))
         commit_notes[machine] = f" <span class='muted'>commit {commit[:8]}</span>"
         sections.append(heading(2, anchor(machine), machine, commit_notes[machine]))
         sections.append(
@@ -271,7 +284,8 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         sections.append(noisy_table(current))
         series = history_series(cells[cells["machine"] == machine], history)
         if series["commit"].nunique() > 1:
-            changes = measurement_changes(cells[cells["machine"] == machine], results.detail, history)
+            shown = [c for c in history if c in set(series["commit"])]
+            changes = measurement_changes(cells[cells["machine"] == machine], results.detail, shown)
             sections.append(heading(3, anchor(machine, "history"), f"{machine} across commits"))
             figure = history_figure(series, machine=machine, commits=history, changes=changes)
             sections.append(div(figure, anchor(machine, "history-figure")))

@@ -44,6 +44,7 @@ SPEEDUP_COLORBAR = {
 }
 INDISTINCT_GREY = "rgb(175, 175, 175)"
 GREY_NAME = "interval includes 1x"
+MULTI_KERNEL_MARK = "*"  # after a cell's value: the fused call launched more than one kernel
 # The epilog's cost over the plain GEMM, in %: sequential, 0 (free) to COST_RANGE_PCT (clipped beyond).
 COST_RANGE_PCT = 40.0
 SHAPE_AXIS = "shape (M,K)x(K,N), by the GEMM's arithmetic intensity (2MNK / (MK + KN + MN)), low to high"
@@ -99,8 +100,9 @@ def _epilog_by_shape(
     hover_columns: list[str],
     greyed=frozenset(),
 ) -> go.Figure:
-    """An epilog x shape heatmap of `column`, each cell's label written in it and `hover` (a template over
-    `hover_columns` as customdata) on hover; the (epilog, column) cells in `greyed` are covered in grey."""
+    """An epilog x shape heatmap of `column`, each cell's label written in it (MULTI_KERNEL_MARK after it where
+    the fused call launched more than one kernel, "n/a" where the cell was not timed) and `hover` (a template
+    over `hover_columns` as customdata) on hover; the (epilog, column) cells in `greyed` are covered in grey."""
     rows = _columns(rows)
     shapes = list(dict.fromkeys(rows["column"]))
     epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
@@ -109,7 +111,14 @@ def _epilog_by_shape(
     values = indexed[column].reindex(full).to_numpy(dtype=float).reshape(len(epilogs), len(shapes))
     custom = _grid(indexed.reindex(full), hover_columns)
     customdata = [custom[i * len(shapes) : (i + 1) * len(shapes)] for i in range(len(epilogs))]
-    text = [["" if math.isnan(v) else label(v) for v in row] for row in values]
+    kernels = indexed["fused_kernels"].reindex(full).to_numpy(dtype=float).reshape(len(epilogs), len(shapes))
+    text = [
+        [
+            "n/a" if math.isnan(v) else label(v) + (MULTI_KERNEL_MARK if k > 1 else "")
+            for v, k in zip(*pair, strict=True)
+        ]
+        for pair in zip(values, kernels, strict=True)
+    ]
     # A greyed cell has no colour of its own: the grey cover is drawn first, under the values' text, and
     # carries the cell's hover (one text layer: a second one would double the drawing time).
     cover = [[(epilog, shape) in greyed for shape in shapes] for epilog in epilogs]
@@ -151,7 +160,7 @@ def _epilog_by_shape(
         template=LEAN_TEMPLATE,
         title=title,
         height=210 + 26 * len(epilogs),
-        xaxis={"title": SHAPE_AXIS, "type": "category"},
+        xaxis={"title": SHAPE_AXIS if rows["dtype"].nunique() == 1 else "dtype and shape", "type": "category"},
         yaxis={"title": "epilog", "autorange": "reversed"},
         margin={"l": 140},
     )
@@ -189,8 +198,9 @@ def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtypes: list[str], bas
             : 5 if paired else 3
         ],
         greyed=greyed,
-        title=f"{_which(machine, dtypes)}: fused over {baseline} (>1x: fusion pays; grey: the 95% interval "
-        "includes 1x)",
+        title=f"{_which(machine, dtypes)}: fused over {baseline} (>1x: fusion pays)<br><sup>grey: the paired 95% "
+        f"interval includes 1x; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not timed "
+        "(see the cells that did not run)</sup>",
     )
 
 
@@ -218,8 +228,9 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str]) 
         hover="fused %{customdata[0]:.4g} ms, gemm %{customdata[1]:.4g} ms<br>epilog cost %{customdata[2]:+.1f}%"
         + (", paired 95% interval %{customdata[3]:+.1f}% to %{customdata[4]:+.1f}%" if paired else UNPAIRED),
         hover_columns=["fused_ms", "gemm_ms", "cost_pct", "cost_low_pct", "cost_high_pct"][: 5 if paired else 3],
-        title=f"{_which(machine, dtypes)}: the epilog's own cost, fused - gemm, as % of gemm (clipped at 0 and "
-        f"{COST_RANGE_PCT:.0f}%)",
+        title=f"{_which(machine, dtypes)}: the epilog's own cost, fused - gemm, as % of gemm<br><sup>clipped at 0 "
+        f"and {COST_RANGE_PCT:.0f}%; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not "
+        "timed</sup>",
     )
 
 
@@ -252,9 +263,12 @@ def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], lay
         {"label": label, "method": "update", "args": [restyle, layout]}
         for label, restyle, layout in zip(labels, restyles, layouts, strict=True)
     ]
+    top = max(figure.layout.margin.t or 0, 160)  # the title in its middle, above the dropdown
     figure.update_layout(
         updatemenus=[{"buttons": buttons, "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"}],
-        margin={"t": max(figure.layout.margin.t or 0, 160)},  # the title in its middle, above the dropdown
+        margin={"t": top},
+        # tall enough for the open list (about 30 px a choice) to stay inside the figure, where it can be clicked
+        height=max(figure.layout.height or 450, top + 30 * len(labels) + 60),
     )
 
 
@@ -310,8 +324,9 @@ def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, 
         top = max([2.0 if measured else 0.0, *highest])
         points = [_ladder_points(parts[p], unit, top, capped=p == TEXTBOOK) for p in providers]
         restyle = {key: [point[key] for point in points] for key in points[0]}
-        if measured:  # the floor's trace comes first, its numbers its own
-            restyle = {key: [rounded(unit * 1e3) if key == "customdata" else None, *v] for key, v in restyle.items()}
+        if measured:  # the floor's trace comes first: at 1, its time in ms for the hover
+            floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3)}
+            restyle = {key: [floor.get(key), *values] for key, values in restyle.items()}
         restyles.append(restyle)
         layouts.append({"yaxis.range": [0, top], "title.text": _ladder_title(machine, dtype, shape, under[dtype])})
     figure = go.Figure()

@@ -13,7 +13,7 @@ import pandas as pd
 from fusedbench.advice import advise
 from fusedbench.alerts import NoBaseline, default_baseline, describe, judge_comparison
 from fusedbench.analysis import noisy_cells, with_shape
-from fusedbench.compare import compare_runs, select_run
+from fusedbench.compare import KEY, Verdict, compare_runs, select_run
 from fusedbench.errors import FusedbenchError
 from fusedbench.model import Status
 from fusedbench.records import GroupRecord
@@ -24,7 +24,7 @@ from fusedbench.thresholds import preset_for
 # The newest run's columns offered as a CSV download (the whole table: `fusedbench report --export`).
 CSV_COLUMNS = [
     "group", "epilog", "dtype", "m", "k", "n", "provider", "status", "time_s", "ci_low_s", "ci_high_s", "samples",
-    "rel_iqr", "kernels", "flags",
+    "rel_iqr", "kernels", "flags", "reason",
 ]  # fmt: skip
 FOLD_ROWS = 12  # a table longer than this is folded, its summary line saying how many rows it holds
 
@@ -37,6 +37,10 @@ def folded(summary: str, body: str, rows: int) -> str:
     """`body` under a one-line summary; open where it is short."""
     state = " open" if rows <= FOLD_ROWS else ""
     return f"<details{state}><summary>{summary}</summary>{body}</details>"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _version(number) -> str:
@@ -80,13 +84,14 @@ def _joined(values) -> str:
 
 
 def not_run_table(cells: pd.DataFrame) -> str:
-    """Cells that did not run, each reason said once: the epilog's name in a reason becomes 'EPILOG', and the
+    """Cells that did not run, each reason said once: the epilog's name in a reason becomes 'the epilog', and the
     epilogs and dtypes it applies to are listed beside it."""
     not_ok = cells[cells["status"] != Status.OK.value]
     if not_ok.empty:
         return "<p>None.</p>"
     reasons = [
-        str(reason).replace(epilog, "EPILOG") for reason, epilog in zip(not_ok["reason"], not_ok["epilog"], strict=True)
+        str(reason).replace(epilog, "the epilog")
+        for reason, epilog in zip(not_ok["reason"], not_ok["epilog"], strict=True)
     ]
     grouped = (
         not_ok.assign(reason=reasons)
@@ -95,8 +100,7 @@ def not_run_table(cells: pd.DataFrame) -> str:
         .reset_index()
         .sort_values("cells", ascending=False, kind="stable")
     )
-    said = f"{len(grouped)} reason" + ("s" if len(grouped) > 1 else "")
-    return folded(f"{len(not_ok)} cells, {said}", table_html(grouped), len(grouped))
+    return folded(f"{len(not_ok)} cells, {plural(len(grouped), 'reason')}", table_html(grouped), len(grouped))
 
 
 def noisy_table(cells: pd.DataFrame) -> str:
@@ -134,7 +138,8 @@ def multi_kernel_table(cells: pd.DataFrame) -> str:
         .reset_index()
         .rename(columns={"launched": "the kernels of one shape"})
     )
-    return folded(f"{len(multi)} cells, {len(grouped)} epilog, dtype and provider", table_html(grouped), len(grouped))
+    summary = f"{len(multi)} cells, by epilog, dtype and provider in {plural(len(grouped), 'row')}"
+    return folded(summary, table_html(grouped), len(grouped))
 
 
 def advice_section(results: ResultSet, machine: str) -> str:
@@ -151,13 +156,13 @@ def advice_section(results: ResultSet, machine: str) -> str:
             "shapes": advice["shape_class"],
             "advice": advice["advice"],
             "unfused / fused (95% interval)": [
-                f"{r:.3f}x ({lo:.3f}-{hi:.3f})"
+                f"{r:.3f}x ({lo:.3f}-{hi:.3f})" if r == r else "n/a: not timed"
                 for r, lo, hi in zip(advice["ratio"], advice["ci_low"], advice["ci_high"], strict=True)
             ],
             "why": advice["why"],
         }
     )
-    counts = ", ".join(f"{n} {what}" for what, n in advice["advice"].value_counts().items())
+    counts = ", ".join(f"{n} {what}" for what, n in sorted(advice["advice"].value_counts().items()))
     commits = ", ".join(sorted({c[:8] for c in advice["commit"]}))
     return folded(f"{len(advice)} rules ({counts}), from commit {commits}", table_html(shown), len(advice))
 
@@ -174,9 +179,13 @@ def alerts_section(results: ResultSet, machine: str, commit: str, cwd: str | Non
         return f"<p>Not judged: {html.escape(str(exc))}.</p>"
     preset, preset_line = preset_for(machine)
     verdicts = judge_comparison(compare_runs(baseline, candidate, preset))
+    verdict = verdicts.comparison.cells["verdict"]
+    compared = verdicts.comparison.cells[~verdict.isin([Verdict.NOT_RUN, Verdict.INCOMPARABLE])]
+    cells = compared[KEY].drop_duplicates()
+    outcome = f"<b>{len(verdicts.alerts)} alert(s)</b>, the build fails" if verdicts.failed else "no alert"
     lines = [
         f"<p>{html.escape(candidate.label)} against {html.escape(baseline.label)}; {html.escape(preset_line)}: "
-        + (f"<b>{len(verdicts.alerts)} alert(s)</b>, the build fails.</p>" if verdicts.failed else "no alert.</p>")
+        f"{len(cells)} of {len(candidate.cells)} cells compared; {outcome}.</p>"
     ]
     if verdicts.failed:
         items = "".join(f"<li>{html.escape(describe(row))}</li>" for _, row in verdicts.alerts.iterrows())
