@@ -29,8 +29,11 @@ CSV_COLUMNS = [
 FOLD_ROWS = 12  # a table longer than this is folded, its summary line saying how many rows it holds
 
 
-def table_html(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, border=0, na_rep="", escape=True, float_format=lambda v: f"{v:.4g}")
+def table_html(frame: pd.DataFrame, classes: str = "") -> str:
+    """`classes` "long-names": a table whose cells may break anywhere (kernel names have no spaces to wrap at)."""
+    return frame.to_html(
+        index=False, border=0, na_rep="", escape=True, float_format=lambda v: f"{v:.4g}", classes=classes or None
+    )
 
 
 def folded(summary: str, body: str, rows: int) -> str:
@@ -139,7 +142,7 @@ def multi_kernel_table(cells: pd.DataFrame) -> str:
         .rename(columns={"launched": "the kernels of one shape"})
     )
     summary = f"{len(multi)} cells, by epilog, dtype and provider in {plural(len(grouped), 'row')}"
-    return folded(summary, table_html(grouped), len(grouped))
+    return folded(summary, table_html(grouped, "long-names"), len(grouped))
 
 
 def advice_section(results: ResultSet, machine: str) -> str:
