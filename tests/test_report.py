@@ -204,6 +204,8 @@ def test_the_ladder_is_one_figure_per_dtype_its_shapes_a_dropdown_of_restyles(re
     assert second[0]["y"][3] == [float(f"{t / 0.1e-3:.3g}") for t in fused["time_s"]]  # time over the floor
     assert second[0]["customdata"][3] == [float(f"{t * 1e3:.4g}") for t in fused["time_s"]]  # ms, for the hover
     assert second[1]["title.text"].startswith(f"{MACHINE} fp16 {SHAPES[1]}: ")
+    assert second[0]["y"][0] == [1] * 16 and second[0]["customdata"][0] == [0.1] * 16  # the floor keeps its hover
+    assert figure.layout.height >= figure.layout.margin.t + 30 * len(SHAPES) + 60  # the open list fits the figure
     assert len(second[0]["y"][5]) == 16 and sum(v is not None for v in second[0]["y"][5]) == 6  # torch: six epilogs
     first = results.cells.query("provider == 'fused' and m == 8192 and k == 256 and n == 65536").set_index("epilog")
     first = first.loc[list(figure.data[3].x)]
@@ -345,6 +347,18 @@ def test_the_history_marks_the_commits_whose_measurement_changed(results):
     assert list(heatmap.x[1][:3]) == ["aaaaaaa", "bbbbbbb", "ccccccc"] and heatmap.x[0][0] == "textbook"
     assert {row[2] for row in heatmap.z if row[2] is not None} == {30}  # 1.3x its median: +30%
     assert {row[0] for row in heatmap.z if row[0] is not None} == {0}
+    # A quick run of a handful of cells at another version in between: not a column, so no change is listed
+    # for it (nor for c, measured as a was).
+    import dataclasses
+
+    d = "d" * 40
+    between = pd_concat(
+        results.cells.assign(commit=a), results.cells.head(6).assign(commit=d), results.cells.assign(commit=c)
+    )
+    detail = pd_concat(results.detail, results.detail.head(6), results.detail).assign(version="1: old")
+    detail.loc[between["commit"] == d, "version"] = "9: a quick run's"
+    page = render_report(dataclasses.replace(results, cells=between, detail=detail))
+    assert f"{MACHINE} across commits" in page and "The measurement changed at" not in page
     providers = len(heatmap.x[0]) // 3
     assert [m.x0 for m in figure.layout.shapes] == [i * 3 + 1.5 for i in range(providers)]  # before c, per provider
 
@@ -416,16 +430,40 @@ def test_the_epilog_cost_of_a_run_sampled_in_rounds_gives_its_interval(results):
     assert "paired 95% interval %{customdata[3]:+.1f}% to %{customdata[4]:+.1f}%" in heatmap.hovertemplate
 
 
+def test_headline_rows_and_the_summary_follow_the_catalogs_dtype_order():
+    import pandas as pd
+
+    from fusedbench.report import in_dtype_order
+
+    frame = pd.DataFrame({"dtype": ["fp8", "fp16", "tf32", "bf16"]})
+    assert list(in_dtype_order(frame)["dtype"]) == ["fp16", "bf16", "tf32", "fp8"]
+
+
+def test_a_dropdown_of_many_choices_stays_inside_its_figure():
+    import plotly.graph_objects as go
+
+    from fusedbench.report.figures import add_dropdown
+
+    figure = go.Figure(layout={"height": 300})
+    add_dropdown(figure, [str(i) for i in range(14)], [{}] * 14, [{}] * 14)
+    assert figure.layout.margin.t >= 160 and figure.layout.height >= figure.layout.margin.t + 30 * 14 + 60
+
+
 def test_dtypes_timed_at_one_shape_share_one_epilog_by_dtype_view(results):
     from fusedbench.report import dtype_views
 
     table = speedups(results.cells)
     seed = table[table["shape"] == "(16384,512)x(512,16384)"]
-    merged = pd_concat(table, seed.assign(dtype="tf32"), seed.assign(dtype="fp8"))  # synthetic single-shape dtypes
+    fp8 = seed.assign(dtype="fp8")
+    fp8 = fp8[fp8["epilog"] != "BGRADA"]  # synthetic: fp8 has no BGRADA cell
+    merged = pd_concat(table, seed.assign(dtype="tf32"), fp8)  # synthetic single-shape dtypes
     assert dtype_views(merged) == [["fp16"], ["tf32", "fp8"]]
     figure = speedup_heatmap(merged, machine=MACHINE, dtypes=["tf32", "fp8"], baseline="unfused")
     assert list(figure.data[0].x) == ["tf32<br>(16384,512)x(512,16384)", "fp8<br>(16384,512)x(512,16384)"]
     assert figure.layout.title.text.startswith(f"{MACHINE} tf32 and fp8: fused over unfused")
+    heatmap = figure.data[-1]
+    row = list(heatmap.y).index("BGRADA")
+    assert heatmap.text[row][1] == "n/a" and heatmap.text[row][0].endswith("x")  # not timed, said so
 
 
 def test_failed_unsupported_and_skipped_cells_are_all_listed_with_reasons(tmp_path, results):

@@ -53,6 +53,18 @@ def test_the_newest_runs_alerts_are_what_fusedbench_alert_says_against_the_neare
     assert "regression: " in slower and "fused" in slower
 
 
+def test_the_alerts_count_only_the_cells_measured_the_same_way_in_both_runs(quick):
+    # Synthetic for this test only: two epilogs in a group of their own, whose version the newest run bumped.
+    newest = quick.cells["commit"] == _newest(quick)
+    moved = quick.cells["epilog"].isin(["RELU_BIAS", "GELU_BIAS"])
+    cells = quick.cells.assign(group=quick.cells["group"].where(~moved, "Other"))
+    detail = quick.detail.assign(version=quick.detail["version"].where(~moved, "2: other"))
+    detail.loc[moved & newest, "version"] = "3: other"
+    section = alerts_section(dataclasses.replace(quick, cells=cells, detail=detail), MACHINE, _newest(quick), str(ROOT))
+    timed = (newest & ~moved & (quick.cells["status"] == "ok")).sum()
+    assert f"{timed} of 30 cells compared; no alert." in section and timed < 28
+
+
 def test_a_run_with_nothing_to_compare_or_no_git_history_says_why_in_one_line(quick, tmp_path):
     first = dataclasses.replace(quick, cells=quick.cells, detail=quick.detail.assign(version="2: a new method"))
     first.detail.loc[quick.cells["commit"] != _newest(quick), "version"] = "1: the old method"
@@ -114,6 +126,13 @@ def test_advice_comes_from_paired_runs_or_says_why_not():
     results = load_results(PROVENANCE)
     section = advice_section(results, "h200-141gb")
     assert re.search(r"\d+ rules \(", section) and "unfused / fused (95% interval)" in section
+    nothing = pd.DataFrame(  # synthetic: a class where neither fused nor unfused was timed
+        [{"dtype": "fp8", "epilog": "BGRADA", "shape_class": "seed", "advice": "unfused", "ratio": np.nan,
+          "ci_low": np.nan, "ci_high": np.nan, "why": "unfused: not supported", "commit": "c" * 40}]
+    )  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("fusedbench.report.tables.advise", lambda results, machines: nothing)
+        assert "<td>n/a: not timed</td>" in advice_section(results, "h200-141gb")
     unpaired = load_results(os.path.join(os.path.dirname(__file__), "fixtures", "results-h200"))
     assert advice_section(unpaired, "h200-141gb").startswith("<p>No advice: no ladder results timed in paired")
 
