@@ -24,6 +24,7 @@ from rich.table import Table
 from fusedbench import __version__
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, write_text_atomically
+from fusedbench.mlp import BATCH, DEFAULT_EPOCHS, DEFAULT_HIDDEN
 from fusedbench.shapes import shape_label
 from fusedbench.tuning import SETTINGS, TUNABLE_PROVIDERS, parse_tuning
 
@@ -446,6 +447,42 @@ def command_alert(*, results_dirs, machine, baseline, candidate, preset, output_
     return code
 
 
+def command_mlp(*, device: str, epochs: int, hidden: int, batch: int, dtype: str, versions, output_format: str) -> int:
+    """Train the seed notebook's MLP on scikit-learn's digits in every version the device runs: test accuracy,
+    the loss curve in brief, time per step."""
+    from fusedbench.gpu.mlp import build_versions
+    from fusedbench.mlp import init_params, load_digits_dataset, train
+
+    for flag, value in (("--epochs", epochs), ("--hidden", hidden), ("--batch", batch)):
+        if value < 1:
+            raise FusedbenchError(f"{flag} {value}: give a positive number")
+    data = load_digits_dataset()
+    params = init_params(data.inputs, hidden)
+    results = [
+        train(v, data, epochs=epochs, batch=batch).to_json() for v in build_versions(params, dtype, device, versions)
+    ]
+    if output_format == "json":
+        run = {"device": device, "dtype": dtype, "hidden": hidden, "batch": batch, "epochs": epochs}
+        _emit(json.dumps(run | {"data": "sklearn digits", "versions": results}, indent=2, allow_nan=False) + "\n")
+        return EXIT_OK
+    rows = [
+        (
+            r["name"],
+            f"{r['test_accuracy']:.3f}",
+            f"{r['loss_first']:.3f} -> {r['loss_last']:.4f} (min {r['loss_min']:.4f})",
+            f"{r['step_seconds'] * 1e3:.3f}",
+            r["steps"],
+        )
+        for r in results
+    ]
+    weights = " with fp32 master weights" if dtype != "fp32" else ""
+    title = (
+        f"MLP {data.inputs}-{hidden}-10 on sklearn digits, {dtype}{weights}, batch {batch}, {epochs} epochs, {device}"
+    )
+    _console().print(_table(title, ("version", "test accuracy", "loss", "ms per step", "steps"), rows))
+    return EXIT_OK
+
+
 def command_history(*, results_dir: str, machine: str, cell: str, strict: bool) -> int:
     """One cell's median time at every commit with results on the machine (git order), and where asv's
     step detection puts the start of its last regression."""
@@ -744,6 +781,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     history.set_defaults(
         handler=lambda a: command_history(results_dir=a.results_dir, machine=a.machine, cell=a.cell, strict=a.strict)
+    )
+    mlp = commands.add_parser("mlp", help="train the seed notebook's MLP on sklearn's digits: fused against the rest")
+    mlp.add_argument("--device", choices=("cpu", "gpu"), default="gpu", help="where to train (default: gpu)")
+    mlp.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS, help=f"(default: {DEFAULT_EPOCHS})")
+    mlp.add_argument("--hidden", type=int, default=DEFAULT_HIDDEN, help=f"(default: the notebook's {DEFAULT_HIDDEN})")
+    mlp.add_argument("--batch", type=int, default=BATCH, help=f"(default: the notebook's {BATCH})")
+    mlp.add_argument("--dtype", choices=("fp32", "fp16", "bf16"), default="fp32", help="(default: fp32)")
+    mlp.add_argument("--version", dest="versions", action="extend", type=_names, default=[], help="only these versions")
+    mlp.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
+    mlp.set_defaults(
+        handler=lambda a: command_mlp(
+            device=a.device,
+            epochs=a.epochs,
+            hidden=a.hidden,
+            batch=a.batch,
+            dtype=a.dtype,
+            versions=a.versions,
+            output_format=a.output_format,
+        )
     )
     calibrate = commands.add_parser("calibrate", help="earn a threshold preset from A/A runs (the same code run again)")
     _folder_arguments(calibrate)

@@ -1,0 +1,202 @@
+"""The seed notebook's MLP: every version's gradients against float64, training on sklearn's digits, the CLI.
+
+The numpy version runs everywhere (CI); torch's CPU version where torch is installed; the GPU versions
+(fused, unfused, textbook, torch on CUDA) are `gpu` tests, run on the GPU machine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from fusedbench.cli import main
+from fusedbench.errors import FusedbenchError
+from fusedbench.mlp import (
+    DEFAULT_EPOCHS,
+    DEFAULT_HIDDEN,
+    PARAMETERS,
+    ArrayNet,
+    init_params,
+    load_digits_dataset,
+    one_hot,
+    reference_step,
+    train,
+)
+from fusedbench.reference import unpack_relu_aux
+
+# Largest gradient error over the largest reference value, per compute dtype (fp32 accumulates in fp32).
+TOLERANCE = {"fp32": 1e-5, "fp16": 2e-2, "bf16": 6e-2}
+ACCURACY = 0.9  # every version at fp32, after DEFAULT_EPOCHS on digits
+LOW_PRECISION_GAP = 0.02  # fp16 / bf16 within 2 points of fp32
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+@pytest.fixture(scope="module")
+def data():
+    return load_digits_dataset()
+
+
+@pytest.fixture(scope="module")
+def batch(data):
+    """A small batch of real images, and weights of a hidden layer wider than the notebook's."""
+    return init_params(data.inputs, 48), data.x_train[:32], one_hot(data.y_train[:32])
+
+
+def assert_gradients_match(version, batch, dtype: str) -> None:
+    params, x, target = batch
+    expected = reference_step(params, x, target)
+    got = version.gradients(version.to_device(x), version.to_device(target))
+    for name in PARAMETERS:
+        value = version.to_host(got[name]).astype(np.float64)
+        error = np.abs(value - expected[name]).max() / np.abs(expected[name]).max()
+        assert error < TOLERANCE[dtype], f"{version.name} {dtype} {name}: relative error {error:.2e}"
+    mask = version.to_host(got["relu_mask"])
+    if mask.dtype == np.int8 or mask.dtype == np.uint8:  # cuBLASLt's bit-packed relu_aux
+        mask = unpack_relu_aux(mask, expected["relu_mask"].shape[0])
+    disagree = (mask != expected["relu_mask"]).mean()
+    assert disagree <= (0 if dtype == "fp32" else 0.01), f"{version.name} {dtype}: ReLU mask differs in {disagree:.1%}"
+    assert float(version.to_host(got["loss"])) == pytest.approx(expected["loss"], rel=TOLERANCE[dtype] * 10)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_the_numpy_versions_gradients_match_float64(batch, dtype):
+    assert_gradients_match(ArrayNet(batch[0], dtype), batch, dtype)
+
+
+def test_a_wrong_gradient_is_caught(batch):
+    """The check itself can fail: a version whose hidden bias gradient forgets the mask."""
+
+    class Unmasked(ArrayNet):
+        def backward(self, grad):
+            grads = super().backward(grad)
+            grads["b_hidden"] = (self.w_output.T @ grad.T).sum(axis=1)
+            return grads
+
+    with pytest.raises(AssertionError, match="b_hidden"):
+        assert_gradients_match(Unmasked(batch[0], "fp32"), batch, "fp32")
+
+
+def test_numpy_trains_to_the_accuracy_bar_at_fp32_and_fp16_within_two_points(data):
+    fp32 = train(ArrayNet(init_params(data.inputs, DEFAULT_HIDDEN), "fp32"), data, epochs=DEFAULT_EPOCHS)
+    fp16 = train(ArrayNet(init_params(data.inputs, DEFAULT_HIDDEN), "fp16"), data, epochs=DEFAULT_EPOCHS)
+    assert fp32.test_accuracy >= ACCURACY and fp32.steps == DEFAULT_EPOCHS * (len(data.y_train) // 256)
+    assert fp16.test_accuracy >= fp32.test_accuracy - LOW_PRECISION_GAP
+    assert fp32.losses[-1] < fp32.losses[0] / 5  # it learned
+
+
+def test_the_weights_start_as_the_notebooks_uniform_in_one_over_root_fan_in():
+    params = init_params(64, 30)
+    assert params["w_hidden"].shape == (30, 64) and params["w_output"].shape == (10, 30)
+    for name, fan_in in (("w_hidden", 64), ("b_hidden", 64), ("w_output", 30), ("b_output", 30)):
+        bound = np.abs(params[name]).max()
+        assert params[name].dtype == np.float32 and 0.8 / fan_in**0.5 < bound <= 1 / fan_in**0.5, name
+    assert all(np.array_equal(init_params(64, 30)[k], v) for k, v in params.items())  # seeded
+
+
+def test_the_step_time_leaves_out_the_first_epoch_where_plans_are_made(data):
+    import time
+
+    class SlowFirstStep(ArrayNet):  # synthetic: the first step pays a one-off 0.3 s, as planning does
+        first = True
+
+        def train_step(self, x, target):
+            if self.first:
+                self.first = False
+                time.sleep(0.3)
+            return super().train_step(x, target)
+
+    trained = train(SlowFirstStep(init_params(data.inputs, 8), "fp32"), data, epochs=3)
+    assert trained.steps == 15 and trained.step_seconds < 0.005  # with the first epoch: 0.3 s / 15 = 0.02 s
+
+
+def test_the_digits_split_is_real_and_standardised(data):
+    assert data.x_train.shape == (1437, 64) and data.x_test.shape == (360, 64)
+    assert set(data.y_test) == set(range(10))
+    assert abs(float(data.x_train.mean())) < 1e-5 and float(data.x_train.std()) == pytest.approx(1, rel=1e-5)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch (pip install -e '.[torch]')")
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_the_torch_cpu_versions_gradients_match_float64(batch, dtype):
+    import torch
+
+    from fusedbench.gpu.mlp import TorchNet
+
+    assert_gradients_match(TorchNet(batch[0], dtype, torch, "cpu"), batch, dtype)
+
+
+def test_the_cli_trains_what_the_cpu_runs_and_says_so_in_json(capsys):
+    assert main(["mlp", "--device", "cpu", "--epochs", "3", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["device"] == "cpu" and out["data"] == "sklearn digits"
+    names = [v["name"] for v in out["versions"]]
+    assert names == (["numpy", "torch"] if HAS_TORCH else ["numpy"])
+    numpy = out["versions"][0]
+    assert numpy["steps"] == 15 and numpy["step_seconds"] > 0 and 0 < numpy["test_accuracy"] <= 1
+    assert numpy["loss_last"] < numpy["loss_first"] and numpy["master_weights"] == "fp32"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--epochs", "0"], "--epochs 0: give a positive number"),
+        (["--batch", "5000"], "--batch 5000 is more than the 1437 training images"),
+        (["--version", "fused"], "--version 'fused' does not run on the cpu"),
+    ],
+)
+def test_bad_mlp_flags_are_one_line_errors(capsys, argv, says):
+    assert main(["mlp", "--device", "cpu", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and says in err and err.count("\n") == 1
+
+
+@pytest.mark.skipif(HAS_TORCH, reason="torch runs bf16 here")
+def test_bf16_on_a_cpu_without_torch_says_how_to_get_it(capsys):
+    assert main(["mlp", "--device", "cpu", "--dtype", "bf16"]) == 2
+    assert "numpy has no bf16" in capsys.readouterr().err
+
+
+def test_without_scikit_learn_the_data_error_says_what_to_install(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_sklearn(name, *args, **kwargs):
+        if name.startswith("sklearn"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_sklearn)
+    with pytest.raises(FusedbenchError, match=r"pip install -e '\.\[mlp\]'"):
+        load_digits_dataset()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_every_gpu_versions_gradients_match_float64(batch, dtype):
+    from fusedbench.gpu.mlp import build_versions
+
+    versions = build_versions(batch[0], dtype, "gpu")
+    expected = ["fused", "unfused", "textbook", "torch"] if dtype != "bf16" else ["torch"]
+    assert [v.name for v in versions] == expected  # cupy has no bfloat16
+    for version in versions:
+        assert_gradients_match(version, batch, dtype)
+
+
+@pytest.mark.gpu
+def test_every_gpu_version_trains_to_the_bar_and_low_precision_stays_within_two_points(data):
+    from fusedbench.gpu.mlp import build_versions
+
+    accuracy = {}
+    for dtype in ("fp32", "fp16", "bf16"):
+        for version in build_versions(init_params(data.inputs, DEFAULT_HIDDEN), dtype, "gpu"):
+            accuracy[(version.name, dtype)] = train(version, data, epochs=DEFAULT_EPOCHS).test_accuracy
+    for (name, dtype), value in accuracy.items():
+        if dtype == "fp32":
+            assert value >= ACCURACY, (name, value)
+        else:
+            assert value >= accuracy[(name, "fp32")] - LOW_PRECISION_GAP, (name, dtype, value)
+    print("\n" + ", ".join(f"{n} {d} {a:.3f}" for (n, d), a in accuracy.items()))
