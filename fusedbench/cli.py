@@ -790,17 +790,8 @@ def build_parser() -> argparse.ArgumentParser:
     mlp.add_argument("--dtype", choices=("fp32", "fp16", "bf16"), default="fp32", help="(default: fp32)")
     mlp.add_argument("--version", dest="versions", action="extend", type=_names, default=[], help="only these versions")
     mlp.add_argument("--format", dest="output_format", choices=("text", "json"), default="text")
-    mlp.set_defaults(
-        handler=lambda a: command_mlp(
-            device=a.device,
-            epochs=a.epochs,
-            hidden=a.hidden,
-            batch=a.batch,
-            dtype=a.dtype,
-            versions=a.versions,
-            output_format=a.output_format,
-        )
-    )
+    options = ("device", "epochs", "hidden", "batch", "dtype", "versions", "output_format")
+    mlp.set_defaults(handler=lambda a: command_mlp(**{name: getattr(a, name) for name in options}))
     calibrate = commands.add_parser("calibrate", help="earn a threshold preset from A/A runs (the same code run again)")
     _folder_arguments(calibrate)
     calibrate.add_argument("--machine", required=True, help="the machine the A/A runs were made on")
