@@ -450,6 +450,7 @@ def command_alert(*, results_dirs, machine, baseline, candidate, preset, output_
 def command_mlp(*, device: str, epochs: int, hidden: int, batch: int, dtype: str, versions, output_format: str) -> int:
     """Train the seed notebook's MLP on scikit-learn's digits in every version the device runs: test accuracy,
     the loss curve in brief, time per step."""
+    from fusedbench.errors import GpuUnavailable
     from fusedbench.gpu.mlp import build_versions
     from fusedbench.mlp import init_params, load_digits_dataset, train
 
@@ -458,9 +459,11 @@ def command_mlp(*, device: str, epochs: int, hidden: int, batch: int, dtype: str
             raise FusedbenchError(f"{flag} {value}: give a positive number")
     data = load_digits_dataset()
     params = init_params(data.inputs, hidden)
-    results = [
-        train(v, data, epochs=epochs, batch=batch).to_json() for v in build_versions(params, dtype, device, versions)
-    ]
+    try:
+        built = build_versions(params, dtype, device, versions)
+    except GpuUnavailable as exc:
+        raise FusedbenchError(f"{exc}; or train on the CPU: fusedbench mlp --device cpu") from None
+    results = [train(v, data, epochs=epochs, batch=batch).to_json() for v in built]
     if output_format == "json":
         run = {"device": device, "dtype": dtype, "hidden": hidden, "batch": batch, "epochs": epochs}
         _emit(json.dumps(run | {"data": "sklearn digits", "versions": results}, indent=2, allow_nan=False) + "\n")

@@ -1,12 +1,13 @@
 """The seed notebook's MLP training step, end to end: one definition of the network and its maths, trained in
 several versions on real data (scikit-learn's digits, which ship inside the package: no download).
 
-The network is the notebook's: one hidden layer with ReLU, a sigmoid output, binary cross-entropy summed over
-the classes and averaged over the batch (so the gradient at the output's input is (p - y) / batch), plain
-mini-batch SGD. In cuBLASLt's orientation, as the notebook writes it: the hidden layer is
-relu(W_h @ x.T + b_h) (M = hidden, bias of length M: RELU_AUX_BIAS), the output W_o @ h + b_o (BIAS), and the
-backward pass through ReLU is W_o.T @ grad.T masked by ReLU's mask, with the hidden bias's gradient its row
-sum (DRELU_BGRAD).
+The network is the notebook's: one hidden layer with ReLU, a sigmoid output, binary cross-entropy and plain
+mini-batch SGD. As in the notebook, the loss reported is the mean over batch and classes, while the step is
+the gradient of the sum over classes averaged over the batch: (p - y) / batch at the output's input.
+
+In cuBLASLt's orientation, as the notebook writes it: the hidden layer is relu(W_h @ x.T + b_h) (M = hidden,
+bias of length M: RELU_AUX_BIAS), the output W_o @ h + b_o (BIAS), and the backward pass through ReLU is
+W_o.T @ grad.T masked by ReLU's mask, with the hidden bias's gradient its row sum (DRELU_BGRAD).
 
 This module holds what every version shares and runs without a GPU: the initial weights, the float64
 reference of one step's gradients, the data, the training loop, and `ArrayNet`, the network written as plain
@@ -27,7 +28,7 @@ from fusedbench.errors import FusedbenchError
 OUTPUTS = 10  # digits
 LEARNING_RATE = 0.1  # the notebook's
 BATCH = 256  # the notebook's
-SEED = 1234  # the notebook's cupy.random.seed
+SEED = 1234  # the notebook's seed value (numpy's generator: other weights than the notebook's, same law)
 DEFAULT_HIDDEN = 30  # the notebook's
 DEFAULT_EPOCHS = 60  # digits has 5 batches of 256 an epoch: 300 steps, enough for 0.9 at the notebook's rate
 BCE_EPS = 1e-8  # the notebook's, inside the log
@@ -62,7 +63,7 @@ def reference_step(params: dict[str, np.ndarray], x: np.ndarray, target: np.ndar
     pre = p["w_hidden"] @ x.T + p["b_hidden"][:, None]  # (hidden, batch)
     mask = pre > 0
     hidden = np.where(mask, pre, 0.0)
-    probs = 1 / (1 + np.exp(-(p["w_output"] @ hidden + p["b_output"][:, None]).T))  # (batch, outputs)
+    probs = sigmoid(np, (p["w_output"] @ hidden + p["b_output"][:, None]).T)  # (batch, outputs)
     grad = (probs - target) / len(x)
     masked = (p["w_output"].T @ grad.T) * mask
     return {
@@ -73,6 +74,11 @@ def reference_step(params: dict[str, np.ndarray], x: np.ndarray, target: np.ndar
         "relu_mask": mask,
         "loss": float(binary_cross_entropy(probs, target)),
     }
+
+
+def sigmoid(xp, logits):
+    """The output activation, in fp32 whatever the compute dtype (so are the loss and its gradient)."""
+    return 1 / (1 + xp.exp(-logits.astype(xp.float32)))
 
 
 def binary_cross_entropy(probs, target):
@@ -127,7 +133,7 @@ class Version:
     name = ""
     device = ""
 
-    def __init__(self, params: dict[str, np.ndarray], dtype: str) -> None:
+    def __init__(self, dtype: str) -> None:
         self.dtype = dtype
 
     def forward(self, x):
@@ -182,7 +188,7 @@ class ArrayNet(Version):
     dtypes: ClassVar[dict] = {"fp32": np.float32, "fp16": np.float16}
 
     def __init__(self, params: dict[str, np.ndarray], dtype: str) -> None:
-        super().__init__(params, dtype)
+        super().__init__(dtype)
         if dtype not in self.dtypes:
             raise FusedbenchError(f"{self.name} has no {dtype}; choose from {', '.join(self.dtypes)}")
         self.params = {k: self.to_device(v) for k, v in params.items()}
@@ -208,7 +214,7 @@ class ArrayNet(Version):
         z = p["w_output"] @ y
         z += p["b_output"][:, None]
         self.x, self.hidden, self.w_output = x, y, p["w_output"]
-        return 1 / (1 + self.xp.exp(-z.T.astype(self.xp.float32)))  # the output and loss in fp32
+        return sigmoid(self.xp, z.T)
 
     def backward(self, grad) -> dict:
         masked = self.w_output.T @ grad.T
@@ -233,6 +239,7 @@ class Trained:
     test_accuracy: float = math.nan
     step_seconds: float = math.nan
     steps: int = 0
+    timed_steps: int = 0  # the steps step_seconds averages: all but the first epoch's, where there are more
 
     def to_json(self) -> dict:
         losses = self.losses or [math.nan]
@@ -244,6 +251,7 @@ class Trained:
             "test_accuracy": round(self.test_accuracy, 4),
             "step_seconds": self.step_seconds,
             "steps": self.steps,
+            "timed_steps": self.timed_steps,
             "loss_first": losses[0],
             "loss_last": losses[-1],
             "loss_min": min(losses),
@@ -280,4 +288,5 @@ def train(version: Version, data: Dataset, *, epochs: int, batch: int = BATCH, s
         float((predicted == data.y_test).mean()),
         seconds / timed if timed else math.nan,
         len(losses),
+        timed,
     )

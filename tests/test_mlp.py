@@ -27,8 +27,9 @@ from fusedbench.mlp import (
 )
 from fusedbench.reference import unpack_relu_aux
 
-# Largest gradient error over the largest reference value, per compute dtype (fp32 accumulates in fp32).
-TOLERANCE = {"fp32": 1e-5, "fp16": 2e-2, "bf16": 6e-2}
+# Largest gradient error over the largest reference value, per compute dtype (fp32 accumulates in fp32);
+# numpy's fp16 reaches 4.4e-3 on this batch.
+TOLERANCE = {"fp32": 1e-5, "fp16": 1e-2, "bf16": 4e-2}
 ACCURACY = 0.9  # every version at fp32, after DEFAULT_EPOCHS on digits
 LOW_PRECISION_GAP = 0.02  # fp16 / bf16 within 2 points of fp32
 HAS_TORCH = importlib.util.find_spec("torch") is not None
@@ -48,11 +49,14 @@ def batch(data):
 def assert_gradients_match(version, batch, dtype: str) -> None:
     params, x, target = batch
     expected = reference_step(params, x, target)
+    # A first call on other images plans the Matmuls; the checked one goes through reset_operands.
+    version.gradients(version.to_device(x[::-1].copy()), version.to_device(target[::-1].copy()))
     got = version.gradients(version.to_device(x), version.to_device(target))
-    if version.name != "torch":  # torch's gradients are of its fp32 master weights (autocast computes low)
-        assert np.dtype(got["w_hidden"].dtype).itemsize == (4 if dtype == "fp32" else 2), "not computed in the dtype"
+    computed = getattr(version, "compute_dtype", None) or got["w_hidden"].dtype  # torch: what autocast ran in
+    assert str(computed).split(".")[-1] == {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}[dtype]
     for name in PARAMETERS:
         value = version.to_host(got[name]).astype(np.float64)
+        assert value.shape == expected[name].shape, name
         error = np.abs(value - expected[name]).max() / np.abs(expected[name]).max()
         assert error < TOLERANCE[dtype], f"{version.name} {dtype} {name}: relative error {error:.2e}"
     mask = version.to_host(got["relu_mask"])
@@ -60,7 +64,7 @@ def assert_gradients_match(version, batch, dtype: str) -> None:
         mask = unpack_relu_aux(mask, expected["relu_mask"].shape[0])
     disagree = (mask != expected["relu_mask"]).mean()
     assert disagree <= (0 if dtype == "fp32" else 0.01), f"{version.name} {dtype}: ReLU mask differs in {disagree:.1%}"
-    assert float(version.to_host(got["loss"])) == pytest.approx(expected["loss"], rel=TOLERANCE[dtype] * 10)
+    assert float(version.to_host(got["loss"])) == pytest.approx(expected["loss"], rel=TOLERANCE[dtype])
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
@@ -146,7 +150,7 @@ def test_the_cli_trains_what_the_cpu_runs_and_says_so_in_json(capsys):
     [
         (["--epochs", "0"], "--epochs 0: give a positive number"),
         (["--batch", "5000"], "--batch 5000 is more than the 1437 training images"),
-        (["--version", "fused"], "--version 'fused' does not run on the cpu"),
+        (["--version", "fusd"], "--version 'fusd': the cpu runs numpy"),
     ],
 )
 def test_bad_mlp_flags_are_one_line_errors(capsys, argv, says):

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from fusedbench.errors import FusedbenchError
-from fusedbench.mlp import LEARNING_RATE, ArrayNet, Version, binary_cross_entropy
+from fusedbench.mlp import LEARNING_RATE, ArrayNet, Version, binary_cross_entropy, sigmoid
 
-CUPY_DTYPES = {"fp32": np.float32, "fp16": np.float16}
+CUPY_DTYPES = ArrayNet.dtypes  # numpy's and cupy's: fp32 and fp16
 TORCH_DTYPES = ("fp32", "fp16", "bf16")
 
 
@@ -60,11 +60,12 @@ class _PlannedNet(_OnCupy, Version):
     def __init__(self, params, dtype: str, stack) -> None:
         if dtype not in CUPY_DTYPES:
             raise _unsupported(self.name, dtype, CUPY_DTYPES)
-        super().__init__(params, dtype)
+        super().__init__(dtype)
         self.cp, self.advanced = stack.cupy, stack.nvmath_advanced
         self.epilogs = self.advanced.MatmulEpilog
         self.params = {k: self.cp.asarray(v) for k, v in params.items()}
         self.planned: dict[tuple, object] = {}
+        self.operands: dict[tuple, dict] = {}  # what each Matmul was last given
 
     def master(self) -> dict:
         return self.params
@@ -77,20 +78,21 @@ class _PlannedNet(_OnCupy, Version):
         another batch size: its own plan), its operands reset after."""
         key = (name, a.shape, b.shape)
         planned = self.planned.get(key)
+        given = {"a": a, "b": b, **(epilog_inputs or {})}
         if planned is None:
             planned = self.planned[key] = self.advanced.Matmul(a, b)
             planned.plan(epilog=epilog, epilog_inputs=epilog_inputs)
-        else:
-            planned.reset_operands(a=a, b=b, epilog_inputs=epilog_inputs)
+        else:  # only what is new: at fp32 the weights and biases are the masters, updated in place (as the notebook)
+            last = self.operands[key]
+            new = {k: v for k, v in given.items() if v is not last[k]}
+            inputs = {k: v for k, v in new.items() if k not in ("a", "b")}
+            if new:
+                planned.reset_operands(a=new.get("a"), b=new.get("b"), epilog_inputs=inputs or None)
+        self.operands[key] = given
         return planned.execute()
 
     def weights(self) -> dict:
         return {k: self.cast(v) for k, v in self.params.items()}
-
-    def free(self) -> None:
-        for planned in self.planned.values():
-            planned.free()
-        self.planned.clear()
 
 
 class Fused(_PlannedNet):
@@ -103,7 +105,7 @@ class Fused(_PlannedNet):
         )  # relu(W_h @ x.T + b_h) and ReLU's bit-mask
         logits = self.matmul("output", p["w_output"], hidden, self.epilogs.BIAS, {"bias": p["b_output"]})
         self.x, self.hidden, self.relu_aux, self.w_output = x, hidden.T, aux["relu_aux"], p["w_output"]
-        return 1 / (1 + self.cp.exp(-logits.T.astype(self.cp.float32)))
+        return sigmoid(self.cp, logits.T)
 
     def backward(self, grad) -> dict:
         w_output = self.matmul("w_output_grad", grad.T, self.hidden)
@@ -139,7 +141,7 @@ class Unfused(_PlannedNet):
         logits = self.matmul("output", p["w_output"], hidden)
         self.add_bias(p["b_output"][:, None], logits)
         self.x, self.hidden, self.mask, self.w_output = x, hidden.T, mask, p["w_output"]
-        return 1 / (1 + self.cp.exp(-logits.T.astype(self.cp.float32)))
+        return sigmoid(self.cp, logits.T)
 
     def backward(self, grad) -> dict:
         masked = self.matmul("masked", self.w_output.T, grad.T)
@@ -162,7 +164,7 @@ class TorchNet(Version):
     def __init__(self, params, dtype: str, torch, device: str) -> None:
         if dtype not in TORCH_DTYPES:
             raise FusedbenchError(f"the torch MLP has no {dtype}; choose from {', '.join(TORCH_DTYPES)}")
-        super().__init__(params, dtype)
+        super().__init__(dtype)
         self.torch, self.device = torch, device
         self.where = "cuda" if device == "gpu" else "cpu"
         (hidden, inputs), outputs = params["w_hidden"].shape, params["w_output"].shape[0]
@@ -192,6 +194,7 @@ class TorchNet(Version):
     def _logits(self, x):
         with self.torch.autocast(self.where, dtype=self.autocast or self.torch.float32, enabled=bool(self.autocast)):
             pre = self.hidden(x)
+            self.compute_dtype = pre.dtype  # what autocast computed the layer in
             self.mask = (pre > 0).T
             return self.output(self.torch.relu(pre)).float()
 
@@ -253,9 +256,10 @@ def build_versions(params: dict[str, np.ndarray], dtype: str, device: str, names
     elif device == "gpu":
         refused.append(("torch", "torch is not installed or sees no GPU (pip install -e '.[torch]')"))
     if names:
-        unknown = [n for n in names if n not in {v.name for v in versions} | {n for n, _ in refused}]
+        known = [v.name for v in versions] + [n for n, _ in refused]
+        unknown = [n for n in names if n not in known]
         if unknown:
-            raise FusedbenchError(f"--version {unknown[0]!r} does not run on the {device}")
+            raise FusedbenchError(f"--version {unknown[0]!r}: the {device} runs {', '.join(known)}")
         for name, why in refused:
             if name in names:
                 raise FusedbenchError(why)
