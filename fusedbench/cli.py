@@ -474,6 +474,7 @@ def command_mlp(*, device: str, epochs: int, hidden: int, batch: int, dtype: str
             f"{r['test_accuracy']:.3f}",
             f"{r['loss_first']:.3f} -> {r['loss_last']:.4f} (min {r['loss_min']:.4f})",
             f"{r['step_seconds'] * 1e3:.3f}",
+            f"{r['gpu_step_seconds'] * 1e3:.3f} ({r['kernels_per_step']} kernels)" if "gpu_step_seconds" in r else "",
             r["steps"],
         )
         for r in results
@@ -482,7 +483,8 @@ def command_mlp(*, device: str, epochs: int, hidden: int, batch: int, dtype: str
     title = (
         f"MLP {data.inputs}-{hidden}-10 on sklearn digits, {dtype}{weights}, batch {batch}, {epochs} epochs, {device}"
     )
-    _console().print(_table(title, ("version", "test accuracy", "loss", "ms per step", "steps"), rows))
+    columns = ("version", "test accuracy", "loss", "ms per step", "GPU ms per step (kernels)", "steps")
+    _console().print(_table(title, columns, rows))
     return EXIT_OK
 
 

@@ -174,6 +174,11 @@ class Version:
             value -= LEARNING_RATE * grads[name].astype(value.dtype)
         return grads["loss"]
 
+    def step_kernels(self, x, target) -> dict:
+        """The kernels one training step launches and their GPU time (`fusedbench.gpu.provenance`'s record:
+        'kernels', or 'kernels_unrecorded' and why); nothing on the CPU."""
+        return {}
+
     def predict(self, x) -> np.ndarray:
         return self.to_host(self.forward(self.cast(x)).argmax(axis=1))
 
@@ -240,6 +245,18 @@ class Trained:
     step_seconds: float = math.nan
     steps: int = 0
     timed_steps: int = 0  # the steps step_seconds averages: all but the first epoch's, where there are more
+    kernels: dict = field(default_factory=dict)  # Version.step_kernels of one more step, after the test
+
+    def _gpu_time(self) -> dict:
+        """The step's GPU time (its kernels' summed durations) and the host's overhead beyond it, where recorded."""
+        if "kernels" not in self.kernels:
+            return {"kernels_unrecorded": self.kernels.get("kernels_unrecorded", "not a GPU version")}
+        gpu = sum(kernel["us"] for kernel in self.kernels["kernels"]) / 1e6
+        return {
+            "kernels_per_step": len(self.kernels["kernels"]),
+            "gpu_step_seconds": gpu,
+            "host_overhead_seconds": self.step_seconds - gpu,
+        }
 
     def to_json(self) -> dict:
         losses = self.losses or [math.nan]
@@ -252,6 +269,7 @@ class Trained:
             "step_seconds": self.step_seconds,
             "steps": self.steps,
             "timed_steps": self.timed_steps,
+            **self._gpu_time(),
             "loss_first": losses[0],
             "loss_last": losses[-1],
             "loss_min": min(losses),
@@ -280,6 +298,7 @@ def train(version: Version, data: Dataset, *, epochs: int, batch: int = BATCH, s
             seconds += time.perf_counter() - started
             timed += len(order) // batch
     predicted = version.predict(version.to_device(data.x_test))
+    kernels = version.step_kernels(x_train[:batch], target[:batch])
     return Trained(
         version.name,
         version.dtype,
@@ -289,4 +308,5 @@ def train(version: Version, data: Dataset, *, epochs: int, batch: int = BATCH, s
         seconds / timed if timed else math.nan,
         len(losses),
         timed,
+        kernels,
     )

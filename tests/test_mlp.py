@@ -143,6 +143,7 @@ def test_the_cli_trains_what_the_cpu_runs_and_says_so_in_json(capsys):
     numpy = out["versions"][0]
     assert numpy["steps"] == 15 and numpy["step_seconds"] > 0 and 0 < numpy["test_accuracy"] <= 1
     assert numpy["loss_last"] < numpy["loss_first"] and numpy["master_weights"] == "fp32"
+    assert numpy["kernels_unrecorded"] == "not a GPU version" and numpy["timed_steps"] == 10  # the first epoch out
 
 
 @pytest.mark.parametrize(
@@ -196,13 +197,19 @@ def test_every_gpu_versions_gradients_match_float64(batch, dtype):
 def test_every_gpu_version_trains_to_the_bar_and_low_precision_stays_within_two_points(data):
     from fusedbench.gpu.mlp import build_versions
 
-    accuracy = {}
+    accuracy, kernels = {}, {}
     for dtype in ("fp32", "fp16", "bf16"):
         for version in build_versions(init_params(data.inputs, DEFAULT_HIDDEN), dtype, "gpu"):
-            accuracy[(version.name, dtype)] = train(version, data, epochs=DEFAULT_EPOCHS).test_accuracy
+            trained = train(version, data, epochs=DEFAULT_EPOCHS).to_json()
+            accuracy[(version.name, dtype)] = trained["test_accuracy"]
+            kernels[(version.name, dtype)] = trained["kernels_per_step"]
+            assert 0 < trained["gpu_step_seconds"] < trained["step_seconds"], (version.name, dtype, trained)
+    # Fusion's point, counted: the fused step launches fewer kernels than the unfused, which launches fewer
+    # than the textbook's one statement each.
+    assert kernels[("fused", "fp32")] < kernels[("unfused", "fp32")] < kernels[("textbook", "fp32")], kernels
     for (name, dtype), value in accuracy.items():
         if dtype == "fp32":
             assert value >= ACCURACY, (name, value)
         else:
             assert value >= accuracy[(name, "fp32")] - LOW_PRECISION_GAP, (name, dtype, value)
-    print("\n" + ", ".join(f"{n} {d} {a:.3f}" for (n, d), a in accuracy.items()))
+    print("\n" + ", ".join(f"{n} {d} {a:.3f} ({kernels[(n, d)]} kernels)" for (n, d), a in accuracy.items()))

@@ -42,6 +42,16 @@ class _OnCupy:
     def synchronize(self) -> None:
         self.cp.cuda.get_current_stream().synchronize()
 
+    def step_kernels(self, x, target) -> dict:
+        return recorded_step(self, x, target)
+
+
+def recorded_step(version: Version, x, target) -> dict:
+    """CUPTI's record of one training step's kernels (the median of a few recorded steps)."""
+    from fusedbench.gpu.provenance import kernel_provenance
+
+    return kernel_provenance(lambda: version.train_step(x, target), lambda: None)
+
 
 class Textbook(_OnCupy, ArrayNet):
     name = "textbook"
@@ -217,6 +227,9 @@ class TorchNet(Version):
             grads["loss"] = binary_cross_entropy(self.torch.sigmoid(logits), target)
         grads["relu_mask"] = self.mask
         return grads
+
+    def step_kernels(self, x, target) -> dict:
+        return recorded_step(self, x, target) if self.where == "cuda" else {}
 
     def train_step(self, x, target):
         loss = self.gradients(x, target)["loss"]
