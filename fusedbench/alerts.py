@@ -20,10 +20,22 @@ from dataclasses import dataclass
 import pandas as pd
 
 from fusedbench.analysis import INVERSION
-from fusedbench.compare import ALL_PROVIDERS, EPILOG_COST, FUSION_SPEEDUP, KEY, TIME, Comparison, Run, Verdict, runs_of
+from fusedbench.compare import (
+    ALL_PROVIDERS,
+    EPILOG_COST,
+    FUSION_SPEEDUP,
+    KEY,
+    TIME,
+    Comparison,
+    Run,
+    Verdict,
+    compare_runs,
+    runs_of,
+)
 from fusedbench.errors import FusedbenchError
 from fusedbench.results import ResultSet
 from fusedbench.shapes import shape_label
+from fusedbench.thresholds import preset_for
 from fusedbench.tuning import gpu_machine
 
 STEP_SUMMARY_LIMIT = 1_000_000  # GitHub refuses a step summary over 1 MiB
@@ -124,6 +136,13 @@ def judge_comparison(comparison: Comparison) -> Verdicts:
         if groups:
             warnings.append(f"group(s) {', '.join(groups)} {what}: {_count(cells, verdict)} cells not compared")
     return Verdicts(comparison, alerts.reset_index(drop=True), warnings)
+
+
+def judge_runs(baseline: Run, candidate: Run, preset_name: str | None = None) -> tuple[Verdicts, str]:
+    """The gate's verdict on candidate against baseline under the preset in force for the candidate's machine
+    (or the one named), and the line saying why that preset."""
+    preset, preset_line = preset_for(candidate.machine, preset_name)
+    return judge_comparison(compare_runs(baseline, candidate, preset)), preset_line
 
 
 def _whose(provider: str) -> str:

@@ -186,6 +186,16 @@ def indistinct(table: pd.DataFrame, baseline: str) -> pd.Series:
     return (table[f"over_{baseline}_low"] <= 1.0) & (table[f"over_{baseline}_high"] >= 1.0)
 
 
+def machine_pairs(table: pd.DataFrame, reference: str, other: str, baseline: str) -> pd.DataFrame:
+    """Fused's speedup over `baseline` on two machines, per workload both timed: columns `x` (`reference`) and
+    `y` (`other`), indexed by dtype, epilog and shape."""
+    speedup = {
+        m: table[table["machine"] == m].set_index(["dtype", "epilog", "shape"])[f"over_{baseline}"]
+        for m in (reference, other)
+    }
+    return pd.concat({"x": speedup[reference], "y": speedup[other]}, axis=1).dropna()
+
+
 def geometric_mean(values: pd.Series) -> float:
     values = values.dropna()
     values = values[values > 0]

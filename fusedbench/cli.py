@@ -24,7 +24,7 @@ from rich.table import Table
 from fusedbench import __version__
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, write_text_atomically
-from fusedbench.mlp import BATCH, DEFAULT_EPOCHS, DEFAULT_HIDDEN
+from fusedbench.mlp_settings import BATCH, DEFAULT_EPOCHS, DEFAULT_HIDDEN
 from fusedbench.shapes import shape_label
 from fusedbench.tuning import SETTINGS, TUNABLE_PROVIDERS, parse_tuning
 
@@ -318,9 +318,7 @@ def command_report(
 
 def _compared(results_dirs: list[str], machine, baseline, candidate, preset_name, strict: bool, gate: bool = False):
     """Load the folders, choose the two runs, pick the preset, compare: (verdicts, preset line, chosen)."""
-    from fusedbench.alerts import choose_runs, judge_comparison
-    from fusedbench.compare import compare_runs
-    from fusedbench.thresholds import preset_for
+    from fusedbench.alerts import choose_runs, judge_runs
 
     if len(results_dirs) > 2:
         raise FusedbenchError(f"give one results folder, or two (baseline's, candidate's), not {len(results_dirs)}")
@@ -332,8 +330,7 @@ def _compared(results_dirs: list[str], machine, baseline, candidate, preset_name
             lost = [p for p in results.problems if any(f"{os.sep}{m}{os.sep}" in p for m in machines)]
             if lost:
                 raise FusedbenchError(f"alert judges only results it can read in full: {lost[0]}")
-    preset, preset_line = preset_for(chosen.candidate.machine, preset_name)
-    verdicts = judge_comparison(compare_runs(chosen.baseline, chosen.candidate, preset))
+    verdicts, preset_line = judge_runs(chosen.baseline, chosen.candidate, preset_name)
     return verdicts, preset_line, chosen
 
 

@@ -24,13 +24,8 @@ from typing import ClassVar
 import numpy as np
 
 from fusedbench.errors import FusedbenchError
+from fusedbench.mlp_settings import BATCH, LEARNING_RATE, OUTPUTS, SEED
 
-OUTPUTS = 10  # digits
-LEARNING_RATE = 0.1  # the notebook's
-BATCH = 256  # the notebook's
-SEED = 1234  # the notebook's seed value (numpy's generator: other weights than the notebook's, same law)
-DEFAULT_HIDDEN = 30  # the notebook's
-DEFAULT_EPOCHS = 60  # digits has 5 batches of 256 an epoch: 300 steps, enough for 0.9 at the notebook's rate
 BCE_EPS = 1e-8  # the notebook's, inside the log
 PARAMETERS = ("w_hidden", "b_hidden", "w_output", "b_output")
 # Low precision keeps fp32 master weights: each step computes in the dtype from a cast of them and

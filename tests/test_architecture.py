@@ -71,3 +71,13 @@ def test_no_status_strings_or_cell_dicts_outside_the_model():
                 isinstance(k, ast.Constant) and k.value == "status" for k in node.keys
             ):
                 raise AssertionError(f"{name}:{node.lineno} builds a cell dict; use model.Cell and its to_json()")
+
+
+def test_the_cli_starts_without_importing_numpy_or_pandas():
+    """`fusedbench --help` and the argument parser stay quick: the data libraries load with the command."""
+    import subprocess
+    import sys
+
+    code = "import sys, fusedbench.cli; print(sorted({'numpy', 'pandas'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == "[]"

@@ -15,8 +15,6 @@ import pytest
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
 from fusedbench.mlp import (
-    DEFAULT_EPOCHS,
-    DEFAULT_HIDDEN,
     PARAMETERS,
     ArrayNet,
     init_params,
@@ -25,6 +23,7 @@ from fusedbench.mlp import (
     reference_step,
     train,
 )
+from fusedbench.mlp_settings import DEFAULT_EPOCHS, DEFAULT_HIDDEN
 from fusedbench.reference import unpack_relu_aux
 
 # Largest gradient error over the largest reference value, per compute dtype (fp32 accumulates in fp32);

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from fusedbench.errors import FusedbenchError
-from fusedbench.mlp import LEARNING_RATE, ArrayNet, Version, binary_cross_entropy, sigmoid
+from fusedbench.mlp import ArrayNet, Version, binary_cross_entropy, sigmoid
+from fusedbench.mlp_settings import LEARNING_RATE
 
 CUPY_DTYPES = ArrayNet.dtypes  # numpy's and cupy's: fp32 and fp16
 TORCH_DTYPES = ("fp32", "fp16", "bf16")

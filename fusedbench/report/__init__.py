@@ -26,6 +26,7 @@ from fusedbench.analysis import (
     INVERSIONS_COLUMN,
     headline,
     ladder_cells,
+    machine_pairs,
     speedups,
     with_shape,
 )
@@ -166,15 +167,11 @@ def summary(headlines: dict[str, pd.DataFrame], tables: dict[str, pd.DataFrame])
         )
     first, *others = list(tables) or [None]
     for other in others:
+        pairs = machine_pairs(pd.concat([tables[first], tables[other]]), first, other, "unfused")
         counts = []
-        for dtype in [d for d in DTYPES if d in set(tables[first]["dtype"]) & set(tables[other]["dtype"])]:
-            per = [
-                t[t["dtype"] == dtype].set_index(["epilog", "shape"])["over_unfused"]
-                for t in (tables[first], tables[other])
-            ]
-            paired = pd.concat({"a": per[0], "b": per[1]}, axis=1).dropna()
-            if len(paired):
-                counts.append(f"{int((paired['b'] > paired['a']).sum())} of {len(paired)} {dtype}")
+        for dtype in [d for d in DTYPES if d in set(pairs.index.get_level_values("dtype"))]:
+            paired = pairs.loc[dtype]
+            counts.append(f"{int((paired['y'] > paired['x']).sum())} of {len(paired)} {dtype}")
         if counts:
             sentences.append(
                 f"Fusion pays more on <b>{html.escape(other)}</b> than on <b>{html.escape(first)}</b> in "

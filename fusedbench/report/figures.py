@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fusedbench.analysis import indistinct, with_shape
+from fusedbench.analysis import indistinct, machine_pairs, with_shape
 from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.model import Status
@@ -425,10 +425,7 @@ def machines_figure(table: pd.DataFrame, *, reference: str, other: str) -> go.Fi
     picks it: unfused first), log axes, y = x where the machines agree; a colour per dtype."""
     figure, owner, layouts = go.Figure(), [], []
     for index, baseline in enumerate(reversed(BASELINES)):
-        speedup = f"over_{baseline}"
-        mine = table[table["machine"] == reference].set_index(["dtype", "epilog", "shape"])[speedup]
-        theirs = table[table["machine"] == other].set_index(["dtype", "epilog", "shape"])[speedup]
-        both = pd.concat({"x": mine, "y": theirs}, axis=1).dropna()
+        both = machine_pairs(table, reference, other, baseline)
         both = both[(both["x"] > 0) & (both["y"] > 0)]
         for dtype in [d for d in DTYPES if d in set(both.index.get_level_values("dtype"))]:
             part = both.loc[dtype]

@@ -11,15 +11,14 @@ import urllib.parse
 import pandas as pd
 
 from fusedbench.advice import advise
-from fusedbench.alerts import NoBaseline, default_baseline, describe, judge_comparison
+from fusedbench.alerts import NoBaseline, default_baseline, describe, judge_runs
 from fusedbench.analysis import noisy_cells, with_shape
-from fusedbench.compare import KEY, Verdict, compare_runs, select_run
+from fusedbench.compare import KEY, Verdict, select_run
 from fusedbench.errors import FusedbenchError
 from fusedbench.model import Status
 from fusedbench.records import GroupRecord
 from fusedbench.results import ResultSet
 from fusedbench.stats import NOISY_RELATIVE_IQR
-from fusedbench.thresholds import preset_for
 
 # The newest run's columns offered as a CSV download (the whole table: `fusedbench report --export`).
 CSV_COLUMNS = [
@@ -180,8 +179,7 @@ def alerts_section(results: ResultSet, machine: str, commit: str, cwd: str | Non
         return f"<p>Nothing to compare: {html.escape(str(exc))}. This run is the baseline of the next.</p>"
     except FusedbenchError as exc:
         return f"<p>Not judged: {html.escape(str(exc))}.</p>"
-    preset, preset_line = preset_for(machine)
-    verdicts = judge_comparison(compare_runs(baseline, candidate, preset))
+    verdicts, preset_line = judge_runs(baseline, candidate)
     verdict = verdicts.comparison.cells["verdict"]
     compared = verdicts.comparison.cells[~verdict.isin([Verdict.NOT_RUN, Verdict.INCOMPARABLE])]
     cells = compared[KEY].drop_duplicates()
