@@ -29,14 +29,16 @@ class Replayed:
     timeout = 600.0  # setup_cache measures on the GPU
 
     def replay(self, cache, key, *, first: bool) -> None:
-        """Hand the cell `key` of `cache` to asv's timer, or mark it to be skipped."""
+        """Hand the cell `key` of `cache` to asv's timer (`advance`), or mark it to be skipped."""
         say_why_not(cache, first)
-        self._cell = cache.cells.get(key)
-        if self._cell is not None and self._cell.ok:
-            CLOCK.load(key, self._cell.samples)
+        self._cache, self._key = cache, key
 
-    def advance(self) -> None:
-        """One timed call: the next recorded sample, or asv's skip for a cell that was not timed."""
-        if self._cell is None or not self._cell.ok:
+    def advance(self, *clock: str) -> None:
+        """One timed call: the next recorded sample of the cell (of its `clock`, where a cell has several), or
+        asv's skip for a cell that was not timed."""
+        key = (*self._key, *clock)
+        cell = self._cache.cells.get(key)
+        if cell is None or not cell.ok:
             raise SkipNotImplemented("not timed; `fusedbench table` gives the cell's status and reason")
+        CLOCK.load(key, cell.samples)
         CLOCK.advance()

@@ -33,7 +33,8 @@ SUITE = "the fusedbench asv suite"
 class GroupCache:
     """What a group's setup_cache hands every cell's process: its cells, or one line why none was measured."""
 
-    cells: dict[tuple[str, str, str], Cell] = field(default_factory=dict)  # (epilog, shape, provider) -> cell
+    # (epilog, shape, provider) -> cell; an mlp group's: its asv parameters and the clock (gpu.mlp_bench)
+    cells: dict[tuple, Cell] = field(default_factory=dict)
     why_not: str = ""
 
 
@@ -60,8 +61,8 @@ def _group_keys(group: BenchmarkGroup) -> list[CellKey]:
     return [key for workload in group.workloads() for key in workload.cell_keys(group.providers)]
 
 
-def _cache(cells: Iterable[Cell], why_not: str = "") -> GroupCache:
-    return GroupCache({(c.key.epilog, c.key.shape, c.key.provider): c for c in cells}, why_not)
+def _cache(cells: Iterable[Cell]) -> GroupCache:
+    return GroupCache({(c.key.epilog, c.key.shape, c.key.provider): c for c in cells})
 
 
 def _record(run: AsvRun | None, group: BenchmarkGroup, cells, started, seconds, environment) -> None:
@@ -119,20 +120,52 @@ def _where_and_what(root: str):
 def measure_for_asv(group_name: str, root: str) -> GroupCache:
     """A group's setup_cache: measure it, record every cell's status beside the results of the asv run
     of the checkout at `root`, and return the samples."""
+    group = GROUPS[group_name]
+
+    def measure(stack, tuning):
+        from fusedbench.gpu.bench import measure_group
+
+        cells = measure_group(stack, group, tuning=tuning)
+        return cells, _cache(cells).cells
+
+    return _measured(group, root, _group_keys(group), measure)
+
+
+def measure_mlp_for_asv(group_name: str, root: str) -> GroupCache:
+    """An mlp group's setup_cache, as `measure_for_asv`: the cache's keys are the asv parameters and the clock
+    (fusedbench.gpu.mlp_bench); a tuned run does not apply to the MLP's steps."""
+    from fusedbench.suites import MLP_EPOCH, MLP_GROUPS
+
+    group = MLP_GROUPS[group_name]
+    keys = group.cell_keys()
+
+    def measure(stack, tuning):
+        from fusedbench.gpu import mlp_bench
+
+        if tuning is not None:
+            reason = f"the mlp suite is not tuned ({TUNE_VARIABLE}={tuning.label}); run it without --tune"
+            return [Cell.skipped(key, reason) for key in keys], {}
+        if group.workload == MLP_EPOCH:
+            return mlp_bench.measure_mlp_epochs(stack, group)
+        return mlp_bench.measure_mlp_steps(stack, group)
+
+    return _measured(group, root, keys, measure)
+
+
+def _measured(group, root: str, keys: list[CellKey], measure) -> GroupCache:
+    """Measure a group with `measure(stack, tuning) -> (the record's cells, the cache's cells)`, record it beside
+    the results of the asv run of the checkout at `root`, and hand asv the cache; without a GPU (or under the
+    wrong machine name) every cell of `keys` is recorded skipped with the one line why."""
     from fusedbench.telemetry import TelemetrySampler
 
-    group = GROUPS[group_name]
     started = datetime.now(timezone.utc)
     run, stack, tuning_or_reason = _where_and_what(root)
     if stack is None:
-        cells = [Cell.skipped(key, tuning_or_reason) for key in _group_keys(group)]
-        _record(run, group, cells, started, 0.0, {})
-        return _cache(cells, why_not=f"{group.name}: every cell skipped: {tuning_or_reason}")
-    from fusedbench.gpu.bench import measure_group
-
+        _record(run, group, [Cell.skipped(key, tuning_or_reason) for key in keys], started, 0.0, {})
+        return GroupCache(why_not=f"{group.name}: every cell skipped: {tuning_or_reason}")
     clock = time.perf_counter()
     with TelemetrySampler() as telemetry:
-        cells = measure_group(stack, group, tuning=tuning_or_reason)
+        cells, cached = measure(stack, tuning_or_reason)
     environment = {
         "gpu": telemetry.device_facts(),
         "versions": stack.versions(),
@@ -141,7 +174,7 @@ def measure_for_asv(group_name: str, root: str) -> GroupCache:
     if tuning_or_reason is not None:
         environment["tuning"] = tuning_or_reason.to_json()
     _record(run, group, cells, started, time.perf_counter() - clock, environment)
-    return _cache(cells)
+    return GroupCache(cached)
 
 
 def measure_ceilings_for_asv(kind: str, root: str, dtypes: Sequence[str] = ()) -> GroupCache:

@@ -178,6 +178,11 @@ def command_check(
         check_writable_file(json_path, "--json")
     if suite:
         groups = suite_groups(suite)
+        if not any(g.epilogs for g in groups):
+            raise FusedbenchError(
+                f"suite {suite!r} times the MLP's training step, verified as it is measured (`fusedbench run --suite "
+                f"{suite}`); check verifies epilog cells: pass --suite quick, default or full"
+            )
         epilogs = epilogs or sorted({e for g in groups for e in g.epilogs})
         dtypes = dtypes or sorted({g.dtype for g in groups})
         providers = providers or sorted({p for g in groups for p in g.providers})
@@ -677,7 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="the main job: check, time a suite with asv, write the report (run from the checkout's root)"
     )
-    run.add_argument("--suite", default="default", help="quick, default or full (default: default)")
+    run.add_argument("--suite", default="default", help="quick, default, full or mlp (default: default)")
     run.add_argument(
         "--bench",
         default=None,

@@ -5,6 +5,10 @@ The network is the notebook's: one hidden layer with ReLU, a sigmoid output, bin
 mini-batch SGD. As in the notebook, the loss reported is the mean over batch and classes, while the step is
 the gradient of the sum over classes averaged over the batch: (p - y) / batch at the output's input.
 
+The backward pass computes the gradients of the loss summed over the batch, and the update divides by the
+batch in fp32 (a static loss scale of `batch`): the batch mean of fp16 gradients at a batch of 65,536 would sit
+among fp16's subnormals (below 6e-5) and lose most of its digits. In exact arithmetic the step is the notebook's.
+
 In cuBLASLt's orientation, as the notebook writes it: the hidden layer is relu(W_h @ x.T + b_h) (M = hidden,
 bias of length M: RELU_AUX_BIAS), the output W_o @ h + b_o (BIAS), and the backward pass through ReLU is
 W_o.T @ grad.T masked by ReLU's mask, with the hidden bias's gradient its row sum (DRELU_BGRAD).
@@ -51,24 +55,110 @@ def one_hot(labels: np.ndarray, classes: int = OUTPUTS) -> np.ndarray:
     return out
 
 
-def reference_step(params: dict[str, np.ndarray], x: np.ndarray, target: np.ndarray) -> dict[str, np.ndarray]:
-    """One step's gradients in float64 (and the ReLU mask, and the loss), the maths every version must match."""
-    p = {k: v.astype(np.float64) for k, v in params.items()}
-    x, target = x.astype(np.float64), target.astype(np.float64)
+def reference_step(params: dict[str, np.ndarray], x, target) -> dict:
+    """One step's gradients in float64 (and the ReLU mask, its pre-activation and the loss), the maths every
+    version must match, in the library of `x` (numpy, or cupy for the sizes the GPU benchmarks time). `backward`
+    keeps what `hidden_gradients` needs to redo the hidden layer's gradients under another mask."""
+    xp = _namespace(x)
+    p = {k: xp.asarray(v, dtype=xp.float64) for k, v in params.items()}
+    x, target = x.astype(xp.float64), target.astype(xp.float64)
     pre = p["w_hidden"] @ x.T + p["b_hidden"][:, None]  # (hidden, batch)
     mask = pre > 0
-    hidden = np.where(mask, pre, 0.0)
-    probs = sigmoid(np, (p["w_output"] @ hidden + p["b_output"][:, None]).T)  # (batch, outputs)
+    hidden = xp.where(mask, pre, 0.0)
+    probs = sigmoid(xp, (p["w_output"] @ hidden + p["b_output"][:, None]).T)  # (batch, outputs)
     grad = (probs - target) / len(x)
-    masked = (p["w_output"].T @ grad.T) * mask
-    return {
-        "w_hidden": masked @ x,
-        "b_hidden": masked.sum(axis=1),
+    reference = {
         "w_output": grad.T @ hidden.T,
         "b_output": grad.sum(axis=0),
         "relu_mask": mask,
+        "pre_activation": pre,
         "loss": float(binary_cross_entropy(probs, target)),
+        "backward": {"inputs": x, "output_grad": grad, "output_weights": p["w_output"]},
     }
+    del hidden
+    return reference | hidden_gradients(reference["backward"], mask)
+
+
+def hidden_gradients(backward: dict, mask) -> dict:
+    """The hidden layer's weight and bias gradients in float64 under a ReLU mask. A mask bit whose pre-activation
+    is within rounding of zero may fall either way, and it gates a gradient that is not small: one such bit moves a
+    row of W_h's gradient by a whole batch element's share. So a version is held to the gradients of its own mask,
+    once that mask is shown to agree with the reference wherever the sign is clear."""
+    masked = (backward["output_weights"].T @ backward["output_grad"].T) * mask
+    return {"w_hidden": masked @ backward["inputs"], "b_hidden": masked.sum(axis=1)}
+
+
+# Largest gradient error over the largest reference value, per compute dtype (fp32 accumulates in fp32); the
+# loss's relative error; and a ReLU mask bit may differ only where its pre-activation is within this of zero
+# (relative to the largest), where rounding decides the sign.
+GRADIENT_TOLERANCE = {"fp32": 1e-5, "fp16": 1e-2, "bf16": 4e-2}
+DTYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+@dataclass(frozen=True)
+class GradientCheck:
+    """One version's step against `reference_step`: each gradient's error, the wrong mask bits, what failed."""
+
+    errors: dict[str, float]  # max |got - ref| / max |ref| per parameter; the loss's relative error
+    wrong_mask_bits: int
+    problems: tuple[str, ...]  # empty: the step is right
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_gradients(version: Version, x, target, expected: dict) -> GradientCheck:
+    """Run one step's gradients of `version` (without the update) and compare them with `expected`, the float64
+    reference of the same batch, in the reference's library (numpy, or cupy on the GPU)."""
+    xp = _namespace(expected["w_hidden"])
+    tolerance = GRADIENT_TOLERANCE[version.dtype]
+    got = version.gradients(x, target)
+    problems, errors = [], {}
+    computed = str(version.compute_dtype).split(".")[-1]
+    if computed != DTYPE_NAMES[version.dtype]:
+        problems.append(f"computed in {computed}, not {version.dtype}")
+    pre, wrong = expected["pre_activation"], -1
+    mask = _in(version, xp, got["relu_mask"])
+    if mask.dtype != xp.bool_:  # cuBLASLt's relu_aux: one bit per row, packed along the hidden axis
+        mask = unpack_rows(xp, mask, pre.shape[0])
+    if mask.shape != pre.shape:
+        problems.append(f"relu_mask has shape {mask.shape}, expected {pre.shape}")
+    else:
+        differ = mask != expected["relu_mask"]
+        wrong = int(xp.count_nonzero(differ & (xp.abs(pre) > tolerance * float(xp.abs(pre).max()))))
+        if wrong:
+            problems.append(f"{wrong} of {mask.size} ReLU mask bits wrong")
+        elif differ.any():  # only bits that rounding decides: the gradients of the version's own mask
+            expected = expected | hidden_gradients(expected["backward"], mask)
+    for name in PARAMETERS:
+        value, reference = _in(version, xp, got[name]), expected[name]
+        if value.shape != reference.shape:
+            problems.append(f"{name} has shape {value.shape}, expected {reference.shape}")
+            continue
+        errors[name] = float(xp.abs(value.astype(xp.float64) - reference).max() / xp.abs(reference).max())
+        if not errors[name] <= tolerance:  # NaN fails too
+            problems.append(f"{name} error {errors[name]:.2e} > {tolerance:.0e}")
+    errors["loss"] = abs(float(got["loss"]) - expected["loss"]) / abs(expected["loss"])
+    if not errors["loss"] <= tolerance:
+        problems.append(f"loss error {errors['loss']:.2e} > {tolerance:.0e}")
+    return GradientCheck(errors, wrong, tuple(problems))
+
+
+def unpack_rows(xp, packed, rows: int):
+    """cuBLASLt's bit-packed ReLU mask as bool (rows, columns): bit i of byte (r, c) is row 8r + i of column c."""
+    columns = xp.ascontiguousarray(packed.view(xp.uint8).T)  # each column's bytes in a row (cupy unpacks flat)
+    return xp.unpackbits(columns, bitorder="little").reshape(columns.shape[0], -1).T[:rows].astype(bool)
+
+
+def _in(version: Version, xp, array):
+    """A version's output in the reference's library: numpy through the version's `to_host`, cupy as it is or,
+    from torch, through DLPack (no copy)."""
+    if xp is np:
+        return version.to_host(array)
+    if type(array).__module__.startswith("torch"):
+        return xp.from_dlpack(array.detach().float() if array.is_floating_point() else array.detach())
+    return array
 
 
 def sigmoid(xp, logits):
@@ -123,7 +213,8 @@ def load_digits_dataset(test_fraction: float = 0.2, seed: int = 0) -> Dataset:
 class Version:
     """One way to run the network: forward, backward and the SGD update in its own library. Subclasses set
     `name`, `dtype` and `device` and implement `forward`, `backward`, `to_device`, `to_host`, `master`,
-    `synchronize`; `train_step` and `gradients` are shared (the torch version replaces them with autograd)."""
+    `synchronize`; the gradients and `train_step` are shared (the torch version replaces them with autograd).
+    `compute_dtype` is the dtype its last step computed in."""
 
     name = ""
     device = ""
@@ -154,19 +245,26 @@ class Version:
         """An fp32 array of the version's library in its compute dtype."""
         raise NotImplementedError
 
-    def gradients(self, x, target) -> dict:
-        """One step's gradients (fp32, the version's library) without the update; the ReLU mask as `relu_mask`
-        and the loss as `loss`."""
+    def summed_gradients(self, x, target) -> dict:
+        """The gradients of the loss summed over the batch, in the compute dtype and the version's library, without
+        the update; the ReLU mask as `relu_mask`, the loss (the notebook's mean) as `loss`."""
         probs = self.forward(self.cast(x))
-        grads = self.backward(self.cast((probs.astype(x.dtype) - target) / len(x)))
+        grads = self.backward(self.cast(probs.astype(x.dtype) - target))
+        self.compute_dtype = grads["w_hidden"].dtype
         grads["loss"] = binary_cross_entropy(probs.astype(x.dtype), target)
         return grads
 
+    def gradients(self, x, target) -> dict:
+        """The notebook's gradients (the batch mean) in fp32, what `reference_step` gives; mask and loss as above."""
+        grads = self.summed_gradients(x, target)
+        return grads | {name: grads[name].astype(x.dtype) / len(x) for name in PARAMETERS}
+
     def train_step(self, x, target):
         """Forward, backward, SGD on the fp32 masters; returns the loss (a 0-d array, not synchronised)."""
-        grads = self.gradients(x, target)
+        grads = self.summed_gradients(x, target)
+        rate = LEARNING_RATE / len(x)
         for name, value in self.master().items():
-            value -= LEARNING_RATE * grads[name].astype(value.dtype)
+            value -= rate * grads[name].astype(value.dtype, copy=False)
         return grads["loss"]
 
     def step_kernels(self, x, target) -> dict:
@@ -240,6 +338,7 @@ class Trained:
     step_seconds: float = math.nan
     steps: int = 0
     timed_steps: int = 0  # the steps step_seconds averages: all but the first epoch's, where there are more
+    epoch_seconds: list[float] = field(default_factory=list)  # each epoch's wall clock, the first included
     kernels: dict = field(default_factory=dict)  # Version.step_kernels of one more step, after the test
 
     def _gpu_time(self) -> dict:
@@ -280,18 +379,18 @@ def train(version: Version, data: Dataset, *, epochs: int, batch: int = BATCH, s
         raise FusedbenchError(f"--batch {batch} is more than the {len(data.x_train)} training images; pass less")
     rng = np.random.default_rng(seed)
     x_train, target = version.to_device(data.x_train), version.to_device(one_hot(data.y_train))
-    losses, seconds, timed = [], 0.0, 0
-    for epoch in range(epochs):
+    losses, epoch_seconds = [], []
+    steps_per_epoch = len(data.y_train) // batch
+    for _ in range(epochs):
         order = version.to_device(rng.permutation(len(data.y_train)))
         version.synchronize()
         started = time.perf_counter()
-        for first in range(0, len(order) - batch + 1, batch):
+        for first in range(0, steps_per_epoch * batch, batch):
             chosen = order[first : first + batch]
             losses.append(version.train_step(x_train[chosen], target[chosen]))
         version.synchronize()
-        if epoch > 0 or epochs == 1:
-            seconds += time.perf_counter() - started
-            timed += len(order) // batch
+        epoch_seconds.append(time.perf_counter() - started)
+    timed = epoch_seconds[1:] or epoch_seconds
     predicted = version.predict(version.to_device(data.x_test))
     kernels = version.step_kernels(x_train[:batch], target[:batch])
     return Trained(
@@ -300,8 +399,9 @@ def train(version: Version, data: Dataset, *, epochs: int, batch: int = BATCH, s
         version.device,
         [float(version.to_host(loss)) for loss in losses],
         float((predicted == data.y_test).mean()),
-        seconds / timed if timed else math.nan,
+        sum(timed) / (len(timed) * steps_per_epoch),
         len(losses),
-        timed,
+        len(timed) * steps_per_epoch,
+        epoch_seconds,
         kernels,
     )

@@ -36,7 +36,17 @@ from fusedbench.records import GroupRecord, load_records
 from fusedbench.sampling import PAIRED_SAMPLINGS
 from fusedbench.shapes import parse_shape, shape_label
 from fusedbench.stats import relative_iqr
-from fusedbench.suites import BENCHMARK_MODULE, CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, GROUPS
+from fusedbench.suites import (
+    ACCURACY_TRACK,
+    BENCHMARK_MODULE,
+    CEILING_COPY_BYTES,
+    CEILING_GEMM_SHAPE,
+    EPOCH_TIME,
+    GPU_TIME,
+    GROUPS,
+    MLP_GROUPS,
+    WALL,
+)
 
 COLUMNS = [
     "machine",
@@ -85,6 +95,30 @@ DETAIL_COLUMNS = [
     "paired",  # whether the run sampled in rounds, so sample i of every cell of a workload shares a clock
     "kernel_times",  # the recorded kernels' (name, microseconds), in launch order; () where none were recorded
 ]
+# The mlp suite's cells (benchmarks/mlp.py), a row per cell and run; never in `cells`, which holds epilog cells.
+MLP_COLUMNS = [
+    "machine",
+    "commit",
+    "group",  # MlpStep or MlpEpoch
+    "workload",  # mlp-step or mlp-epoch
+    "layers",  # inputs-hidden-outputs, e.g. 4096-4096-10
+    "inputs",
+    "hidden",
+    "batch",
+    "dtype",
+    "version",  # fused, unfused, textbook, torch
+    "status",
+    "reason",
+    "time_s",  # the wall clock per step (MlpStep) or per epoch (MlpEpoch), asv's median
+    "ci_low_s",
+    "ci_high_s",
+    "samples",
+    "gpu_s",  # a step's kernels' GPU time (CUPTI), median; NaN for an epoch
+    "host_overhead_s",  # time_s - gpu_s: what the host adds to a step beyond its kernels
+    "kernels",  # kernels per step (the median recorded step's)
+    "test_accuracy",  # MlpEpoch: after the timed training
+    "started_ms",  # when asv started the group's benchmark: the newest run of a machine is the one to show
+]
 NO_REASON = "asv skipped it; no fusedbench record gives the reason"
 NO_TIME = "asv recorded no time for a cell the measurement timed (the asv run failed or was interrupted)"
 
@@ -98,6 +132,7 @@ class ResultSet:
     records: list[GroupRecord]  # oldest first
     problems: list[str]  # one line per file or folder that could not be read fully, naming what was lost
     detail: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DETAIL_COLUMNS))  # per cell
+    mlp: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MLP_COLUMNS))  # the mlp suite's cells
 
 
 def _machine_folders(results_dir: str, problems: list[str]):
@@ -156,6 +191,18 @@ def _median_times(result, key: str) -> dict[tuple, float]:
     return {combo: _number(value) for combo, value in zip(_parameter_sets(result, key), values, strict=True)}
 
 
+def _benchmark_results(result, benchmark: str) -> dict[tuple, tuple]:
+    """Per parameter set of one benchmark: (asv's median, its stats, its samples); ValueError where they disagree."""
+    params = result.get_result_params(benchmark)
+    combos = _parameter_sets(result, benchmark)
+    values = result.get_result_value(benchmark, params)
+    stats = result.get_result_stats(benchmark, params)
+    samples = result.get_result_samples(benchmark, params) or [None] * len(combos)
+    if not len(combos) == len(values) == len(stats) == len(samples):
+        raise ValueError(f"{benchmark} has {len(combos)} parameter sets but {len(values)} results")
+    return {c: (value, stat, sample) for c, value, stat, sample in zip(combos, values, stats, samples, strict=True)}
+
+
 def _number(value) -> float:
     return math.nan if value is None else float(value)
 
@@ -200,6 +247,7 @@ class _Run:
     rows: list = field(default_factory=list)
     detail: list = field(default_factory=list)  # each row's DETAIL_COLUMNS
     problems: list = field(default_factory=list)
+    mlp: list = field(default_factory=list)  # MLP_COLUMNS rows
 
 
 def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[GroupRecord]]) -> _Run:
@@ -220,6 +268,7 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
         )
     unrecorded: dict[str, int] = {}
     dirty: set[str] = set()
+    read.mlp = _mlp_rows(result, by_group, unrecorded, dirty)
     for benchmark in sorted(result.get_all_result_keys()):
         parts = benchmark.split(".")
         if parts[0] != BENCHMARK_MODULE or parts[1] not in GROUPS:
@@ -229,14 +278,7 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
         if record is not None and record.dirty:
             dirty.add(group.name)
         recorded = {} if record is None else {c.key.at("", ""): c for c in record.cells}
-        params = result.get_result_params(benchmark)
-        combos = _parameter_sets(result, benchmark)
-        values = result.get_result_value(benchmark, params)
-        stats = result.get_result_stats(benchmark, params)
-        samples = result.get_result_samples(benchmark, params) or [None] * len(combos)
-        if not len(combos) == len(values) == len(stats) == len(samples):
-            raise ValueError(f"{benchmark} has {len(combos)} parameter sets but {len(values)} results")
-        for combo, value, stat, sample in zip(combos, values, stats, samples, strict=True):
+        for combo, (value, stat, sample) in _benchmark_results(result, benchmark).items():
             epilog, shape, provider = combo
             key = CellKey(epilog, group.dtype, *parse_shape(shape), provider, machine, commit)
             cell = cell_of(key, _number(value), sample, recorded.get(key.at("", "")))
@@ -266,6 +308,58 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
     return read
 
 
+def _mlp_rows(result, by_group, unrecorded: dict[str, int], dirty: set[str]) -> list[dict]:
+    """The mlp suite's cells of one asv results file (MLP_COLUMNS), each with its record's status and provenance."""
+    machine, commit, rows = result.params["machine"], result.commit_hash, []
+    recorded_benchmarks = set(result.get_all_result_keys())
+    for group in MLP_GROUPS.values():
+        clocks = {
+            clock: _benchmark_results(result, name) if name in recorded_benchmarks else {}
+            for clock, name in group.benchmarks.items()
+        }
+        if not any(clocks.values()):
+            continue
+        first = group.benchmarks[next(iter(group.benchmarks))]
+        record = record_of(by_group.get((machine, commit, group.name), []), result.started_at.get(first))
+        if record is not None and record.dirty:
+            dirty.add(group.name)
+        recorded = {} if record is None else {c.key.at("", ""): c for c in record.cells}
+        timed = clocks.get(WALL) or clocks.get(EPOCH_TIME, {})
+        for combination in group.combinations():
+            params = group.asv_params(*combination)
+            value, stat, sample = timed.get(params, (None, None, None))
+            key = group.cell_key(*combination)
+            cell = cell_of(key.at(machine, commit), _number(value), sample, recorded.get(key))
+            if record is None and not cell.ok:
+                unrecorded[group.name] = unrecorded.get(group.name, 0) + 1
+            gpu = _number(clocks.get(GPU_TIME, {}).get(params, (None,))[0])
+            time = _number(value) if cell.ok else math.nan
+            kernels = kernel_times(cell)
+            described = cell.to_json(samples=False)  # the key, status and reason in the model's own form
+            rows.append(
+                {
+                    "group": group.name,
+                    "workload": group.workload,
+                    "layers": combination[0],
+                    "inputs": key.k,
+                    "hidden": key.m,
+                    "batch": key.n,
+                    "version": key.provider,
+                    **{name: described[name] for name in ("machine", "commit", "dtype", "status", "reason")},
+                    "time_s": time,
+                    "ci_low_s": _number(stat.get("ci_99_a")) if stat and cell.ok else math.nan,
+                    "ci_high_s": _number(stat.get("ci_99_b")) if stat and cell.ok else math.nan,
+                    "samples": len(cell.samples),
+                    "gpu_s": gpu if cell.ok else math.nan,
+                    "host_overhead_s": time - gpu if cell.ok else math.nan,
+                    "kernels": len(kernels) if kernels else math.nan,
+                    "test_accuracy": _number(clocks.get(ACCURACY_TRACK, {}).get(params, (None,))[0]),
+                    "started_ms": result.started_at.get(first),
+                }
+            )
+    return [{column: row[column] for column in MLP_COLUMNS} for row in rows]
+
+
 def load_results(results_dir: str) -> ResultSet:
     """Read every asv results file (and every fusedbench record) under `results_dir`."""
     if not os.path.isdir(results_dir):
@@ -277,7 +371,7 @@ def load_results(results_dir: str) -> ResultSet:
     by_group: dict[tuple[str, str, str], list[GroupRecord]] = {}
     for record in records:
         by_group.setdefault((record.machine, record.commit, record.group), []).append(record)
-    rows, detail, ceiling_rows, files, readable = [], [], [], 0, 0
+    rows, detail, ceiling_rows, mlp, files, readable = [], [], [], [], 0, 0
     for path, result in _asv_results(results_dir, problems):
         files += 1
         try:
@@ -291,9 +385,10 @@ def load_results(results_dir: str) -> ResultSet:
             continue
         ceiling_rows += read.ceilings
         rows += read.rows
+        mlp += read.mlp
         detail += read.detail
         problems += read.problems
-    if readable and not rows:
+    if readable and not rows and not mlp:
         raise FusedbenchError(
             f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
         )
@@ -307,7 +402,12 @@ def load_results(results_dir: str) -> ResultSet:
     floored = pass_bandwidths(floored, details["kernel_times"], floored["copy_tbps"])
     cells = floored.assign(flags=flags(floored), kernels=floored["kernels"].astype("Int64"))[COLUMNS]
     return ResultSet(
-        cells=cells, ceilings=roofs, records=records, problems=problems, detail=details.set_index(cells.index)
+        cells=cells,
+        ceilings=roofs,
+        records=records,
+        problems=problems,
+        detail=details.set_index(cells.index),
+        mlp=pd.DataFrame(mlp, columns=MLP_COLUMNS).astype({"kernels": "Int64"}),
     )
 
 

@@ -28,7 +28,14 @@ from fusedbench.machine import machine_name, register_asv_machine
 from fusedbench.model import FormatError, Status, count_by_status, format_counts
 from fusedbench.progress import PROGRESS_DIR_VARIABLE, ProgressEcho
 from fusedbench.records import RECORD_SUFFIX, read_record_file
-from fusedbench.suites import CEILINGS_REGEX, BenchmarkGroup, group_bench_regex, select_groups
+from fusedbench.suites import (
+    BENCHMARK_MODULE,
+    CEILINGS_REGEX,
+    BenchmarkGroup,
+    MlpGroup,
+    group_bench_regex,
+    select_groups,
+)
 from fusedbench.tuning import SETTINGS, TUNE_VARIABLE, Tuning
 
 LAUNCH_METHODS = ("forkserver", "spawn")
@@ -63,15 +70,21 @@ def asv_command(
     ]
 
 
-def run_targets(groups: list[BenchmarkGroup]) -> list[tuple[str, str, int]]:
-    """(label, asv --bench regex, cells) per asv invocation: the ceilings first, then each group.
+def run_targets(groups: list[BenchmarkGroup | MlpGroup]) -> list[tuple[str, str, int]]:
+    """(label, asv --bench regex, cells) per asv invocation: the ceilings first where cells need them (their
+    floors), then each group.
 
     asv saves a run's results only when the run ends, so one invocation per group means an
     interrupt loses at most the group in progress.
     """
-    targets = [("ceilings", CEILINGS_REGEX, 2)]
-    targets += [(g.name, group_bench_regex(g.name), g.cell_count) for g in groups]
+    targets = [("ceilings", CEILINGS_REGEX, 2)] if _cell_groups(groups) else []
+    targets += [(g.name, group_bench_regex(g), g.cell_count) for g in groups]
     return targets
+
+
+def _cell_groups(groups: list[BenchmarkGroup | MlpGroup]) -> list[BenchmarkGroup]:
+    """The groups of epilog cells (the mlp suite's verify their steps as they measure them)."""
+    return [g for g in groups if g.module == BENCHMARK_MODULE]
 
 
 class KeptResults:
@@ -133,11 +146,14 @@ def run_suite(
     """Check, then time the suite with asv, a group at a time; returns the worst asv exit code (1: check failed).
 
     With a `tuning`, one provider is checked and timed tuned, under the tuned run's own machine."""
-    from fusedbench.check import run_check
     from fusedbench.gpu import load_gpu_stack
     from fusedbench.telemetry import nvml_device
 
     groups = select_groups(suite, bench)  # a bad suite or --bench fails here, before anything else
+    if tuning is not None and not _cell_groups(groups):
+        raise FusedbenchError(
+            f"--tune {tuning.label} tunes epilog cells; suite {suite!r} has none: run it without --tune"
+        )
     if launch_method not in LAUNCH_METHODS:
         raise FusedbenchError(f"unknown launch method {launch_method!r}; choose from {', '.join(LAUNCH_METHODS)}")
     stack = load_gpu_stack("fusedbench run")  # raises GpuUnavailable: the CLI says what to do instead
@@ -147,21 +163,9 @@ def run_suite(
         machine = tuning.machine(machine)
         echo(f"tuned run ({tuning.label}: {SETTINGS[tuning.setting]}), kept apart as machine {machine}")
 
-    echo(f"checking the epilogs and dtypes of suite {suite!r} against float64 on {stack.device_name}")
-    report = run_check(
-        shapes="small",
-        epilogs=sorted({e for g in groups for e in g.epilogs}),
-        dtypes=sorted({g.dtype for g in groups}),
-        providers=sorted({p for g in groups for p in g.providers}),
-        tuning=tuning,
-    )
-    failed = [c for c in report.cells if c.status is Status.FAILED]
-    if failed:
-        for cell in failed[:10]:
-            echo(f"FAILED {cell.key.epilog}/{cell.key.dtype}/{cell.key.shape}/{cell.key.provider}: {cell.reason}")
-        echo(f"{len(failed)} cells failed the check; nothing was timed (run `fusedbench check` for the table)")
+    cell_groups = _cell_groups(groups)
+    if cell_groups and check_cells(cell_groups, suite=suite, device=stack.device_name, tuning=tuning, echo=echo):
         return 1
-    echo(f"check: {len(report.cells)} cells, none failed")
 
     register_asv_machine(machine, cwd=repo)
     results_folder = os.path.join(asv_results_dir(repo), machine)
@@ -175,8 +179,8 @@ def run_suite(
             environment[TUNE_VARIABLE] = tuning.label
         if "PYTHONPATH" in environment:  # asv drops PYTHONPATH unless it comes as ASV_PYTHONPATH
             environment.setdefault("ASV_PYTHONPATH", environment["PYTHONPATH"])
-        cells = sum(count for _, _, count in targets[1:])
-        echo(f"timing suite {suite!r}: {len(targets) - 1} groups, {cells} cells, as machine {machine}")
+        cells = sum(g.cell_count for g in groups)
+        echo(f"timing suite {suite!r}: {len(groups)} groups, {cells} cells, as machine {machine}")
         wall = time.perf_counter()
         progress = ProgressEcho(progress_dir, echo)
         progress.start()
@@ -207,6 +211,29 @@ def run_suite(
     echo(f"asv finished in {wall:.0f} s (exit codes {codes}); results and records in {results_folder}")
     write_run_report(repo, echo)
     return code
+
+
+def check_cells(groups: list[BenchmarkGroup], *, suite: str, device: str, tuning: Tuning | None, echo) -> int:
+    """Check the epilogs, dtypes and providers the groups time against float64 at small shapes: the number of
+    cells that failed (each named; nothing is timed then)."""
+    from fusedbench.check import run_check
+
+    echo(f"checking the epilogs and dtypes of suite {suite!r} against float64 on {device}")
+    report = run_check(
+        shapes="small",
+        epilogs=sorted({e for g in groups for e in g.epilogs}),
+        dtypes=sorted({g.dtype for g in groups}),
+        providers=sorted({p for g in groups for p in g.providers}),
+        tuning=tuning,
+    )
+    failed = [c for c in report.cells if c.status is Status.FAILED]
+    for cell in failed[:10]:
+        echo(f"FAILED {cell.key.epilog}/{cell.key.dtype}/{cell.key.shape}/{cell.key.provider}: {cell.reason}")
+    if failed:
+        echo(f"{len(failed)} cells failed the check; nothing was timed (run `fusedbench check` for the table)")
+    else:
+        echo(f"check: {len(report.cells)} cells, none failed")
+    return len(failed)
 
 
 def write_run_report(repo: str, echo: Callable[[str], None]) -> None:

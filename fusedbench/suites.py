@@ -1,25 +1,33 @@
-"""Benchmark groups, the named suites (quick, default, full) that select them, and the ceilings.
+"""Benchmark groups, the named suites (quick, default, full, mlp) that select them, and the ceilings.
 
 A group is one asv benchmark class: one dtype, one shape set, a list of epilogs and providers.
 asv starts a process for every parameter combination, and a CUDA context plus the GPU
 libraries cost seconds to start, so each group is measured in one process (asv's
 `setup_cache`) and each cell's process only hands its recorded samples to asv. A suite is a
 list of groups; `fusedbench run` hands asv one group at a time.
+
+The mlp suite's groups (`MlpGroup`, benchmarks/mlp.py) time the seed notebook's whole training step
+(fusedbench.mlp) instead of one GEMM: they are not epilog cells, and nothing that reads cells reads them.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.errors import FusedbenchError
+from fusedbench.mlp_settings import DEFAULT_EPOCHS
+from fusedbench.model import CellKey
 from fusedbench.providers import LADDER, PROVIDERS
 from fusedbench.shapes import SHAPE_SETS, shape_set
 from fusedbench.workloads import Workload, build_workloads
 
 BENCHMARK_MODULE = "cells"  # benchmarks/cells.py
+MLP_MODULE = "mlp"  # benchmarks/mlp.py
 
 # The ceilings every run measures beside its cells (benchmarks/ceilings.py): a dense GEMM large
 # enough to reach the machine's rate, and a device-to-device copy large enough for HBM bandwidth.
@@ -61,6 +69,8 @@ ASV_VERSIONS = {
         CELLS_REVISION,
     ),
     "Blog": BLOG_REVISION,
+    "MlpStep": "1: wall clock and kernel time of one verified training step, fp32 masters, loss summed over the batch",
+    "MlpEpoch": "1: wall clock of each epoch on digits after the first, at the notebook's sizes",
 }
 
 
@@ -73,6 +83,7 @@ class BenchmarkGroup:
     shape_set: str
     epilogs: tuple[str, ...]
     providers: tuple[str, ...]
+    module: ClassVar[str] = BENCHMARK_MODULE
 
     def workloads(self) -> list[Workload]:
         return build_workloads(epilogs=self.epilogs, dtypes=[self.dtype], shapes=shape_set(self.shape_set))
@@ -115,6 +126,106 @@ GROUPS: dict[str, BenchmarkGroup] = {
     )
 }
 
+# The mlp suite: the notebook's network (inputs-hidden-outputs) from its own size to LLM-sized layers, at
+# batches from the notebook's 256 to 65,536. A step costs about 4 x batch x inputs x hidden FLOPs.
+MLP_LAYERS = ("64-30-10", "1024-1024-10", "4096-4096-10", "8192-16384-10")
+MLP_BATCHES = (256, 4096, 65536)
+MLP_DTYPES = ("fp32", "fp16", "bf16")
+MLP_VERSIONS = ("fused", "unfused", "textbook", "torch")  # fusedbench.gpu.mlp
+MLP_STEP = "mlp-step"  # the workload name an MLP cell's key carries in place of an epilog
+MLP_EPOCH = "mlp-epoch"
+MLP_EPOCHS = (
+    DEFAULT_EPOCHS  # the epoch group trains as long as `fusedbench mlp`; every epoch after the first is a sample
+)
+# The clocks an MLP cell is timed by (benchmarks/mlp.py): a step's wall clock, its kernels' GPU time, an epoch's wall.
+WALL, GPU_TIME, EPOCH_TIME = "wall", "gpu", "epoch"
+# fp32 without TF32 runs at a tenth of fp16's rate: its largest step alone would cost a minute of the suite's
+# three, so fp32 stops a batch short there (fp16 and bf16 time it).
+MLP_LEFT_OUT = {("8192-16384-10", 65536, "fp32"): "left out of the grid: fp32 (no TF32) at 35 TFLOP a step would "
+                "take a minute of the mlp suite's 3-minute budget; fp16 and bf16 time this size"}  # fmt: skip
+
+
+def mlp_layers(label: str) -> tuple[int, int, int]:
+    """'64-30-10' -> (inputs, hidden, outputs)."""
+    inputs, hidden, outputs = (int(width) for width in label.split("-"))
+    return inputs, hidden, outputs
+
+
+@dataclass(frozen=True)
+class MlpGroup:
+    """One asv class of the mlp suite: a training-step workload at every layers x batch x dtype x version."""
+
+    name: str  # the asv class name, e.g. "MlpStep"
+    workload: str  # MLP_STEP or MLP_EPOCH
+    layers: tuple[str, ...]
+    batches: tuple[int, ...]
+    param_names: tuple[str, ...]  # asv's parameters, of "layers", "batch", "dtype", "version"
+    benchmarks: dict[str, str]  # clock -> the asv benchmark that records it (benchmarks/mlp.py)
+    dtypes: tuple[str, ...] = MLP_DTYPES
+    providers: tuple[str, ...] = MLP_VERSIONS  # the versions
+    epilogs: ClassVar[tuple[str, ...]] = ()  # verified as measured (fusedbench.mlp.check_gradients), not by check
+    module: ClassVar[str] = MLP_MODULE
+
+    @property
+    def dtype(self) -> str:
+        return ", ".join(self.dtypes)
+
+    @property
+    def shape_set(self) -> str:
+        return f"{' '.join(self.layers)} at batch {', '.join(map(str, self.batches))}"
+
+    def combinations(self) -> list[tuple[str, int, str, str]]:
+        """(layers, batch, dtype, version) of every cell, in asv's parameter order."""
+        return list(itertools.product(self.layers, self.batches, self.dtypes, self.providers))
+
+    def params(self) -> list[list]:
+        """asv's parameter lists, in `param_names` order."""
+        values = {"layers": self.layers, "batch": self.batches, "dtype": self.dtypes, "version": self.providers}
+        return [list(values[name]) for name in self.param_names]
+
+    def asv_params(self, layers: str, batch: int, dtype: str, version: str) -> tuple:
+        """One cell's asv parameter values."""
+        values = {"layers": layers, "batch": batch, "dtype": dtype, "version": version}
+        return tuple(values[name] for name in self.param_names)
+
+    def cell_key(self, layers: str, batch: int, dtype: str, version: str) -> CellKey:
+        """An MLP cell's key: the workload in place of an epilog, the hidden layer's GEMM (hidden, inputs) x
+        (inputs, batch) as the shape, the version as the provider."""
+        inputs, hidden, _ = mlp_layers(layers)
+        return CellKey(self.workload, dtype, hidden, inputs, batch, version)
+
+    def cell_keys(self) -> list[CellKey]:
+        return [self.cell_key(*combination) for combination in self.combinations()]
+
+    @property
+    def cell_count(self) -> int:
+        return len(self.combinations())
+
+    @property
+    def asv_version(self) -> str:
+        return ASV_VERSIONS[self.name]
+
+
+ACCURACY_TRACK = "accuracy"  # the epoch group's test accuracy, an asv track beside its time
+MLP_GROUPS: dict[str, MlpGroup] = {
+    "MlpStep": MlpGroup(
+        "MlpStep",
+        MLP_STEP,
+        MLP_LAYERS,
+        MLP_BATCHES,
+        ("layers", "batch", "dtype", "version"),
+        {WALL: "mlp.MlpStep.time_step", GPU_TIME: "mlp.MlpStep.time_step_gpu"},
+    ),
+    "MlpEpoch": MlpGroup(  # sklearn's digits at the notebook's batch
+        "MlpEpoch",
+        MLP_EPOCH,
+        MLP_LAYERS[:1],
+        (256,),
+        ("dtype", "version"),
+        {EPOCH_TIME: "mlp.MlpEpoch.time_epoch", ACCURACY_TRACK: "mlp.MlpEpoch.track_test_accuracy"},
+    ),
+}
+
 # Groups that time a control beside the provider it checks, apart from the ladder's speedups.
 CONTROL_GROUPS = frozenset(name for name, group in GROUPS.items() if any(PROVIDERS[p].control for p in group.providers))
 
@@ -127,18 +238,19 @@ SUITES: dict[str, tuple[str, ...]] = {
         "Blog",
     ),
     "full": tuple(name for name in GROUPS if name != "Quick"),
+    "mlp": tuple(MLP_GROUPS),
 }
 
 
-def suite_groups(suite: str) -> list[BenchmarkGroup]:
+def suite_groups(suite: str) -> list[BenchmarkGroup | MlpGroup]:
     """The groups of a named suite, with an error that lists the valid names."""
     try:
-        return [GROUPS[name] for name in SUITES[suite]]
+        return [GROUPS.get(name) or MLP_GROUPS[name] for name in SUITES[suite]]
     except KeyError:
         raise FusedbenchError(f"unknown suite {suite!r}; choose from {', '.join(SUITES)}") from None
 
 
-def select_groups(suite: str, bench: str | None) -> list[BenchmarkGroup]:
+def select_groups(suite: str, bench: str | None) -> list[BenchmarkGroup | MlpGroup]:
     """The suite's groups whose class name matches the regular expression `bench` (all without one)."""
     groups = suite_groups(suite)
     if bench is None:
@@ -156,12 +268,14 @@ def select_groups(suite: str, bench: str | None) -> list[BenchmarkGroup]:
     return chosen
 
 
-def group_bench_regex(name: str) -> str:
+def group_bench_regex(group: BenchmarkGroup | MlpGroup) -> str:
     """asv's --bench expression for one group's class."""
-    return rf"^{BENCHMARK_MODULE}\.{re.escape(name)}\."
+    return rf"^{group.module}\.{re.escape(group.name)}\."
 
 
 def suite_bench_regex(suite: str) -> str:
-    """One asv --bench expression for a whole suite: its groups' classes and the ceilings."""
-    names = "|".join(re.escape(g.name) for g in suite_groups(suite))
-    return rf"^(ceilings\.|{BENCHMARK_MODULE}\.({names})\.)"
+    """One asv --bench expression for a whole suite: its groups' classes, and the ceilings its cells need."""
+    groups = suite_groups(suite)
+    classes = [rf"{g.module}\.{re.escape(g.name)}\." for g in groups]
+    ceilings = [r"ceilings\."] if any(g.module == BENCHMARK_MODULE for g in groups) else []
+    return rf"^({'|'.join(ceilings + classes)})"

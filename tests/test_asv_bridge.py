@@ -9,7 +9,7 @@ import fusedbench.asv_bridge as bridge
 from fusedbench.errors import GpuUnavailable
 from fusedbench.model import Status
 from fusedbench.records import load_records
-from fusedbench.suites import GROUPS
+from fusedbench.suites import GROUPS, MLP_GROUPS
 
 NO_CUPY = "the fusedbench asv suite needs cupy (No module named 'cupy'); install fusedbench[cu12] or fusedbench[cu13]"
 
@@ -33,11 +33,23 @@ def test_without_a_gpu_every_cell_is_skipped_with_one_line_and_recorded(asv_chec
     monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", no_gpu)
     cache = bridge.measure_for_asv("Quick", str(asv_checkout))
     assert cache.why_not == f"Quick: every cell skipped: no GPU: {NO_CUPY}"
-    assert len(cache.cells) == GROUPS["Quick"].cell_count
-    assert {c.status for c in cache.cells.values()} == {Status.SKIPPED}
+    assert cache.cells == {}  # every cell's process skips
     (record,), problems = load_records(str(asv_checkout / "results"))
     assert problems == [] and (record.machine, record.group) == ("vm", "Quick")
+    assert len(record.cells) == GROUPS["Quick"].cell_count and {c.status for c in record.cells} == {Status.SKIPPED}
     assert {c.reason for c in record.cells} == {f"no GPU: {NO_CUPY}"}  # `fusedbench table` shows why
+
+
+def test_without_a_gpu_every_mlp_cell_is_recorded_skipped_under_its_workload(asv_checkout, monkeypatch):
+    import fusedbench.gpu
+
+    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", no_gpu)
+    cache = bridge.measure_mlp_for_asv("MlpStep", str(asv_checkout))
+    assert cache.why_not == f"MlpStep: every cell skipped: no GPU: {NO_CUPY}" and cache.cells == {}
+    (record,), _ = load_records(str(asv_checkout / "results"))
+    assert record.group == "MlpStep" and len(record.cells) == MLP_GROUPS["MlpStep"].cell_count
+    first = record.cells[0].key
+    assert (first.epilog, first.m, first.k, first.n, first.provider) == ("mlp-step", 30, 64, 256, "fused")
 
 
 def test_a_run_recorded_under_another_name_than_the_gpus_measures_nothing(asv_checkout, monkeypatch):

@@ -1,6 +1,7 @@
 """The asv suite hands the recorded GPU samples to asv unchanged (driven through asv_runner, no GPU)."""
 
 import os
+from dataclasses import replace
 
 import pytest
 from asv_runner.discovery import get_benchmark_from_name
@@ -9,7 +10,7 @@ from fusedbench.asv_bridge import GroupCache, ReplayClock
 from fusedbench.model import Cell, CellKey
 from fusedbench.providers import PROVIDERS
 from fusedbench.sampling import SAMPLES
-from fusedbench.suites import ASV_VERSIONS, GROUPS
+from fusedbench.suites import ASV_VERSIONS, EPOCH_TIME, GPU_TIME, GROUPS, MLP_EPOCHS, MLP_GROUPS, WALL
 
 BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
 SEED = "(65536,16384)x(16384,8192)"
@@ -76,8 +77,10 @@ def test_every_group_has_a_class_with_its_own_setup_cache_and_explicit_version()
     benchmarks = list(disc_benchmarks(BENCHMARKS))
     classes = {b.name.split(".")[1] for b in benchmarks if b.name.startswith("cells.")}
     assert classes == set(GROUPS)
-    keys = [get_setup_cache_key(b._setup_cache) for b in benchmarks]
-    assert len(keys) == len(set(keys))  # asv shares a cache between benchmarks with the same key
+    keys = {b.name.rsplit(".", 1)[0]: get_setup_cache_key(b._setup_cache) for b in benchmarks}
+    assert len(keys) == len(set(keys.values()))  # asv shares a cache between benchmarks with the same key ...
+    assert len(keys) == len({b.name.rsplit(".", 1)[0] for b in benchmarks})  # ... as it should within a class
+    assert {name.split(".")[1] for name in keys if name.startswith("mlp.")} == set(MLP_GROUPS)
     versions = {b.name.split(".")[1]: b.version for b in benchmarks}
     assert versions == ASV_VERSIONS  # never the hash of the source, which a refactor changes
 
@@ -96,3 +99,41 @@ def test_replay_clock_turns_each_call_into_the_next_recorded_sample():
     clock.load("other cell", [1.0])
     clock.advance()
     assert clock.now() == 1.75
+
+
+def mlp_cache() -> GroupCache:
+    """MlpStep's first cell timed by both clocks, its second refused; MlpEpoch's first trained."""
+    step, epoch = MLP_GROUPS["MlpStep"], MLP_GROUPS["MlpEpoch"]
+    fused = step.cell_key("64-30-10", 256, "fp32", "fused")
+    trained = replace(Cell.measured(epoch.cell_key("64-30-10", 256, "fp32", "fused"), [0.006] * (MLP_EPOCHS - 1)),
+                      provenance={"test_accuracy": 0.964})  # fmt: skip
+    return GroupCache(
+        {
+            ("64-30-10", 256, "fp32", "fused", WALL): Cell.measured(fused, [0.002] * SAMPLES),
+            ("64-30-10", 256, "fp32", "fused", GPU_TIME): Cell.measured(fused, [0.0001] * SAMPLES),
+            ("64-30-10", 256, "fp32", "unfused", WALL): Cell.refused(fused, "no"),
+            ("fp32", "fused", EPOCH_TIME): trained,
+        }
+    )
+
+
+def test_an_mlp_step_replays_its_wall_clock_and_its_gpu_time_as_two_benchmarks():
+    assert run_cell("mlp.MlpStep.time_step-0", mlp_cache())["samples"] == pytest.approx([0.002] * SAMPLES)
+    assert run_cell("mlp.MlpStep.time_step_gpu-0", mlp_cache())["samples"] == pytest.approx([0.0001] * SAMPLES)
+    assert run_cell("mlp.MlpStep.time_step-1", mlp_cache()) is None  # refused: skipped
+    assert run_cell("mlp.MlpStep.time_step_gpu-1", mlp_cache()) is None  # no GPU clock either
+
+
+def test_an_mlp_epoch_replays_every_epoch_after_the_first_and_tracks_the_test_accuracy():
+    assert len(run_cell("mlp.MlpEpoch.time_epoch-0", mlp_cache())["samples"]) == MLP_EPOCHS - 1
+    assert run_cell("mlp.MlpEpoch.track_test_accuracy-0", mlp_cache()) == 0.964
+    assert run_cell("mlp.MlpEpoch.track_test_accuracy-1", mlp_cache()) is None  # fp32 unfused: not trained
+
+
+def test_each_mlp_groups_benchmarks_are_the_ones_results_reads():
+    from asv_runner.discovery import disc_benchmarks
+
+    names = {b.name for b in disc_benchmarks(BENCHMARKS)}
+    assert {name for g in MLP_GROUPS.values() for name in g.benchmarks.values()} == {
+        n for n in names if n.startswith("mlp.")
+    }

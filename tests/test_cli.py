@@ -215,7 +215,9 @@ def test_machine_without_a_gpu_is_one_line(capsys, monkeypatch):
 def test_list_gives_the_asv_bench_expression_of_a_suite(capsys):
     from fusedbench.suites import suite_bench_regex
 
-    assert run_cli(capsys, "list", "--asv-bench", "quick") == (0, r"^(ceilings\.|cells\.(Quick)\.)" + "\n", "")
+    assert run_cli(capsys, "list", "--asv-bench", "quick") == (0, r"^(ceilings\.|cells\.Quick\.)" + "\n", "")
+    mlp = r"^(mlp\.MlpStep\.|mlp\.MlpEpoch\.)" + "\n"  # no ceilings: the MLP's steps have no floors
+    assert run_cli(capsys, "list", "--asv-bench", "mlp")[1] == mlp
     assert run_cli(capsys, "list", "--asv-bench", "default")[1] == suite_bench_regex("default") + "\n"
     code, _, err = run_cli(capsys, "list", "--asv-bench", "huge")
     assert code == 2 and err.startswith("error: unknown suite 'huge'")

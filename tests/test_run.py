@@ -282,3 +282,29 @@ def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned
     assert checked == [tuning, None]
     assert set(seen[:2]) == {(f"{MACHINE}-tuned-fused-algorithm-3", "fused:algorithm=3")}
     assert set(seen[2:]) == {(MACHINE, None)}
+
+
+def test_the_mlp_suite_runs_its_groups_unchecked_and_without_ceilings(checkout, fake_gpu, monkeypatch):
+    """Its steps are verified as they are measured: no epilog check, no ceilings (nothing has a floor)."""
+    import fusedbench.check
+    from fusedbench.tuning import parse_tuning
+
+    monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
+    monkeypatch.setattr(fusedbench.check, "run_check", lambda **kw: pytest.fail("the mlp suite ran the epilog check"))
+    invoked = fake_asv(monkeypatch, lambda label, folder: 0)
+    echoed = []
+    assert (
+        fake_gpu.run_suite(suite="mlp", bench=None, launch_method="spawn", repo=str(checkout), echo=echoed.append) == 0
+    )
+    assert invoked == ["MlpStep", "MlpEpoch"]
+    assert "timing suite 'mlp': 2 groups, 156 cells" in "\n".join(echoed)
+    with pytest.raises(FusedbenchError, match="tunes epilog cells; suite 'mlp' has none: run it without --tune"):
+        fake_gpu.run_suite(suite="mlp", bench=None, launch_method="spawn", repo=str(checkout), echo=print,
+                           tuning=parse_tuning("fused:algorithm=3"))  # fmt: skip
+
+
+def test_check_of_the_mlp_suite_says_where_its_steps_are_verified(capsys):
+    from fusedbench.cli import main
+
+    assert main(["check", "--suite", "mlp"]) == 2
+    assert "check verifies epilog cells: pass --suite quick, default or full" in capsys.readouterr().err

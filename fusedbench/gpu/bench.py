@@ -36,7 +36,7 @@ WARMUP_SECONDS = 0.05  # and at least this much GPU time: raises the SM clock af
 MEMORY_HEADROOM = 6
 
 
-def _free_bytes(stack: GpuStack) -> int:
+def free_bytes(stack: GpuStack) -> int:
     """Free device memory after returning every cached block to the driver."""
     stack.cupy.get_default_memory_pool().free_all_blocks()
     if stack.torch is not None:
@@ -58,10 +58,10 @@ def measure_group(stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0, tuni
     cells: list[Cell] = []
     for index, workload in enumerate(group.workloads()):
         keys = workload.cell_keys(group.providers)
-        free, needed = _free_bytes(stack), _needed_bytes(workload)
+        free, needed = free_bytes(stack), _needed_bytes(workload)
         if needed > free:  # collect cycles only then: gc.collect() costs 0.1 s with torch loaded
             gc.collect()
-            free = _free_bytes(stack)
+            free = free_bytes(stack)
         if needed > free:
             reason = f"needs about {needed / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free on {stack.device_name}"
             cells.extend(Cell.skipped(key, reason) for key in keys)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from fusedbench.errors import FusedbenchError
-from fusedbench.mlp import ArrayNet, Version, binary_cross_entropy, sigmoid
+from fusedbench.mlp import PARAMETERS, ArrayNet, Version, binary_cross_entropy, sigmoid
 from fusedbench.mlp_settings import LEARNING_RATE
 
 CUPY_DTYPES = ArrayNet.dtypes  # numpy's and cupy's: fp32 and fp16
@@ -213,11 +213,11 @@ class TorchNet(Version):
         with self.torch.no_grad():
             return self.torch.sigmoid(self._logits(x))
 
-    def gradients(self, x, target) -> dict:
+    def summed_gradients(self, x, target) -> dict:
         self.optimizer.zero_grad(set_to_none=True)
         logits = self._logits(x)
-        # The notebook's loss for the gradient: BCE summed over classes, averaged over the batch.
-        loss = self.torch.nn.functional.binary_cross_entropy_with_logits(logits, target, reduction="sum") / len(x)
+        # BCE summed over classes and the batch: the loss scale of every version (the update divides by the batch).
+        loss = self.torch.nn.functional.binary_cross_entropy_with_logits(logits, target, reduction="sum")
         loss.backward()
         grads = {
             f"{kind}_{name}": getattr(layer, attribute).grad
@@ -229,16 +229,31 @@ class TorchNet(Version):
         grads["relu_mask"] = self.mask
         return grads
 
+    def gradients(self, x, target) -> dict:
+        grads = self.summed_gradients(x, target)
+        return grads | {name: grads[name] / len(x) for name in PARAMETERS}
+
     def step_kernels(self, x, target) -> dict:
         return recorded_step(self, x, target) if self.where == "cuda" else {}
 
     def train_step(self, x, target):
-        loss = self.gradients(x, target)["loss"]
+        self.optimizer.param_groups[0]["lr"] = LEARNING_RATE / len(x)  # the summed loss's step: the mean's at 0.1
+        loss = self.summed_gradients(x, target)["loss"]
         self.optimizer.step()
         return loss
 
 
 GPU_VERSIONS = {"fused": Fused, "unfused": Unfused, "textbook": Textbook}
+NO_TORCH = "torch is not installed or sees no GPU (pip install -e '.[torch]')"
+
+
+def build_gpu_version(name: str, params: dict[str, np.ndarray], dtype: str, stack) -> Version:
+    """One GPU version by name; a FusedbenchError says why it cannot run here (cupy has no bfloat16, no torch)."""
+    if name == "torch":
+        if stack.torch is None:
+            raise FusedbenchError(NO_TORCH)
+        return TorchNet(params, dtype, stack.torch, "gpu")
+    return GPU_VERSIONS[name](params, dtype, stack)
 
 
 def build_versions(params: dict[str, np.ndarray], dtype: str, device: str, names=None) -> list[Version]:
@@ -249,12 +264,11 @@ def build_versions(params: dict[str, np.ndarray], dtype: str, device: str, names
         from fusedbench.gpu import load_gpu_stack
 
         stack = load_gpu_stack("fusedbench mlp --device gpu")
-        for name, build in GPU_VERSIONS.items():
+        for name in (*GPU_VERSIONS, "torch"):
             try:
-                versions.append(build(params, dtype, stack))
+                versions.append(build_gpu_version(name, params, dtype, stack))
             except FusedbenchError as exc:
                 refused.append((name, str(exc)))
-        torch = stack.torch
     else:
         try:
             versions.append(ArrayNet(params, dtype))
@@ -262,13 +276,10 @@ def build_versions(params: dict[str, np.ndarray], dtype: str, device: str, names
             refused.append(("numpy", str(exc)))
         try:
             import torch
+
+            versions.append(TorchNet(params, dtype, torch, device))
         except ImportError:
-            torch = None
             refused.append(("torch", "torch is not installed (pip install -e '.[torch]'; it runs bf16 on the CPU)"))
-    if torch is not None:
-        versions.append(TorchNet(params, dtype, torch, device))
-    elif device == "gpu":
-        refused.append(("torch", "torch is not installed or sees no GPU (pip install -e '.[torch]')"))
     if names:
         known = [v.name for v in versions] + [n for n, _ in refused]
         unknown = [n for n in names if n not in known]
