@@ -262,10 +262,13 @@ class Version:
     def train_step(self, x, target):
         """Forward, backward, SGD on the fp32 masters; returns the loss (a 0-d array, not synchronised)."""
         grads = self.summed_gradients(x, target)
-        rate = LEARNING_RATE / len(x)
         for name, value in self.master().items():
-            value -= rate * grads[name].astype(value.dtype, copy=False)
+            self.sgd(value, grads[name], LEARNING_RATE / len(x))
         return grads["loss"]
+
+    def sgd(self, master, grad, rate: float) -> None:
+        """master -= rate * grad, in the master's fp32."""
+        master -= rate * grad.astype(master.dtype, copy=False)
 
     def step_kernels(self, x, target) -> dict:
         """The kernels one training step launches and their GPU time (`fusedbench.gpu.provenance`'s record:

@@ -225,6 +225,23 @@ def test_every_gpu_versions_gradients_match_float64(batch, dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_each_cupy_versions_weight_gradients_come_in_the_layout_of_its_masters(batch, dtype):
+    """Else each update is a transposing copy: five times the time of a streaming one."""
+    from fusedbench.gpu.mlp import build_versions
+
+    params, x, target = batch
+    for version in build_versions(params, dtype, "gpu", ["fused", "unfused", "textbook"]):
+        grads = version.summed_gradients(version.to_device(x), version.to_device(target))
+        for name in ("w_hidden", "w_output"):
+            master = version.master()[name]
+            assert grads[name].strides == tuple(s * grads[name].itemsize // master.itemsize for s in master.strides), (
+                version.name,
+                name,
+            )
+
+
+@pytest.mark.gpu
 def test_every_gpu_version_trains_to_the_bar_and_low_precision_stays_within_two_points(data):
     from fusedbench.gpu.mlp import build_versions
 
