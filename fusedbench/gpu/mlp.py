@@ -90,7 +90,7 @@ class _PlannedNet(_OnCupy, Version):
         # The masters in the layout the planned GEMMs write their gradients in (column-major), so the update
         # streams; a C-ordered master under an F-ordered gradient makes every update a transposing copy (on an
         # H100 the fp16 W_h of 8192-16384-10 took 5.2 ms to update instead of 1.9).
-        self.params = {k: self.cp.asfortranarray(v) for k, v in params.items()}
+        self.params = {k: self.cp.asfortranarray(self.cp.asarray(v)) for k, v in params.items()}
         self.planned: dict[tuple, object] = {}
         self.operands: dict[tuple, dict] = {}  # what each Matmul was last given
 
