@@ -88,8 +88,8 @@ class _PlannedNet(_OnCupy, Version):
         self.cp, self.advanced = stack.cupy, stack.nvmath_advanced
         self.epilogs = self.advanced.MatmulEpilog
         self.params = {k: self.cp.asarray(v) for k, v in params.items()}
-        self.planned: dict[tuple, object] = {}
-        self.operands: dict[tuple, dict] = {}  # what each Matmul was last given
+        self.planned: dict[str, tuple] = {}  # GEMM name -> (the operands' shapes and strides, its planned Matmul)
+        self.operands: dict[str, dict] = {}  # what each Matmul was last given
 
     def master(self) -> dict:
         return self.params
@@ -98,22 +98,25 @@ class _PlannedNet(_OnCupy, Version):
         return array.astype(CUPY_DTYPES[self.dtype], copy=False)
 
     def matmul(self, name: str, a, b, epilog=None, epilog_inputs=None):
-        """a @ b (with the epilog): the Matmul for `name` at these shapes and layouts planned on first use (a test
-        set is another batch size, a master that took its gradient's layout another layout: a plan each), its
-        operands reset after."""
-        key = (name, a.shape, a.strides, b.shape, b.strides)
-        planned = self.planned.get(key)
+        """a @ b (with the epilog): the Matmul for `name` planned on first use and again whenever its operands'
+        shapes or layouts change (the test set is another batch size; a master takes its gradient's layout after
+        the first step), its operands reset otherwise."""
+        key = (a.shape, a.strides, b.shape, b.strides)
         given = {"a": a, "b": b, **(epilog_inputs or {})}
-        if planned is None:
-            planned = self.planned[key] = self.advanced.Matmul(a, b)
+        planned_for, planned = self.planned.get(name, (None, None))
+        if planned_for != key:
+            if planned is not None:
+                planned.free()  # one plan per GEMM: its workspace and last operands go
+            planned = self.advanced.Matmul(a, b)
             planned.plan(epilog=epilog, epilog_inputs=epilog_inputs)
+            self.planned[name] = (key, planned)
         else:  # only what is new: at fp32 the weights and biases are the masters, updated in place (as the notebook)
-            last = self.operands[key]
+            last = self.operands[name]
             new = {k: v for k, v in given.items() if v is not last[k]}
             inputs = {k: v for k, v in new.items() if k not in ("a", "b")}
             if new:
                 planned.reset_operands(a=new.get("a"), b=new.get("b"), epilog_inputs=inputs or None)
-        self.operands[key] = given
+        self.operands[name] = given
         return planned.execute()
 
     def summed_gradients(self, x, target) -> dict:

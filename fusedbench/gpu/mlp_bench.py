@@ -61,7 +61,7 @@ def _failure(key: CellKey, exc: Exception, device: str) -> Cell:
         return Cell.refused(key, str(exc))
     message = " ".join(f"{type(exc).__name__}: {exc}".split())
     if _out_of_memory(exc):
-        return Cell.skipped(key, f"does not fit in {device}'s memory beside the float64 reference ({message[:200]})")
+        return Cell.skipped(key, f"does not fit in {device}'s memory with this size's other versions ({message[:200]})")
     return Cell.failed(key, message[:500])
 
 
@@ -89,7 +89,6 @@ def measure_mlp_steps(stack: GpuStack, group: MlpGroup, *, seed: int = 0) -> tup
                 x = stack.cupy.random.default_rng(seed).standard_normal((batch, inputs), dtype=stack.cupy.float32)
                 labels = np.random.default_rng(seed).integers(0, outputs, batch)
                 target = stack.cupy.asarray(one_hot(labels, outputs))
-                expected = reference_step(params, x, target)
             except Exception as exc:
                 cells = {where: _failure(key, exc, stack.device_name) for where, key in keys.items()}
             else:
@@ -100,13 +99,13 @@ def measure_mlp_steps(stack: GpuStack, group: MlpGroup, *, seed: int = 0) -> tup
                     if left_out:
                         measured = {name: (Cell.skipped(key, left_out), None) for name, key in chosen.items()}
                     else:
-                        measured = _measure_step(stack, params, x, target, expected, dtype, chosen)
+                        measured = _measure_step(stack, params, x, target, dtype, chosen)
                     for name, (wall, gpu) in measured.items():
                         cells[(dtype, name)] = wall
                         cache[(layers, batch, dtype, name, GPU_TIME)] = gpu or wall
                     done += len(chosen)
                     write_progress(group.name, done, group.cell_count, f"{layers} batch {batch} {dtype}")
-                del x, target, expected
+                del x, target
             for (dtype, name), cell in cells.items():
                 record.append(cell)
                 cache[(layers, batch, dtype, name, WALL)] = cell
@@ -115,9 +114,14 @@ def measure_mlp_steps(stack: GpuStack, group: MlpGroup, *, seed: int = 0) -> tup
     return record, cache
 
 
-def _measure_step(stack, params, x, target, expected, dtype: str, keys: dict[str, CellKey]) -> dict:
-    """Verify, then time, every version at one size and dtype: name -> (the wall cell, the GPU cell or None)."""
+def _measure_step(stack, params, x, target, dtype: str, keys: dict[str, CellKey]) -> dict:
+    """Verify every version at one size and dtype against float64, then time those that passed together: name ->
+    (the wall cell, the GPU cell or None). The reference is dropped before the timing, which needs its memory."""
     ready, out = {}, {}
+    try:
+        expected = reference_step(params, x, target)
+    except Exception as exc:
+        return {name: (_failure(key, exc, stack.device_name), None) for name, key in keys.items()}
     for name, key in keys.items():
         try:
             version = build_gpu_version(name, params, dtype, stack)
@@ -131,6 +135,8 @@ def _measure_step(stack, params, x, target, expected, dtype: str, keys: dict[str
             out[name] = (Cell.failed(key, "; ".join(check.problems), error=max(check.errors.values())), None)
             continue
         ready[name] = (version, batch, check)
+    del expected
+    free_bytes(stack)
     try:
         wall = _wall_samples(ready)
         gpu = {name: _gpu_samples(version, batch) for name, (version, batch, _) in ready.items()}
