@@ -120,13 +120,14 @@ class _PlannedNet(_OnCupy, Version):
         return planned.execute()
 
     def summed_gradients(self, x, target) -> dict:
-        """As every version's, and the weights' masters take the layout their gradients come in (once): nvmath
-        writes a result in its operands' layout, and a master of the other layout makes every update a transposing
-        copy (on an H100 the fp16 W_h of 8192-16384-10 took 5.2 ms an update instead of 1.9)."""
+        """As every version's, and W_h's master takes the layout its gradient comes in (once): nvmath writes a
+        result in its first operand's layout, and a master of the other layout makes every update a transposing
+        copy (on an H100 the fp16 W_h of 8192-16384-10 took 5.2 ms an update instead of 1.9). W_o's stays: its
+        layout decides that of the masked gradient, and so W_h's gradient's (adopting both flips them every
+        step), while its own update moves only 10 rows."""
         grads = super().summed_gradients(x, target)
-        for name in ("w_hidden", "w_output"):
-            order = "F" if grads[name].flags.f_contiguous else "C"
-            self.params[name] = self.cp.asarray(self.params[name], order=order)  # the same array where it is
+        order = "F" if grads["w_hidden"].flags.f_contiguous else "C"
+        self.params["w_hidden"] = self.cp.asarray(self.params["w_hidden"], order=order)  # the same array where it is
         return grads
 
     def weights(self) -> dict:
