@@ -226,21 +226,19 @@ def test_every_gpu_versions_gradients_match_float64(batch, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
-def test_each_cupy_versions_hidden_weight_gradient_comes_in_the_layout_of_its_master(batch, dtype):
-    """Else each update of W_h is a transposing copy: three times the time of a streaming one. The layouts settle
-    after the first step and stay (a master that kept changing layout would be copied, and re-planned, every step)."""
+def test_each_cupy_versions_big_arrays_are_row_major_where_its_elementwise_kernels_stream(batch, dtype):
+    """cupy's elementwise kernels stride over column-major arrays: a column-major W_h, gradient, pre-activation or
+    masked gradient makes its update, cast, ReLU or mask pass several times slower."""
     from fusedbench.gpu.mlp import build_versions
 
     params, x, target = batch
     for version in build_versions(params, dtype, "gpu", ["fused", "unfused", "textbook"]):
-        strides = []
-        for _ in range(3):
+        for _ in range(2):
             grads = version.summed_gradients(version.to_device(x), version.to_device(target))
-            master = version.master()["w_hidden"]
-            assert grads["w_hidden"].strides == tuple(s * grads["w_hidden"].itemsize // 4 for s in master.strides)
-            strides.append(master.strides)
-        assert strides[1] == strides[2], (version.name, strides)
-        assert len(getattr(version, "planned", "12345")) == 5  # one plan per GEMM, the replaced ones freed
+        assert version.master()["w_hidden"].flags.c_contiguous and grads["w_hidden"].flags.c_contiguous, version.name
+        if version.name != "fused":  # fused's masked gradient comes from cuBLASLt's epilog and meets no cupy pass
+            assert version.mask.flags.c_contiguous, version.name
+        assert len(getattr(version, "planned", "12345")) == 5  # one plan per GEMM
 
 
 @pytest.mark.gpu

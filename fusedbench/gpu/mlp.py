@@ -88,6 +88,11 @@ class _PlannedNet(_OnCupy, Version):
         self.cp, self.advanced = stack.cupy, stack.nvmath_advanced
         self.epilogs = self.advanced.MatmulEpilog
         self.params = {k: self.cp.asarray(v) for k, v in params.items()}
+        # Layouts that keep every big array row-major, where cupy's elementwise kernels stream (over a column-major
+        # array they stride: on an H100 the update of the fp16 W_h of 8192-16384-10 took 7.9 ms instead of 0.6).
+        # W_o column-major makes W_o.T, and so the masked gradient W_o.T @ grad.T, row-major; W_h's gradient is
+        # computed row-major (`product`), like its master.
+        self.params["w_output"] = self.cp.asfortranarray(self.params["w_output"])
         self.planned: dict[str, tuple] = {}  # GEMM name -> (the operands' shapes and strides, its planned Matmul)
         self.operands: dict[str, dict] = {}  # what each Matmul was last given
 
@@ -99,8 +104,7 @@ class _PlannedNet(_OnCupy, Version):
 
     def matmul(self, name: str, a, b, epilog=None, epilog_inputs=None):
         """a @ b (with the epilog): the Matmul for `name` planned on first use and again whenever its operands'
-        shapes or layouts change (the test set is another batch size; a master takes its gradient's layout after
-        the first step), its operands reset otherwise."""
+        shapes or layouts change (the test set is another batch size), its operands reset otherwise."""
         key = (a.shape, a.strides, b.shape, b.strides)
         given = {"a": a, "b": b, **(epilog_inputs or {})}
         planned_for, planned = self.planned.get(name, (None, None))
@@ -119,16 +123,12 @@ class _PlannedNet(_OnCupy, Version):
         self.operands[name] = given
         return planned.execute()
 
-    def summed_gradients(self, x, target) -> dict:
-        """As every version's, and W_h's master takes the layout its gradient comes in (once): nvmath writes a
-        result in its first operand's layout, and a master of the other layout makes every update a transposing
-        copy (on an H100 the fp16 W_h of 8192-16384-10 took 5.2 ms an update instead of 1.9). W_o's stays: its
-        layout decides that of the masked gradient, and so W_h's gradient's (adopting both flips them every
-        step), while its own update moves only 10 rows."""
-        grads = super().summed_gradients(x, target)
-        order = "F" if grads["w_hidden"].flags.f_contiguous else "C"
-        self.params["w_hidden"] = self.cp.asarray(self.params["w_hidden"], order=order)  # the same array where it is
-        return grads
+    def product(self, name: str, a, b):
+        """a @ b, row-major whatever a's layout: nvmath writes a result in its first operand's layout (where no
+        epilog asks for another), so a column-major a is computed as (b.T @ a.T).T, b being row-major."""
+        if a.flags.c_contiguous or not b.flags.c_contiguous:
+            return self.matmul(name, a, b)
+        return self.matmul(name, b.T, a.T).T
 
     def weights(self) -> dict:
         return {k: self.cast(v) for k, v in self.params.items()}
@@ -152,7 +152,7 @@ class Fused(_PlannedNet):
             "masked", self.w_output.T, grad.T, self.epilogs.DRELU_BGRAD, {"relu_aux": self.relu_aux}
         )  # (W_o.T @ grad.T) where ReLU passed, and its row sum: the hidden bias's gradient
         return {
-            "w_hidden": self.matmul("w_hidden_grad", masked, self.x),
+            "w_hidden": self.product("w_hidden_grad", masked, self.x),
             "b_hidden": aux["drelu_bgrad"],
             "w_output": w_output,
             "b_output": grad.sum(axis=0),
@@ -186,7 +186,7 @@ class Unfused(_PlannedNet):
         masked = self.matmul("masked", self.w_output.T, grad.T)
         self.apply_mask(self.mask, masked)
         return {
-            "w_hidden": self.matmul("w_hidden_grad", masked, self.x),
+            "w_hidden": self.product("w_hidden_grad", masked, self.x),
             "b_hidden": masked.sum(axis=1),
             "w_output": self.matmul("w_output_grad", grad.T, self.hidden),
             "b_output": grad.sum(axis=0),
