@@ -244,7 +244,7 @@ def write_run_report(repo: str, echo: Callable[[str], None]) -> None:
     results = load_results(asv_results_dir(repo))
     for problem in results.problems:
         echo(f"warning: {problem}")
-    if results.cells.empty:
+    if results.cells.empty and results.mlp.empty:
         echo("no report written: no results were recorded")
         return
     echo(f"report: {write_report(results, out_dir=os.path.join(repo, 'reports'))}")

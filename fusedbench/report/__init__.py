@@ -41,9 +41,11 @@ from fusedbench.report.figures import (
     machines_figure,
     speedup_heatmap,
 )
+from fusedbench.report.mlp import mlp_section, step_png_figure, step_table
 from fusedbench.report.tables import (
     advice_section,
     alerts_section,
+    anchor,
     csv_link,
     environment_card,
     multi_kernel_table,
@@ -112,11 +114,6 @@ def commits_in_order(cells: pd.DataFrame, records: list[GroupRecord], machine: s
     ordered = [r.commit for r in records if r.machine == machine and r.commit in present]
     ordered = list(dict.fromkeys(reversed(ordered)))[::-1]  # keep each commit's latest run
     return [c for c in present if c not in ordered] + ordered
-
-
-def anchor(*parts) -> str:
-    """A stable HTML id from what a section or figure shows: 'h100-80gb-hbm3-fp16-heatmap'."""
-    return re.sub(r"[^a-z0-9]+", "-", "-".join(str(part) for part in parts).lower()).strip("-")
 
 
 class _Figures:
@@ -239,7 +236,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     chosen = replace(results, cells=cells, detail=results.detail.loc[cells.index])
     div = _Figures()
     sections, contents, headlines, tables, commit_notes = [], [], {}, {}, {}
-    if cells.empty:
+    if cells.empty and results.mlp.empty:
         sections.append("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
 
     def heading(level: int, ident: str, text: str, note: str = "") -> str:
@@ -288,6 +285,8 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
             sections.append(div(figure, anchor(machine, "history-figure")))
             listed = "".join(f"<li>{c[:8]}: {html.escape(what)}</li>" for c, what in changes.items())
             sections.append(f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "")
+    mlp = results.mlp if not machines else results.mlp[results.mlp["machine"].isin(machines)]
+    sections.extend(mlp_section(mlp, heading, div))
     if len(tables) > 1:
         sections.append(heading(2, "machines", "Machines side by side"))
         newest = pd.concat(tables.values())
@@ -321,7 +320,8 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
 
 
 def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str, go.Figure]:
-    """The figures worth a PNG for the README: each machine's fused-over-unfused heatmap per dtype."""
+    """The figures worth a PNG for the README: each machine's fused-over-unfused heatmap per dtype, and its MLP
+    training step's fp16 fused over unfused by wall clock."""
     cells = shown_cells(results, machines=machines, commits=commits)
     figures = {}
     for machine in dict.fromkeys(cells["machine"]):
@@ -335,6 +335,12 @@ def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str,
             # A PNG travels without the page: it names its commit and the run's date.
             figure.update_layout(title=f"{figure.layout.title.text}<br><sup>commit {commit[:8]}{when}</sup>")
             figures[f"{machine}-{'-'.join(dtypes)}-fused-over-unfused.png"] = figure
+    mlp = results.mlp if not machines else results.mlp[results.mlp["machine"].isin(machines)]
+    table = step_table(mlp)
+    for machine in dict.fromkeys(table["machine"]):
+        figure = step_png_figure(table, machine)
+        if figure is not None:
+            figures[f"{machine}-mlp-step-fp16-fused-over-unfused.png"] = figure
     return figures
 
 

@@ -28,6 +28,11 @@ CSV_COLUMNS = [
 FOLD_ROWS = 12  # a table longer than this is folded, its summary line saying how many rows it holds
 
 
+def anchor(*parts) -> str:
+    """A stable HTML id from what a section or figure shows: 'h100-80gb-hbm3-fp16-heatmap'."""
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(str(part) for part in parts).lower()).strip("-")
+
+
 def table_html(frame: pd.DataFrame, classes: str = "") -> str:
     """`classes` "long-names": a table whose cells may break anywhere (kernel names have no spaces to wrap at)."""
     return frame.to_html(

@@ -1,0 +1,105 @@
+"""The report's MLP section and the mlp suite's results: read apart from the epilog cells, the speedups of
+fused's whole training step over each baseline, greyed where asv's intervals overlap, and where fusion pays."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from fusedbench.report import render_report
+from fusedbench.report.mlp import newest_runs, step_figure, step_table, where_fusion_stops_paying
+from fusedbench.results import MLP_COLUMNS, load_results
+from fusedbench.suites import MLP_GROUPS
+
+MACHINE = "h200-141gb"
+
+
+def row(version: str, ms: float, *, commit="c2", started=2, gpu_ms=None, spread=0.01, layers="64-30-10", batch=256,
+        dtype="fp16", status="ok") -> dict:  # fmt: skip
+    inputs, hidden, _ = (int(w) for w in layers.split("-"))
+    seconds = ms / 1e3
+    gpu = (gpu_ms if gpu_ms is not None else ms / 2) / 1e3
+    return dict.fromkeys(MLP_COLUMNS) | {
+        "machine": MACHINE, "commit": commit, "group": "MlpStep", "workload": "mlp-step", "layers": layers,
+        "inputs": inputs, "hidden": hidden, "batch": batch, "dtype": dtype, "version": version, "status": status,
+        "reason": "", "time_s": seconds, "ci_low_s": seconds * (1 - spread), "ci_high_s": seconds * (1 + spread),
+        "samples": 10, "gpu_s": gpu, "host_overhead_s": seconds - gpu, "test_accuracy": math.nan,
+        "started_ms": started,
+    }  # fmt: skip
+
+
+def frame(*rows: dict) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=MLP_COLUMNS)
+
+
+def test_a_speedup_is_the_baselines_median_over_fuseds_by_both_clocks_and_apart_only_where_intervals_are():
+    table = step_table(
+        frame(row("fused", 10, gpu_ms=8), row("unfused", 12, gpu_ms=11), row("textbook", 10.05), row("torch", 9))
+    )
+    (only,) = table.itertuples()
+    assert only.over_unfused == pytest.approx(1.2) and only.gpu_over_unfused == pytest.approx(11 / 8)
+    assert only.fused_overhead_ms == pytest.approx(2)
+    assert only.unfused_distinct and not only.textbook_distinct and only.torch_distinct  # 10.05 +-1% meets 10 +-1%
+    assert only.over_torch == pytest.approx(0.9)
+
+
+def test_the_newest_run_of_each_machine_is_shown_whichever_group_asv_started_last():
+    older = row("fused", 99, commit="c1", started=1)
+    epoch = row("fused", 20, started=3) | {"group": "MlpEpoch", "workload": "mlp-epoch"}
+    runs = newest_runs(frame(older, row("fused", 10), row("unfused", 12), epoch))
+    assert set(runs["commit"]) == {"c2"} and len(runs) == 3
+    assert step_table(frame(older, row("fused", 10), row("unfused", 12)))["fused_ms"].tolist() == [10]
+
+
+def test_where_fusion_pays_names_the_sizes_fused_wins_and_loses_and_the_notebooks_host_share():
+    rows = [
+        row("fused", 1.0, gpu_ms=0.1, dtype="fp32"),
+        row("unfused", 1.0, gpu_ms=0.1, dtype="fp32"),
+        row("fused", 10, layers="4096-4096-10", batch=65536),
+        row("unfused", 11, layers="4096-4096-10", batch=65536),
+        row("fused", 5, layers="1024-1024-10", batch=4096),
+        row("unfused", 4, layers="1024-1024-10", batch=4096),
+    ]
+    text = where_fusion_stops_paying(step_table(frame(*rows)), MACHINE)
+    assert "90% of fused's step is the host's" in text and "its kernels take 0.100 ms of 1.000 ms" in text
+    assert "<b>fp16</b>: the fused step beats unfused at 4096-4096-10 at batch 65536 (1.10x)" in text
+    assert "it loses at 1024-1024-10 at batch 4096 (0.80x); 0 of 2 sizes are not told apart" in text
+    assert "<b>fp32</b>: the fused step beats unfused at no size; it loses at no size; 1 of 1" in text
+
+
+def test_the_figure_greys_overlapping_intervals_and_offers_each_dtype_baseline_and_clock_with_data():
+    rows = [row("fused", 10), row("unfused", 12), row("torch", 10.01), row("torch", 3, dtype="bf16")]
+    figure = step_figure(step_table(frame(*rows)), MACHINE)
+    labels = [button.label for button in figure.layout.updatemenus[0].buttons]
+    assert labels == [f"fp16, over {b}, {c}" for b in ("unfused", "torch") for c in ("wall", "gpu")]  # bf16: no fused
+    unfused, _, torch, torch_gpu = figure.data
+    assert unfused.z[0][0] == pytest.approx(math.log2(1.2)) and unfused.text[0][0] == "1.20x"
+    assert torch.z[0][0] is None and torch.text[0][0] == "1.00x"  # greyed: the intervals overlap
+    assert torch_gpu.z[0][0] == pytest.approx(math.log2(5.005 / 5))  # the GPU clock has no interval to grey by
+
+
+def test_the_committed_mlp_results_are_read_apart_from_the_epilog_cells_and_drawn_per_machine():
+    results = load_results("results")
+    assert not results.cells["epilog"].str.startswith("mlp").any()  # no epilog view, alert or table sees them
+    newest = newest_runs(results.mlp)
+    assert set(newest["machine"]) == {"h100-80gb-hbm3", MACHINE}
+    for _, run in newest.groupby("machine"):
+        assert run["commit"].nunique() == 1 and len(run) == sum(g.cell_count for g in MLP_GROUPS.values())
+        epochs = run[(run["workload"] == "mlp-epoch") & (run["status"] == "ok")]
+        assert (epochs[epochs["dtype"] == "fp32"]["test_accuracy"] >= 0.9).all() and len(epochs) == 9
+    page = render_report(replace(results, cells=results.cells.iloc[:0]))  # the MLP section alone: no epilog cells
+    assert "No fusedbench results yet" not in page
+    for ident in ("mlp", "h100-80gb-hbm3-mlp", f"{MACHINE}-mlp", f"{MACHINE}-mlp-step"):
+        assert f"id='{ident}'" in page or f'id="{ident}"' in page, ident
+
+
+def test_the_png_of_the_step_figure_is_its_first_view_alone_and_names_its_commit():
+    from fusedbench.report.mlp import step_png_figure
+
+    figure = step_png_figure(step_table(frame(row("fused", 10), row("unfused", 12), row("torch", 9))), MACHINE)
+    assert len(figure.data) == 1 and not figure.layout.updatemenus
+    title = figure.layout.title.text
+    assert "fp16: fused over unfused, wall clock" in title and "commit c2" in title
