@@ -6,6 +6,7 @@ import pytest
 from conftest import make_checkout
 
 import fusedbench.asv_bridge as bridge
+import fusedbench.telemetry
 from fusedbench.errors import GpuUnavailable
 from fusedbench.model import Status
 from fusedbench.records import load_records
@@ -97,3 +98,44 @@ def test_the_gpu_nvml_describes_is_the_one_cuda_calls_device_0(monkeypatch):
     assert visible_gpu_handle(nvml) == "index 3"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8b2c1a3e-0000-1111-2222-333344445555")
     assert visible_gpu_handle(nvml) == "GPU-8b2c1a3e-0000-1111-2222-333344445555"
+
+
+class NoTelemetry:
+    """NVML's sampler where there is no GPU: nothing sampled."""
+
+    summary = type("Summary", (), {"to_json": lambda self: {}})()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def device_facts(self):
+        return {}
+
+
+@pytest.mark.parametrize("group", ["MlpStep", "MlpEpoch"])
+def test_each_mlp_group_is_measured_by_its_own_function_recorded_and_a_tuned_run_measures_none(
+    monkeypatch, asv_checkout, group
+):
+    from fusedbench.gpu import mlp_bench
+    from fusedbench.model import Cell
+    from fusedbench.tuning import parse_tuning
+
+    first = MLP_GROUPS[group].cell_keys()[0]
+    seen = []
+    for name in ("measure_mlp_steps", "measure_mlp_epochs"):
+        fake = lambda stack, g, name=name: seen.append(name) or ([Cell.refused(first, "no")], {})  # noqa: E731
+        monkeypatch.setattr(mlp_bench, name, fake)
+    monkeypatch.setattr(fusedbench.telemetry, "TelemetrySampler", NoTelemetry)
+    stack = type("Stack", (), {"versions": lambda self: {"cupy": "14"}})()
+    run = bridge.current_asv_run(str(asv_checkout))
+    for tuning in (None, parse_tuning("fused:algorithm=3")):
+        monkeypatch.setattr(bridge, "_where_and_what", lambda root, tuning=tuning: (run, stack, tuning))
+        cache = bridge.measure_mlp_for_asv(group, str(asv_checkout))
+        assert cache.why_not == "" and cache.cells == {}
+    assert seen == ["measure_mlp_steps" if group == "MlpStep" else "measure_mlp_epochs"]  # the tuned run: none
+    measured, tuned = load_records(str(asv_checkout / "results"))[0]
+    assert [c.status for c in measured.cells] == [Status.UNSUPPORTED] and measured.environment["versions"]
+    assert len(tuned.cells) == MLP_GROUPS[group].cell_count and "not tuned" in tuned.cells[0].reason

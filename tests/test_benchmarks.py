@@ -106,7 +106,7 @@ def mlp_cache() -> GroupCache:
     step, epoch = MLP_GROUPS["MlpStep"], MLP_GROUPS["MlpEpoch"]
     fused = step.cell_key("64-30-10", 256, "fp32", "fused")
     trained = replace(Cell.measured(epoch.cell_key("64-30-10", 256, "fp32", "fused"), [0.006] * (MLP_EPOCHS - 1)),
-                      provenance={"test_accuracy": 0.964})  # fmt: skip
+                      provenance={"test_accuracy": 0.931})  # fmt: skip
     return GroupCache(
         {
             ("64-30-10", 256, "fp32", "fused", WALL): Cell.measured(fused, [0.002] * SAMPLES),
@@ -126,7 +126,7 @@ def test_an_mlp_step_replays_its_wall_clock_and_its_gpu_time_as_two_benchmarks()
 
 def test_an_mlp_epoch_replays_every_epoch_after_the_first_and_tracks_the_test_accuracy():
     assert len(run_cell("mlp.MlpEpoch.time_epoch-0", mlp_cache())["samples"]) == MLP_EPOCHS - 1
-    assert run_cell("mlp.MlpEpoch.track_test_accuracy-0", mlp_cache()) == 0.964
+    assert run_cell("mlp.MlpEpoch.track_test_accuracy-0", mlp_cache()) == 0.931
     assert run_cell("mlp.MlpEpoch.track_test_accuracy-1", mlp_cache()) is None  # fp32 unfused: not trained
 
 

@@ -15,6 +15,7 @@ import pytest
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
 from fusedbench.mlp import (
+    GRADIENT_TOLERANCE,
     PARAMETERS,
     ArrayNet,
     check_gradients,
@@ -87,6 +88,19 @@ def test_a_mask_bit_rounding_decides_is_forgiven_and_the_gradients_are_those_of_
     grads = flipped.gradients(x, target)
     assert np.abs(grads["w_hidden"] - expected["w_hidden"]).max() / np.abs(expected["w_hidden"]).max() > 1e-5
     assert np.allclose(grads["w_hidden"], hidden_gradients(expected["backward"], flipped.mask)["w_hidden"])
+
+
+@pytest.mark.parametrize("name", [*PARAMETERS, "loss"])
+def test_a_gradient_or_loss_three_tolerances_off_is_caught(batch, name):
+    params, x, target = batch
+
+    class Off(ArrayNet):
+        def gradients(self, x, target):
+            grads = super().gradients(x, target)
+            return grads | {name: grads[name] * (1 + 3 * GRADIENT_TOLERANCE["fp32"])}
+
+    problems = check_gradients(Off(params, "fp32"), x, target, reference_step(params, x, target)).problems
+    assert len(problems) == 1 and problems[0].startswith(f"{name} error 3.0")
 
 
 def test_a_mask_bit_whose_sign_is_clear_is_caught_and_so_is_a_wrong_compute_dtype(batch):
@@ -236,6 +250,8 @@ def test_each_cupy_versions_big_arrays_are_row_major_where_its_elementwise_kerne
         for _ in range(2):
             grads = version.summed_gradients(version.to_device(x), version.to_device(target))
         assert version.master()["w_hidden"].flags.c_contiguous and grads["w_hidden"].flags.c_contiguous, version.name
+        if version.name != "textbook":  # W_o column-major: W_o.T, and the masked gradient, row-major
+            assert version.master()["w_output"].flags.f_contiguous, version.name
         if version.name != "fused":  # fused's masked gradient comes from cuBLASLt's epilog and meets no cupy pass
             assert version.mask.flags.c_contiguous, version.name
         assert len(getattr(version, "planned", "12345")) == 5  # one plan per GEMM
@@ -261,3 +277,50 @@ def test_every_gpu_version_trains_to_the_bar_and_low_precision_stays_within_two_
         else:
             assert value >= accuracy[(name, "fp32")] - LOW_PRECISION_GAP, (name, dtype, value)
     print("\n" + ", ".join(f"{n} {d} {a:.3f} ({kernels[(n, d)]} kernels)" for (n, d), a in accuracy.items()))
+
+
+@pytest.mark.gpu
+def test_the_step_benchmark_verifies_each_version_before_it_times_it_by_both_clocks(monkeypatch):
+    """A version with a wrong gradient is a failed cell, never timed; bf16 without cupy is refused; the rest have
+    ten wall-clock and ten GPU-time samples per step, the notebook-sized step mostly host time."""
+    import statistics
+    from dataclasses import replace
+
+    from fusedbench.gpu import load_gpu_stack, mlp_bench
+    from fusedbench.gpu.mlp import Unfused
+    from fusedbench.sampling import SAMPLES
+    from fusedbench.suites import GPU_TIME, MLP_GROUPS, WALL
+
+    backward = Unfused.backward
+    monkeypatch.setattr(
+        Unfused, "backward", lambda self, g: backward(self, g) | {"b_hidden": 2 * backward(self, g)["b_hidden"]}
+    )
+    group = replace(MLP_GROUPS["MlpStep"], layers=("64-30-10",), batches=(512,), dtypes=("fp16", "bf16"))
+    record, cache = mlp_bench.measure_mlp_steps(load_gpu_stack("test"), group)
+    status = {(c.key.dtype, c.key.provider): c for c in record}
+    assert (
+        status[("fp16", "unfused")].status.value == "failed" and "b_hidden error" in status[("fp16", "unfused")].reason
+    )
+    assert {v for (d, v), c in status.items() if c.status.value == "unsupported"} == {"fused", "unfused", "textbook"}
+    for dtype, version in (("fp16", "fused"), ("fp16", "textbook"), ("fp16", "torch"), ("bf16", "torch")):
+        wall, gpu = (cache[("64-30-10", 512, dtype, version, clock)] for clock in (WALL, GPU_TIME))
+        assert wall.ok and gpu.ok and len(wall.samples) == len(gpu.samples) == SAMPLES, (dtype, version)
+        assert 0 < statistics.median(gpu.samples) < statistics.median(wall.samples) < 0.008, (dtype, version)
+        assert wall.provenance["kernels"] and wall.provenance["steps_per_sample"] >= 1
+    assert ("64-30-10", 512, "fp16", "unfused", GPU_TIME) in cache  # a failed cell: skipped by both benchmarks
+
+
+@pytest.mark.gpu
+def test_the_epoch_benchmark_fails_a_version_that_trains_below_the_bar():
+    from dataclasses import replace
+
+    from fusedbench.gpu import load_gpu_stack, mlp_bench
+    from fusedbench.suites import MLP_GROUPS
+
+    group = replace(MLP_GROUPS["MlpEpoch"], dtypes=("fp32",), providers=("fused",))
+    stack = load_gpu_stack("test")
+    (short,), _ = mlp_bench.measure_mlp_epochs(stack, group, epochs=2)
+    assert short.status.value == "failed" and "under the bar 0.9" in short.reason
+    (trained,), cache = mlp_bench.measure_mlp_epochs(stack, group)
+    assert trained.ok and trained.provenance["test_accuracy"] >= 0.9 and len(trained.samples) == DEFAULT_EPOCHS - 1
+    assert cache[("fp32", "fused", "epoch")] is trained

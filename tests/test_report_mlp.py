@@ -9,7 +9,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from fusedbench.report import render_report
+from fusedbench.report import key_figures, render_report
 from fusedbench.report.mlp import newest_runs, step_figure, step_table, where_fusion_stops_paying
 from fusedbench.results import MLP_COLUMNS, load_results
 from fusedbench.suites import MLP_GROUPS
@@ -62,20 +62,26 @@ def test_where_fusion_pays_names_the_sizes_fused_wins_and_loses_and_the_notebook
         row("unfused", 11, layers="4096-4096-10", batch=65536),
         row("fused", 5, layers="1024-1024-10", batch=4096),
         row("unfused", 4, layers="1024-1024-10", batch=4096),
+        row("fused", 10, layers="8192-16384-10", batch=4096),  # faster, but the intervals overlap: no win
+        row("unfused", 10.1, layers="8192-16384-10", batch=4096),
+        row("fused", 1.0, gpu_ms=0.4),  # fp16 at the notebook's size: its host share is not the one said
+        row("unfused", 1.0, gpu_ms=0.4),
     ]
     text = where_fusion_stops_paying(step_table(frame(*rows)), MACHINE)
     assert "90% of fused's step is the host's" in text and "its kernels take 0.100 ms of 1.000 ms" in text
     assert "<b>fp16</b>: the fused step beats unfused at 4096-4096-10 at batch 65536 (1.10x)" in text
-    assert "it loses at 1024-1024-10 at batch 4096 (0.80x); 0 of 2 sizes are not told apart" in text
+    assert "it loses at 1024-1024-10 at batch 4096 (0.80x); 2 of 4 sizes are not told apart" in text
     assert "<b>fp32</b>: the fused step beats unfused at no size; it loses at no size; 1 of 1" in text
 
 
 def test_the_figure_greys_overlapping_intervals_and_offers_each_dtype_baseline_and_clock_with_data():
     rows = [row("fused", 10), row("unfused", 12), row("torch", 10.01), row("torch", 3, dtype="bf16")]
+    rows += [row("fused", 10, dtype="fp32"), row("unfused", 11, dtype="fp32")]
     figure = step_figure(step_table(frame(*rows)), MACHINE)
     labels = [button.label for button in figure.layout.updatemenus[0].buttons]
-    assert labels == [f"fp16, over {b}, {c}" for b in ("unfused", "torch") for c in ("wall", "gpu")]  # bf16: no fused
-    unfused, _, torch, torch_gpu = figure.data
+    fp16 = [f"fp16, over {b}, {c}" for b in ("unfused", "torch") for c in ("wall", "gpu")]  # bf16: no fused
+    assert labels == [fp16[0], "fp32, over unfused, wall", "fp32, over unfused, gpu", *fp16[1:]]  # fp16's first
+    unfused, _, _, _, torch, torch_gpu = figure.data
     assert unfused.z[0][0] == pytest.approx(math.log2(1.2)) and unfused.text[0][0] == "1.20x"
     assert torch.z[0][0] is None and torch.text[0][0] == "1.00x"  # greyed: the intervals overlap
     assert torch_gpu.z[0][0] == pytest.approx(math.log2(5.005 / 5))  # the GPU clock has no interval to grey by
@@ -90,8 +96,15 @@ def test_the_committed_mlp_results_are_read_apart_from_the_epilog_cells_and_draw
         assert run["commit"].nunique() == 1 and len(run) == sum(g.cell_count for g in MLP_GROUPS.values())
         epochs = run[(run["workload"] == "mlp-epoch") & (run["status"] == "ok")]
         assert (epochs[epochs["dtype"] == "fp32"]["test_accuracy"] >= 0.9).all() and len(epochs) == 9
-    page = render_report(replace(results, cells=results.cells.iloc[:0]))  # the MLP section alone: no epilog cells
+        refused = run[(run["dtype"] == "bf16") & (run["version"] != "torch")]  # their reason is in the record
+        assert set(refused["status"]) == {"unsupported"} and refused["reason"].str.contains("no bfloat16").all()
+    mlp_only = replace(results, cells=results.cells.iloc[:0])
+    assert [name for name in key_figures(mlp_only) if "mlp" in name] == [
+        f"{machine}-mlp-step-fp16-fused-over-unfused.png" for machine in ("h100-80gb-hbm3", MACHINE)
+    ]
+    page = render_report(mlp_only)  # the MLP section alone: no epilog cells
     assert "No fusedbench results yet" not in page
+    assert page.count("<th>ms per epoch</th>") == 2 and "<td>0.964</td>" in page  # each machine's digits epochs
     for ident in ("mlp", "h100-80gb-hbm3-mlp", f"{MACHINE}-mlp", f"{MACHINE}-mlp-step"):
         assert f"id='{ident}'" in page or f'id="{ident}"' in page, ident
 
@@ -103,3 +116,16 @@ def test_the_png_of_the_step_figure_is_its_first_view_alone_and_names_its_commit
     assert len(figure.data) == 1 and not figure.layout.updatemenus
     title = figure.layout.title.text
     assert "fp16: fused over unfused, wall clock" in title and "commit c2" in title
+
+
+def test_a_results_folder_of_mlp_runs_alone_is_read_not_refused(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    folder = tmp_path / "results" / MACHINE
+    folder.mkdir(parents=True)
+    source = Path("results") / MACHINE
+    for path in [source / "machine.json", *source.glob("d23b8d41-*")]:  # the mlp run's results and records
+        shutil.copy(path, folder)
+    results = load_results(str(tmp_path / "results"))
+    assert results.cells.empty and len(results.mlp) == sum(g.cell_count for g in MLP_GROUPS.values())

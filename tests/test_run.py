@@ -308,3 +308,20 @@ def test_check_of_the_mlp_suite_says_where_its_steps_are_verified(capsys):
 
     assert main(["check", "--suite", "mlp"]) == 2
     assert "check verifies epilog cells: pass --suite quick, default or full" in capsys.readouterr().err
+
+
+def test_a_failed_check_times_nothing_and_names_the_failed_cells(checkout, fake_gpu, monkeypatch):
+    import fusedbench.check
+    from fusedbench.model import Cell, CellKey
+
+    monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
+    wrong = Cell.failed(CellKey("BIAS", "fp16", 64, 64, 64, "fused"), "error 0.5 > tolerance 0.01")
+    monkeypatch.setattr(fusedbench.check, "run_check", lambda **kw: SimpleNamespace(cells=[wrong]))
+    invoked = fake_asv(monkeypatch, lambda label, folder: 0)
+    echoed = []
+    assert (
+        fake_gpu.run_suite(suite="quick", bench=None, launch_method="spawn", repo=str(checkout), echo=echoed.append)
+        == 1
+    )
+    assert invoked == [] and "FAILED BIAS/fp16/(64,64)x(64,64)/fused: error 0.5 > tolerance 0.01" in echoed
+    assert echoed[-1] == "1 cells failed the check; nothing was timed (run `fusedbench check` for the table)"
