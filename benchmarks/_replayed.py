@@ -39,6 +39,6 @@ class Replayed:
         key = (*self._key, *clock)
         cell = self._cache.cells.get(key)
         if cell is None or not cell.ok:
-            raise SkipNotImplemented("not timed; `fusedbench table` gives the cell's status and reason")
+            raise SkipNotImplemented("not timed; the group's record beside asv's results gives the status and reason")
         CLOCK.load(key, cell.samples)
         CLOCK.advance()

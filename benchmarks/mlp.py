@@ -60,7 +60,7 @@ class MlpEpoch(Replayed):
         if cell is None or not cell.ok:
             from asv_runner.benchmarks.mark import SkipNotImplemented
 
-            raise SkipNotImplemented("not trained; `fusedbench table` gives the cell's status and reason")
+            raise SkipNotImplemented("not trained; the group's record beside asv's results gives the status and reason")
         return cell.provenance["test_accuracy"]
 
     track_test_accuracy.unit = "accuracy"

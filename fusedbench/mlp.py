@@ -3,7 +3,8 @@ several versions on real data (scikit-learn's digits, which ship inside the pack
 
 The network is the notebook's: one hidden layer with ReLU, a sigmoid output, binary cross-entropy and plain
 mini-batch SGD. As in the notebook, the loss reported is the mean over batch and classes, while the step is
-the gradient of the sum over classes averaged over the batch: (p - y) / batch at the output's input.
+the gradient of the sum over classes averaged over the batch: (p - y) / batch at the output's input (computed
+as p - y, its 1 / batch applied in the update: see below).
 
 The backward pass computes the gradients of the loss summed over the batch, and the update divides by the
 batch in fp32 (a static loss scale of `batch`): the batch mean of fp16 gradients at a batch of 65,536 would sit
@@ -57,7 +58,8 @@ def one_hot(labels: np.ndarray, classes: int = OUTPUTS) -> np.ndarray:
 
 def reference_step(params: dict[str, np.ndarray], x, target) -> dict:
     """One step's gradients in float64 (and the ReLU mask, its pre-activation and the loss), the maths every
-    version must match, in the library of `x` (numpy, or cupy for the sizes the GPU benchmarks time). `backward`
+    version must match, in the library of `x` (numpy, or cupy for the sizes the GPU benchmarks time). The sigmoid
+    alone is fp32, as in every version (`sigmoid`): far inside every tolerance. `backward`
     keeps what `hidden_gradients` needs to redo the hidden layer's gradients under another mask."""
     xp = _namespace(x)
     p = {k: xp.asarray(v, dtype=xp.float64) for k, v in params.items()}

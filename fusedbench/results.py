@@ -440,21 +440,28 @@ def with_floors(work: pd.DataFrame, roofs: pd.DataFrame) -> pd.DataFrame:
     return keyed.assign(floor_s=floors.to_numpy())
 
 
-def select_cells(cells: pd.DataFrame, *, machines: Sequence[str] = (), commits: Sequence[str] = ()) -> pd.DataFrame:
-    """The cells of the chosen machines (exact names) and commits (prefixes); an error names a choice matching none."""
+def select_cells(
+    cells: pd.DataFrame,
+    *,
+    machines: Sequence[str] = (),
+    commits: Sequence[str] = (),
+    known: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The cells of the chosen machines (exact names) and commits (prefixes); an error names a choice matching
+    nothing in `known` (the cells themselves unless given: the report passes the epilog and the mlp cells)."""
+    known = cells if known is None else known
     chosen = cells
     if machines:
-        unknown = sorted(set(machines) - set(cells["machine"]))
+        unknown = sorted(set(machines) - set(known["machine"]))
         if unknown:
-            have = ", ".join(sorted(set(cells["machine"]))) or "none"
+            have = ", ".join(sorted(set(known["machine"]))) or "none"
             raise FusedbenchError(f"--machine {unknown[0]!r} has no results; machines with results: {have}")
-        chosen = chosen[chosen["machine"].isin(machines)]
+        chosen, known = chosen[chosen["machine"].isin(machines)], known[known["machine"].isin(machines)]
     if commits:
-        matches = chosen["commit"].map(lambda c: any(c.startswith(p) for p in commits))
-        if not matches.any():
-            have = ", ".join(sorted({c[:8] for c in chosen["commit"]})) or "none"
+        if not known["commit"].map(lambda c: any(c.startswith(p) for p in commits)).any():
+            have = ", ".join(sorted({c[:8] for c in known["commit"]})) or "none"
             raise FusedbenchError(f"--commit {', '.join(commits)} matches no results here; commits: {have}")
-        chosen = chosen[matches]
+        chosen = chosen[chosen["commit"].map(lambda c: any(c.startswith(p) for p in commits)).astype(bool)]
     return chosen
 
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
+from fusedbench.errors import FusedbenchError
 from fusedbench.report import key_figures, render_report
 from fusedbench.report.mlp import newest_runs, step_figure, step_table, where_fusion_stops_paying
 from fusedbench.results import MLP_COLUMNS, load_results
@@ -58,6 +59,8 @@ def test_where_fusion_pays_names_the_sizes_fused_wins_and_loses_and_the_notebook
     rows = [
         row("fused", 1.0, gpu_ms=0.1, dtype="fp32"),
         row("unfused", 1.0, gpu_ms=0.1, dtype="fp32"),
+        row("fused", 1.0, gpu_ms=0.5, dtype="fp32", batch=4096),  # another batch: its host share is not the one said
+        row("unfused", 1.0, gpu_ms=0.5, dtype="fp32", batch=4096),
         row("fused", 10, layers="4096-4096-10", batch=65536),
         row("unfused", 11, layers="4096-4096-10", batch=65536),
         row("fused", 5, layers="1024-1024-10", batch=4096),
@@ -71,7 +74,7 @@ def test_where_fusion_pays_names_the_sizes_fused_wins_and_loses_and_the_notebook
     assert "90% of fused's step is the host's" in text and "its kernels take 0.100 ms of 1.000 ms" in text
     assert "<b>fp16</b>: the fused step beats unfused at 4096-4096-10 at batch 65536 (1.10x)" in text
     assert "it loses at 1024-1024-10 at batch 4096 (0.80x); 2 of 4 sizes are not told apart" in text
-    assert "<b>fp32</b>: the fused step beats unfused at no size; it loses at no size; 1 of 1" in text
+    assert "<b>fp32</b>: the fused step beats unfused at no size; it loses at no size; 2 of 2" in text
 
 
 def test_the_figure_greys_overlapping_intervals_and_offers_each_dtype_baseline_and_clock_with_data():
@@ -100,10 +103,17 @@ def test_the_committed_mlp_results_are_read_apart_from_the_epilog_cells_and_draw
         assert set(refused["status"]) == {"unsupported"} and refused["reason"].str.contains("no bfloat16").all()
     mlp_only = replace(results, cells=results.cells.iloc[:0])
     assert [name for name in key_figures(mlp_only) if "mlp" in name] == [
-        f"{machine}-mlp-step-fp16-fused-over-unfused.png" for machine in ("h100-80gb-hbm3", MACHINE)
+        f"{machine}-mlp-step-fp16-fused-over-unfused-wall.png" for machine in ("h100-80gb-hbm3", MACHINE)
     ]
     page = render_report(mlp_only)  # the MLP section alone: no epilog cells
     assert "No fusedbench results yet" not in page
+    ok = newest[(newest["status"] == "ok") & (newest["workload"] == "mlp-step")]
+    assert len(step_table(results.mlp)) == ok.groupby(["machine", "layers", "batch", "dtype"]).ngroups  # a row a size
+    assert ((ok["ci_low_s"] <= ok["time_s"]) & (ok["time_s"] <= ok["ci_high_s"])).all()
+    notebook = ok[(ok["layers"] == "64-30-10") & (ok["batch"] == 256)]
+    assert (notebook["gpu_s"] < notebook["time_s"] / 5).all()  # the notebook's step: mostly the host's
+    epoch = newest[(newest["workload"] == "mlp-epoch") & (newest["status"] == "ok")]["time_s"].iloc[0]
+    assert f"<td>{epoch * 1e3:.3f}</td>" in page  # ms per epoch
     assert page.count("<th>ms per epoch</th>") == 2 and "<td>0.964</td>" in page  # each machine's digits epochs
     for ident in ("mlp", "h100-80gb-hbm3-mlp", f"{MACHINE}-mlp", f"{MACHINE}-mlp-step"):
         assert f"id='{ident}'" in page or f'id="{ident}"' in page, ident
@@ -112,7 +122,10 @@ def test_the_committed_mlp_results_are_read_apart_from_the_epilog_cells_and_draw
 def test_the_png_of_the_step_figure_is_its_first_view_alone_and_names_its_commit():
     from fusedbench.report.mlp import step_png_figure
 
-    figure = step_png_figure(step_table(frame(row("fused", 10), row("unfused", 12), row("torch", 9))), MACHINE)
+    figure, view = step_png_figure(step_table(frame(row("fused", 10), row("unfused", 12), row("torch", 9))), MACHINE)
+    assert view == "fp16-fused-over-unfused-wall"
+    _, view = step_png_figure(step_table(frame(row("fused", 10, dtype="fp32"), row("torch", 9, dtype="fp32"))), MACHINE)
+    assert view == "fp32-fused-over-torch-wall"  # no fp16, no unfused: the first view there is
     assert len(figure.data) == 1 and not figure.layout.updatemenus
     title = figure.layout.title.text
     assert "fp16: fused over unfused, wall clock" in title and "commit c2" in title
@@ -129,3 +142,23 @@ def test_a_results_folder_of_mlp_runs_alone_is_read_not_refused(tmp_path):
         shutil.copy(path, folder)
     results = load_results(str(tmp_path / "results"))
     assert results.cells.empty and len(results.mlp) == sum(g.cell_count for g in MLP_GROUPS.values())
+
+
+def test_a_run_with_no_step_timed_or_no_gpu_time_draws_what_it_has_and_the_filters_reach_the_mlp_runs():
+    from fusedbench.report.mlp import mlp_section
+
+    heading = lambda level, ident, text: f"<h{level} id='{ident}'>{text}</h{level}>"  # noqa: E731
+    div = lambda figure, ident: f"<div id='{ident}'></div>"  # noqa: E731
+    skipped = frame(row("fused", 10, status="skipped"), row("torch", 9, status="skipped"))
+    assert step_figure(step_table(skipped), MACHINE) is None
+    assert f"id='{MACHINE}-mlp'" in "".join(mlp_section(skipped, heading, div))  # the section, no figure
+    no_cupti = frame(*(r | {"gpu_s": math.nan} for r in (row("fused", 10), row("unfused", 12))))
+    labels = [b.label for b in step_figure(step_table(no_cupti), MACHINE).layout.updatemenus[0].buttons]
+    assert labels == ["fp16, over unfused, wall"]  # no GPU-time view without GPU times
+    results = load_results("results")
+    mlp_only = replace(results, cells=results.cells.iloc[:0])
+    page = render_report(mlp_only, machines=[MACHINE], commits=["d23b8d41"])
+    assert f"id='{MACHINE}-mlp'" in page and "h100-80gb-hbm3-mlp" not in page
+    with pytest.raises(FusedbenchError, match="--commit 0123abcd matches no results here"):
+        render_report(mlp_only, commits=["0123abcd"])
+    assert "id='mlp'" not in render_report(results, commits=["c8c600b"])  # the epilog run alone

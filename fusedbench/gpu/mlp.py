@@ -1,6 +1,6 @@
 """The MLP's versions that need a GPU library (`fusedbench.mlp` holds the network, its maths and the loop).
 
-- `fused`: the notebook's network: stateful nvmath `Matmul` objects planned once (RELU_AUX_BIAS, BIAS,
+- `fused`: the notebook's network: stateful nvmath `Matmul` objects planned on first use (RELU_AUX_BIAS, BIAS,
   DRELU_BGRAD and two plain GEMMs), their operands reset every step.
 - `unfused`: the same planned GEMMs without epilogs, then one single-pass cupy kernel for each piece of
   pointwise work (bias and ReLU with its mask; bias; the mask applied) and cupy's row sum for the bias
@@ -10,7 +10,8 @@
 - `torch`: `torch.nn.Linear` layers, autograd and `torch.optim.SGD`, at low precision under `torch.autocast`
   (fp32 master weights, as a torch user trains), on the GPU or the CPU.
 
-cupy has no bfloat16, so the cupy versions run fp32 and fp16; torch runs all three.
+cupy has no bfloat16, so the cupy versions run fp32 and fp16; torch runs all three. The cupy versions update each
+parameter in one kernel, as torch's SGD does: the update is not what the versions differ in.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class Textbook(_OnCupy, ArrayNet):
 
 
 class _PlannedNet(_OnCupy, Version):
-    """The fused and unfused versions: nvmath `Matmul` objects planned once each, their operands reset every
+    """The fused and unfused versions: nvmath `Matmul` objects planned on first use, their operands reset every
     step (the weights are new casts of the fp32 masters at low precision; the same arrays at fp32)."""
 
     def __init__(self, params, dtype: str, stack) -> None:
@@ -90,8 +91,9 @@ class _PlannedNet(_OnCupy, Version):
         self.params = {k: self.cp.asarray(v) for k, v in params.items()}
         # Layouts that keep every big array row-major, where cupy's elementwise kernels stream (over a column-major
         # array they stride: on an H100 the update of the fp16 W_h of 8192-16384-10 took 7.9 ms instead of 0.6).
-        # W_o column-major makes W_o.T, and so the masked gradient W_o.T @ grad.T, row-major; W_h's gradient is
-        # computed row-major (`product`), like its master.
+        # W_o column-major makes W_o.T, and so unfused's masked gradient W_o.T @ grad.T, row-major; fused's comes
+        # column-major from cuBLASLt's DRELU_BGRAD, so W_h's gradient is computed row-major (`product`), like its
+        # master.
         self.params["w_output"] = self.cp.asfortranarray(self.params["w_output"])
         self.planned: dict[str, tuple] = {}  # GEMM name -> (the operands' shapes and strides, its planned Matmul)
         self.operands: dict[str, dict] = {}  # what each Matmul was last given

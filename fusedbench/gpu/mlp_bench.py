@@ -137,17 +137,16 @@ def _measure_step(stack, params, x, target, dtype: str, keys: dict[str, CellKey]
         ready[name] = (version, batch, check)
     del expected
     free_bytes(stack)
-    try:
-        wall = _wall_samples(ready)
-        gpu = {name: _gpu_samples(version, batch) for name, (version, batch, _) in ready.items()}
-    except Exception as exc:
-        return out | {name: (_failure(keys[name], exc, stack.device_name), None) for name in ready}
-    for name, (_, _, check) in ready.items():
+    wall = _wall_samples(ready)
+    for name, (version, batch, check) in ready.items():
         samples, steps = wall[name]
-        if isinstance(samples, Exception):
-            out[name] = (_failure(keys[name], samples, stack.device_name), None)
+        try:
+            if isinstance(samples, Exception):
+                raise samples
+            kernels, gpu_samples = _gpu_samples(version, batch)
+        except Exception as exc:  # this version's alone: the others keep their samples
+            out[name] = (_failure(keys[name], exc, stack.device_name), None)
             continue
-        kernels, gpu_samples = gpu[name]
         provenance = {
             "steps_per_sample": steps,
             "gradient_errors": {k: float(f"{v:.3g}") for k, v in check.errors.items()},
@@ -165,16 +164,20 @@ def _measure_step(stack, params, x, target, dtype: str, keys: dict[str, CellKey]
 
 def _wall_samples(ready: dict) -> dict[str, tuple[list[float] | Exception, int]]:
     """Each ready version's wall seconds per step (SAMPLES of them) and the steps each sample ran."""
-    clock, steps, runs = HostClock(), {}, {}
+    clock, steps, runs, failed = HostClock(), {}, {}, {}
     for name, (version, batch, _) in ready.items():
-        version.train_step(*batch)  # warm, once more, outside any sample
-        clock.start()
-        version.train_step(*batch)
-        one = clock.stop()
+        try:
+            version.train_step(*batch)  # warm, once more, outside any sample
+            clock.start()
+            version.train_step(*batch)
+            one = clock.stop()
+        except Exception as exc:  # this version's alone
+            failed[name] = (exc, 0)
+            continue
         steps[name] = max(1, min(MAX_STEPS_PER_SAMPLE, round(WALL_SAMPLE_SECONDS / one)))
         runs[name] = _steps(version, batch, steps[name])
     sampled = sample_interleaved(runs, clock=clock, samples=SAMPLES, warmup=1)
-    return {
+    return failed | {
         name: (samples if isinstance(samples, Exception) else [s / steps[name] for s in samples], steps[name])
         for name, samples in sampled.items()
     }

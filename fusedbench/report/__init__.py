@@ -222,10 +222,20 @@ def history_series(cells: pd.DataFrame, commits: list[str]) -> pd.DataFrame:
 def shown_cells(results: ResultSet, *, machines=None, commits=None) -> pd.DataFrame:
     """The cells the report draws: those selected, without the tuned machines unless named (a tuned run
     degrades a provider on purpose)."""
-    cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
+    cells = select_cells(results.cells, machines=machines or (), commits=commits or (), known=_all_runs(results))
     if not machines and not cells.empty:
         cells = cells[[gpu_machine(machine) == machine for machine in cells["machine"]]]
     return cells
+
+
+def shown_mlp(results: ResultSet, *, machines=None, commits=None) -> pd.DataFrame:
+    """The mlp suite's cells the report draws: those of the chosen machines and commits."""
+    return select_cells(results.mlp, machines=machines or (), commits=commits or (), known=_all_runs(results))
+
+
+def _all_runs(results: ResultSet) -> pd.DataFrame:
+    """The machine and commit of every cell, epilog or mlp: what --machine and --commit may name."""
+    return pd.concat([results.cells[["machine", "commit"]], results.mlp[["machine", "commit"]]])
 
 
 def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
@@ -236,7 +246,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     chosen = replace(results, cells=cells, detail=results.detail.loc[cells.index])
     div = _Figures()
     sections, contents, headlines, tables, commit_notes = [], [], {}, {}, {}
-    if cells.empty and results.mlp.empty:
+    if cells.empty and shown_mlp(results, machines=machines, commits=commits).empty:
         sections.append("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
 
     def heading(level: int, ident: str, text: str, note: str = "") -> str:
@@ -285,8 +295,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
             sections.append(div(figure, anchor(machine, "history-figure")))
             listed = "".join(f"<li>{c[:8]}: {html.escape(what)}</li>" for c, what in changes.items())
             sections.append(f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "")
-    mlp = results.mlp if not machines else results.mlp[results.mlp["machine"].isin(machines)]
-    sections.extend(mlp_section(mlp, heading, div))
+    sections.extend(mlp_section(shown_mlp(results, machines=machines, commits=commits), heading, div))
     if len(tables) > 1:
         sections.append(heading(2, "machines", "Machines side by side"))
         newest = pd.concat(tables.values())
@@ -335,12 +344,11 @@ def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str,
             # A PNG travels without the page: it names its commit and the run's date.
             figure.update_layout(title=f"{figure.layout.title.text}<br><sup>commit {commit[:8]}{when}</sup>")
             figures[f"{machine}-{'-'.join(dtypes)}-fused-over-unfused.png"] = figure
-    mlp = results.mlp if not machines else results.mlp[results.mlp["machine"].isin(machines)]
-    table = step_table(mlp)
+    table = step_table(shown_mlp(results, machines=machines, commits=commits))
     for machine in dict.fromkeys(table["machine"]):
-        figure = step_png_figure(table, machine)
+        figure, view = step_png_figure(table, machine)
         if figure is not None:
-            figures[f"{machine}-mlp-step-fp16-fused-over-unfused.png"] = figure
+            figures[f"{machine}-mlp-step-{view}.png"] = figure
     return figures
 
 

@@ -51,9 +51,8 @@ def step_table(mlp: pd.DataFrame) -> pd.DataFrame:
     keys = ["machine", "commit", "layers", "hidden", "inputs", "batch", "dtype"]
     if steps.empty:
         return pd.DataFrame(columns=keys)
-    wide = steps.pivot_table(
-        index=keys, columns="version", values=["time_s", "gpu_s", "ci_low_s", "ci_high_s"], sort=False
-    )
+    # One row per step size, a column per clock and version (an all-NaN clock kept: CUPTI may have recorded none).
+    wide = steps.set_index([*keys, "version"])[["time_s", "gpu_s", "ci_low_s", "ci_high_s"]].unstack("version")
     table = wide.index.to_frame(index=False)
     for version in VERSIONS:
         for column, unit in (("time_s", "ms"), ("gpu_s", "gpu_ms"), ("ci_low_s", "low_ms"), ("ci_high_s", "high_ms")):
@@ -126,13 +125,19 @@ def _view(rows: pd.DataFrame, baseline: str, clock: str) -> go.Heatmap:
 def step_figure(table: pd.DataFrame, machine: str) -> go.Figure | None:
     """One machine's layers x batch heatmap of fused's step speedup, a dropdown over dtype, baseline and clock
     (fp16 over unfused by wall clock first); None where the machine has no fused step timed."""
+    if "fused_ms" not in table:  # no step was timed at all
+        return None
     rows = table[(table["machine"] == machine) & table["fused_ms"].notna()]
+    suffix = {"wall": "ms", "gpu": "gpu_ms"}
     views = [
         (dtype, baseline, clock)
         for dtype in MLP_DTYPES
         for baseline in BASELINES
         for clock in CLOCKS
-        if rows[(rows["dtype"] == dtype)][f"{baseline}_ms"].notna().any()
+        if rows[rows["dtype"] == dtype][[f"fused_{suffix[clock]}", f"{baseline}_{suffix[clock]}"]]
+        .notna()
+        .all(axis=1)
+        .any()
     ]
     if not views:
         return None
@@ -164,16 +169,18 @@ def step_figure(table: pd.DataFrame, machine: str) -> go.Figure | None:
     return figure
 
 
-def step_png_figure(table: pd.DataFrame, machine: str) -> go.Figure | None:
-    """The figure's first view alone, for a PNG (which has no dropdown), naming its commit."""
+def step_png_figure(table: pd.DataFrame, machine: str) -> tuple[go.Figure | None, str]:
+    """The figure's first view alone, for a PNG (which has no dropdown), naming its commit; and the view in a
+    file name ('fp16-fused-over-unfused-wall')."""
     figure = step_figure(table, machine)
     if figure is None:
-        return None
+        return None, ""
     commit = table[table["machine"] == machine]["commit"].iloc[0]
+    dtype, baseline, clock = figure.layout.updatemenus[0].buttons[0].label.replace("over ", "").split(", ")
     figure.data = figure.data[:1]
     figure.layout.updatemenus = ()
     figure.update_layout(title=f"{figure.layout.title.text}<br><sup>commit {commit[:8]}</sup>")
-    return figure
+    return figure, f"{dtype}-fused-over-{baseline}-{clock}"
 
 
 def where_fusion_stops_paying(table: pd.DataFrame, machine: str) -> str:
