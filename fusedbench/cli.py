@@ -258,11 +258,16 @@ def _load(results_dir: str, *, strict: bool):
     return results
 
 
-def command_table(*, results_dir: str, output_format: str, machines, commits, strict: bool) -> int:
-    """Print the tidy table of asv results: a row per cell and run."""
+def command_table(*, results_dir: str, output_format: str, machines, commits, strict: bool, mlp: bool = False) -> int:
+    """Print the tidy table of asv results: a row per cell and run (the epilog cells, or with `mlp` the mlp suite's)."""
     from fusedbench.results import format_markdown, select_cells
 
-    table = select_cells(_load(results_dir, strict=strict).cells, machines=machines, commits=commits)
+    results = _load(results_dir, strict=strict)
+    chosen = {kind: select_cells(frame, machines=machines, commits=commits, known=results.runs())
+              for kind, frame in (("cells", results.cells), ("mlp", results.mlp))}  # fmt: skip
+    table = chosen["mlp" if mlp else "cells"]
+    if table.empty and not mlp and not chosen["mlp"].empty:
+        sys.stderr.write("note: the runs chosen are the mlp suite's: add --mlp for their table\n")
     if output_format == "csv":
         _emit(table.to_csv(index=False))
     elif output_format == "json":
@@ -718,8 +723,10 @@ def build_parser() -> argparse.ArgumentParser:
             machines=a.machine,
             commits=a.commit,
             strict=a.strict,
+            mlp=a.mlp,
         )
     )
+    table.add_argument("--mlp", action="store_true", help="the mlp suite's cells (the MLP's training step) instead")
 
     advise = commands.add_parser(
         "advise", help="the dispatch policy per machine, dtype, epilog and shape class: fuse, fuse-autotuned or unfused"

@@ -134,6 +134,10 @@ class ResultSet:
     detail: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DETAIL_COLUMNS))  # per cell
     mlp: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MLP_COLUMNS))  # the mlp suite's cells
 
+    def runs(self) -> pd.DataFrame:
+        """The machine and commit of every cell, epilog or mlp: what --machine and --commit may name."""
+        return pd.concat([self.cells[["machine", "commit"]], self.mlp[["machine", "commit"]]])
+
 
 def _machine_folders(results_dir: str, problems: list[str]):
     """(machine, [results file paths]) for every machine folder asv's tools would read."""

@@ -10,12 +10,18 @@ import pandas as pd
 import pytest
 
 from fusedbench.errors import FusedbenchError
-from fusedbench.report import key_figures, render_report
+from fusedbench.report import key_figures, render_report, shown_mlp
 from fusedbench.report.mlp import newest_runs, step_figure, step_table, where_fusion_stops_paying
 from fusedbench.results import MLP_COLUMNS, load_results
 from fusedbench.suites import MLP_GROUPS
 
 MACHINE = "h200-141gb"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    """results/ as committed, read once for the module."""
+    return load_results("results")
 
 
 def row(version: str, ms: float, *, commit="c2", started=2, gpu_ms=None, spread=0.01, layers="64-30-10", batch=256,
@@ -90,8 +96,8 @@ def test_the_figure_greys_overlapping_intervals_and_offers_each_dtype_baseline_a
     assert torch_gpu.z[0][0] == pytest.approx(math.log2(5.005 / 5))  # the GPU clock has no interval to grey by
 
 
-def test_the_committed_mlp_results_are_read_apart_from_the_epilog_cells_and_drawn_per_machine():
-    results = load_results("results")
+def test_the_committed_mlp_results_are_read_apart_from_the_epilog_cells_and_drawn_per_machine(committed):
+    results = committed
     assert not results.cells["epilog"].str.startswith("mlp").any()  # no epilog view, alert or table sees them
     newest = newest_runs(results.mlp)
     assert set(newest["machine"]) == {"h100-80gb-hbm3", MACHINE}
@@ -144,7 +150,7 @@ def test_a_results_folder_of_mlp_runs_alone_is_read_not_refused(tmp_path):
     assert results.cells.empty and len(results.mlp) == sum(g.cell_count for g in MLP_GROUPS.values())
 
 
-def test_a_run_with_no_step_timed_or_no_gpu_time_draws_what_it_has_and_the_filters_reach_the_mlp_runs():
+def test_a_run_with_no_step_timed_or_no_gpu_time_draws_what_it_has_and_the_filters_reach_the_mlp_runs(committed):
     from fusedbench.report.mlp import mlp_section
 
     heading = lambda level, ident, text: f"<h{level} id='{ident}'>{text}</h{level}>"  # noqa: E731
@@ -155,10 +161,23 @@ def test_a_run_with_no_step_timed_or_no_gpu_time_draws_what_it_has_and_the_filte
     no_cupti = frame(*(r | {"gpu_s": math.nan} for r in (row("fused", 10), row("unfused", 12))))
     labels = [b.label for b in step_figure(step_table(no_cupti), MACHINE).layout.updatemenus[0].buttons]
     assert labels == ["fp16, over unfused, wall"]  # no GPU-time view without GPU times
-    results = load_results("results")
+    results = committed
     mlp_only = replace(results, cells=results.cells.iloc[:0])
     page = render_report(mlp_only, machines=[MACHINE], commits=["d23b8d41"])
     assert f"id='{MACHINE}-mlp'" in page and "h100-80gb-hbm3-mlp" not in page
     with pytest.raises(FusedbenchError, match="--commit 0123abcd matches no results here"):
         render_report(mlp_only, commits=["0123abcd"])
-    assert "id='mlp'" not in render_report(results, commits=["c8c600b"])  # the epilog run alone
+    assert shown_mlp(results, commits=["c8c600b"]).empty  # the epilog run alone: no MLP section
+
+
+def test_table_gives_the_mlp_cells_with_mlp_and_points_there_when_the_runs_chosen_have_no_other(capsys):
+    import json
+
+    from fusedbench.cli import main
+
+    assert main(["table", "results", "--machine", MACHINE, "--commit", "d23b8d41", "--mlp", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == sum(g.cell_count for g in MLP_GROUPS.values()) and rows[0]["workload"] == "mlp-step"
+    assert main(["table", "results", "--machine", MACHINE, "--commit", "d23b8d41", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == [] and "add --mlp for their table" in err

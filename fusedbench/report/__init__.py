@@ -222,7 +222,7 @@ def history_series(cells: pd.DataFrame, commits: list[str]) -> pd.DataFrame:
 def shown_cells(results: ResultSet, *, machines=None, commits=None) -> pd.DataFrame:
     """The cells the report draws: those selected, without the tuned machines unless named (a tuned run
     degrades a provider on purpose)."""
-    cells = select_cells(results.cells, machines=machines or (), commits=commits or (), known=_all_runs(results))
+    cells = select_cells(results.cells, machines=machines or (), commits=commits or (), known=results.runs())
     if not machines and not cells.empty:
         cells = cells[[gpu_machine(machine) == machine for machine in cells["machine"]]]
     return cells
@@ -230,12 +230,7 @@ def shown_cells(results: ResultSet, *, machines=None, commits=None) -> pd.DataFr
 
 def shown_mlp(results: ResultSet, *, machines=None, commits=None) -> pd.DataFrame:
     """The mlp suite's cells the report draws: those of the chosen machines and commits."""
-    return select_cells(results.mlp, machines=machines or (), commits=commits or (), known=_all_runs(results))
-
-
-def _all_runs(results: ResultSet) -> pd.DataFrame:
-    """The machine and commit of every cell, epilog or mlp: what --machine and --commit may name."""
-    return pd.concat([results.cells[["machine", "commit"]], results.mlp[["machine", "commit"]]])
+    return select_cells(results.mlp, machines=machines or (), commits=commits or (), known=results.runs())
 
 
 def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
