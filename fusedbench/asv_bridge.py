@@ -23,7 +23,7 @@ from fusedbench.machine import gpu_machine_name
 from fusedbench.model import Cell, CellKey
 from fusedbench.records import GroupRecord, write_record
 from fusedbench.sampling import SAMPLING
-from fusedbench.suites import GROUPS, BenchmarkGroup
+from fusedbench.suites import GROUPS, BenchmarkGroup, MlpGroup
 from fusedbench.tuning import TUNE_VARIABLE, tuning_from_environment
 
 SUITE = "the fusedbench asv suite"
@@ -65,7 +65,7 @@ def _cache(cells: Iterable[Cell]) -> GroupCache:
     return GroupCache({(c.key.epilog, c.key.shape, c.key.provider): c for c in cells})
 
 
-def _record(run: AsvRun | None, group: BenchmarkGroup, cells, started, seconds, environment) -> None:
+def _record(run: AsvRun | None, group: BenchmarkGroup | MlpGroup, cells, started, seconds, environment) -> None:
     if run is None or run.machine is None:
         return
     record = GroupRecord(
@@ -152,7 +152,7 @@ def measure_mlp_for_asv(group_name: str, root: str) -> GroupCache:
     return _measured(group, root, keys, measure)
 
 
-def _measured(group, root: str, keys: list[CellKey], measure) -> GroupCache:
+def _measured(group: BenchmarkGroup | MlpGroup, root: str, keys: list[CellKey], measure) -> GroupCache:
     """Measure a group with `measure(stack, tuning) -> (the record's cells, the cache's cells)`, record it beside
     the results of the asv run of the checkout at `root`, and hand asv the cache; without a GPU (or under the
     wrong machine name) every cell of `keys` is recorded skipped with the one line why."""

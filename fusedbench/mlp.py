@@ -30,6 +30,7 @@ import numpy as np
 
 from fusedbench.errors import FusedbenchError
 from fusedbench.mlp_settings import BATCH, LEARNING_RATE, OUTPUTS, SEED
+from fusedbench.reference import unpack_relu_aux
 
 BCE_EPS = 1e-8  # the notebook's, inside the log
 PARAMETERS = ("w_hidden", "b_hidden", "w_output", "b_output")
@@ -123,7 +124,7 @@ def check_gradients(version: Version, x, target, expected: dict) -> GradientChec
     pre, wrong = expected["pre_activation"], -1
     mask = _in(version, xp, got["relu_mask"])
     if mask.dtype != xp.bool_:  # cuBLASLt's relu_aux: one bit per row, packed along the hidden axis
-        mask = unpack_rows(xp, mask, pre.shape[0])
+        mask = unpack_relu_aux(mask, pre.shape[0], xp)
     if mask.shape != pre.shape:
         problems.append(f"relu_mask has shape {mask.shape}, expected {pre.shape}")
     else:
@@ -145,12 +146,6 @@ def check_gradients(version: Version, x, target, expected: dict) -> GradientChec
     if not errors["loss"] <= tolerance:
         problems.append(f"loss error {errors['loss']:.2e} > {tolerance:.0e}")
     return GradientCheck(errors, wrong, tuple(problems))
-
-
-def unpack_rows(xp, packed, rows: int):
-    """cuBLASLt's bit-packed ReLU mask as bool (rows, columns): bit i of byte (r, c) is row 8r + i of column c."""
-    columns = xp.ascontiguousarray(packed.view(xp.uint8).T)  # each column's bytes in a row (cupy unpacks flat)
-    return xp.unpackbits(columns, bitorder="little").reshape(columns.shape[0], -1).T[:rows].astype(bool)
 
 
 def _in(version: Version, xp, array):

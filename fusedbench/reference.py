@@ -46,9 +46,12 @@ def pack_relu_aux(mask: np.ndarray) -> np.ndarray:
     return np.packbits(padded, axis=0, bitorder="little")
 
 
-def unpack_relu_aux(packed: np.ndarray, m: int) -> np.ndarray:
-    """The boolean (M, N) mask held in cuBLASLt's relu_aux bytes (padding dropped)."""
-    return np.unpackbits(np.asarray(packed, dtype=np.uint8), axis=0, bitorder="little")[:m].astype(bool)
+def unpack_relu_aux(packed, m: int, xp=np):
+    """The boolean (M, N) mask held in cuBLASLt's relu_aux bytes (uint8 or nvmath's int8; padding dropped): bit i
+    of byte (r, n) is row 8r + i of column n. `xp` is numpy, or cupy for a mask left on the GPU (cupy unpacks only
+    flat arrays, so each column's bytes are laid in a row first)."""
+    columns = xp.ascontiguousarray(packed.view(xp.uint8).T)
+    return xp.unpackbits(columns, bitorder="little").reshape(columns.shape[0], -1).T[:m].astype(bool)
 
 
 @dataclass(frozen=True)

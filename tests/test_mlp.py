@@ -25,7 +25,6 @@ from fusedbench.mlp import (
     one_hot,
     reference_step,
     train,
-    unpack_rows,
 )
 from fusedbench.mlp_settings import ACCURACY, DEFAULT_EPOCHS, DEFAULT_HIDDEN, LOW_PRECISION_GAP
 from fusedbench.reference import unpack_relu_aux
@@ -57,8 +56,9 @@ def assert_gradients_match(version, batch, dtype: str) -> None:
 def test_the_bit_packed_mask_unpacks_as_cublaslt_packs_it():
     rng = np.random.default_rng(3)
     packed = np.asfortranarray(rng.integers(0, 256, (4, 7), dtype=np.uint8))  # 32 rows (29 used) x 7 columns
-    assert np.array_equal(unpack_rows(np, packed, 29), unpack_relu_aux(packed, 29))
-    assert np.array_equal(unpack_rows(np, packed.view(np.int8), 29), unpack_relu_aux(packed, 29))  # nvmath's int8
+    bits = np.unpackbits(packed, axis=0, bitorder="little")[:29].astype(bool)  # row 8r + i: bit i of byte row r
+    assert np.array_equal(unpack_relu_aux(packed, 29), bits)
+    assert np.array_equal(unpack_relu_aux(packed.view(np.int8), 29), bits)  # nvmath's int8
 
 
 class FlippedMask(ArrayNet):
