@@ -123,3 +123,29 @@ class Fp8Membound(_Cells):
 class Blog(_Cells):
     def setup_cache(self):
         return _measure("Blog")
+
+
+# The peers suite: the ladder and the peers on the shapes where fusion matters most, and the TwoPass control.
+class Fp16SeedPeers(_Cells):
+    def setup_cache(self):
+        return _measure("Fp16SeedPeers")
+
+
+class Fp16MemboundPeers(_Cells):
+    def setup_cache(self):
+        return _measure("Fp16MemboundPeers")
+
+
+class Bf16SeedPeers(_Cells):
+    def setup_cache(self):
+        return _measure("Bf16SeedPeers")
+
+
+class Bf16MemboundPeers(_Cells):
+    def setup_cache(self):
+        return _measure("Bf16MemboundPeers")
+
+
+class TwoPass(_Cells):
+    def setup_cache(self):
+        return _measure("TwoPass")

@@ -48,7 +48,13 @@ def catalog_json() -> dict:
             for name, shapes in SHAPE_SETS.items()
         },
         "provider_details": [
-            {"name": p.name, "description": p.description, "libraries": list(p.libraries), "control": p.control}
+            {
+                "name": p.name,
+                "description": p.description,
+                "libraries": list(p.libraries),
+                "control": p.control,
+                "peer": p.peer,
+            }
             for p in PROVIDERS.values()
         ],
     }

@@ -61,6 +61,9 @@ def run_check(
 
     stack = load_gpu_stack("fusedbench check")
     from fusedbench.gpu.checking import check_workload
+    from fusedbench.gpu.providers import precompile_providers
+
+    precompile_providers(provider_names, workloads, timed=False)
 
     seed = secrets.randbits(31) if seed is None else seed
     cells: list[Cell] = []

@@ -25,6 +25,10 @@ class Provider:
     ]  # the Python packages whose versions its timings depend on (imported as the name's first word)
     builder: str  # "module:function" that prepares it on the GPU (fusedbench.gpu.providers)
     control: bool = False  # a control for another provider, timed in its own group only, never on the ladder
+    peer: bool = False  # an alternative to cuBLASLt's epilogs, timed beside the ladder in the peers suite's groups
+    # "module:function" that compiles, at once and in parallel, every kernel a list of workloads will need
+    # (a compiler's peer), so that no builder waits on a compiler one kernel at a time; "" for none
+    precompile: str = ""
 
 
 # Cheapest to write first. Each is prepared once (allocation, planning) and then run many times
@@ -43,7 +47,8 @@ PROVIDERS: dict[str, Provider] = {
         Provider(
             "unfused",
             "the same cuBLASLt GEMM, then one single-pass cupy kernel for the pointwise work and one "
-            "reduction for bias gradients",
+            "reduction for bias gradients; for DRELU_BGRAD / DGELU_BGRAD one pass does both (the derivative, then "
+            "the row sum of what it stores), as the training stacks run the backward",
             "#f4a261",
             ("nvmath-python", "cupy"),
             "fusedbench.gpu.providers:build_unfused",
@@ -77,6 +82,25 @@ PROVIDERS: dict[str, Provider] = {
             "fusedbench.gpu.providers:build_gemm",
         ),
         Provider(
+            "triton",
+            "peer: a Triton matmul applying the epilog to its fp32 accumulator (bias gradients of D as per-tile "
+            "partial sums plus one small kernel, of A or B inside the K loop), autotuned per workload",
+            "#8338ec",
+            ("triton", "torch"),
+            "fusedbench.gpu.triton_epilog:build_triton",
+            peer=True,
+            precompile="fusedbench.gpu.triton_epilog:precompile",
+        ),
+        Provider(
+            "two-pass",
+            "control: unfused's DRELU_BGRAD / DGELU_BGRAD as before the one-pass backward (cells revision 3): the "
+            "derivative pass, then a row sum that reads D again",
+            "#ffb703",
+            ("nvmath-python", "cupy"),
+            "fusedbench.gpu.providers:build_two_pass",
+            control=True,
+        ),
+        Provider(
             "blog",
             "control: the seed blog's two naive snippets transcribed as printed (RELU_BIAS, DRELU_BGRAD at fp16), "
             "which the textbook must match",
@@ -87,8 +111,10 @@ PROVIDERS: dict[str, Provider] = {
         ),
     )
 }
-# The ladder every group measures (the controls run in groups of their own).
-LADDER = tuple(name for name, provider in PROVIDERS.items() if not provider.control)
+# The ladder every group measures (the controls run in groups of their own), and the peers the peers suite
+# times beside it.
+LADDER = tuple(name for name, provider in PROVIDERS.items() if not provider.control and not provider.peer)
+PEERS = tuple(name for name, provider in PROVIDERS.items() if provider.peer)
 
 # The providers fused is compared against (DESIGN.md, 'Providers'), and the plain GEMM every
 # cell's epilog cost is measured over.
@@ -98,6 +124,7 @@ AUTOTUNED = "fused-autotuned"
 UNFUSED = "unfused"
 GEMM = "gemm"
 CONTROL_OF_TEXTBOOK = "blog"
+CONTROL_OF_UNFUSED = "two-pass"
 # The unfused provider's own kernels (its passes after the GEMM) are named with this prefix.
 PASS_KERNEL_PREFIX = "fusedbench_"
 

@@ -1,4 +1,4 @@
-"""Benchmark groups, the named suites (quick, default, full, mlp) that select them, and the ceilings.
+"""Benchmark groups, the named suites (quick, default, full, peers, mlp) that select them, and the ceilings.
 
 A group is one asv benchmark class: one dtype, one shape set, a list of epilogs and providers.
 asv starts a process for every parameter combination, and a CUDA context plus the GPU
@@ -22,7 +22,7 @@ from fusedbench.epilogs import EPILOGS
 from fusedbench.errors import FusedbenchError
 from fusedbench.mlp_settings import DEFAULT_EPOCHS
 from fusedbench.model import CellKey
-from fusedbench.providers import LADDER, PROVIDERS
+from fusedbench.providers import CONTROL_OF_UNFUSED, LADDER, PEERS, PROVIDERS, UNFUSED
 from fusedbench.shapes import SHAPE_SETS, shape_set
 from fusedbench.workloads import Workload, build_workloads
 
@@ -41,9 +41,12 @@ CEILINGS_REGEX = r"^ceilings\."
 # The d1e4d02 hashes were revision 1 of the cell groups; revision 2 has the textbook in the blog's
 # layout and statements and the unfused passes rewritten for copy bandwidth; revision 3 the unfused
 # bias-gradient row sums in one launch with a block-level reduction, fp32 passes at 4 rows a thread
-# and kernel times the median of three calls. The Blog group times no unfused pass and stays at 2.
+# and kernel times the median of three calls; revision 4 unfused DRELU_BGRAD / DGELU_BGRAD in one pass (the
+# derivative inside the row sum). The Blog group times no unfused pass and stays at 2. The peers suite's groups
+# (PEERS_REVISION) and the TwoPass control start at 1.
 BLOG_REVISION = "2: textbook in the blog's layout and statements; unfused passes at copy bandwidth"
-CELLS_REVISION = "3: unfused row sums reduce per block, one launch"
+CELLS_REVISION = "4: unfused DRELU_BGRAD / DGELU_BGRAD in one pass"
+PEERS_REVISION = "1: the ladder and the triton peer, compile and autotune before timing"
 ASV_VERSIONS = {
     "GemmCeiling": "2a00b4b7e29bb04968bb39009d43a695117a7af8f6d44716e2cbebe053d54ec8",
     "CopyCeiling": "7ccc417e886a6e0f014a37ecb1a23fa2d47425ccbbe76aee6f8ac768719d7b37",
@@ -69,6 +72,8 @@ ASV_VERSIONS = {
         CELLS_REVISION,
     ),
     "Blog": BLOG_REVISION,
+    **dict.fromkeys(("Fp16SeedPeers", "Fp16MemboundPeers", "Bf16SeedPeers", "Bf16MemboundPeers"), PEERS_REVISION),
+    "TwoPass": "1: unfused's one-pass backward against the two passes it replaced",
     "MlpStep": "1: wall clock and kernel time of one verified training step, fp32 masters, loss summed over the batch",
     "MlpEpoch": "1: wall clock of each epoch on digits after the first, at the notebook's sizes",
 }
@@ -123,8 +128,18 @@ GROUPS: dict[str, BenchmarkGroup] = {
         # The textbook against the blog's own snippets, in rounds of their own (fusedbench.gpu.blog).
         _group("fp16", "seed", ("RELU_BIAS", "DRELU_BGRAD"), ("textbook", "blog"), name="Blog"),
         *(_group(dtype, shapes) for dtype in DTYPES for shapes in _TIMED_SETS),
+        # The peers beside the whole ladder, on the shapes where fusion matters most and the blog's: as large a
+        # group as the ladder's own, so that the report reads a workload's ladder from one group.
+        *(
+            _group(dtype, shapes, providers=(*LADDER, *PEERS), name=f"{dtype.capitalize()}{shapes.capitalize()}Peers")
+            for dtype in ("fp16", "bf16")
+            for shapes in ("seed", "membound")
+        ),
+        # unfused's one-pass backward against the two passes it replaced, where the passes are most of the time.
+        _group("fp16", "membound", ("DRELU_BGRAD", "DGELU_BGRAD"), (UNFUSED, CONTROL_OF_UNFUSED), name="TwoPass"),
     )
 }
+PEER_GROUPS = tuple(name for name in GROUPS if name.endswith("Peers"))
 
 # The mlp suite: the notebook's network (inputs-hidden-outputs) from its own size to LLM-sized layers, at
 # batches from the notebook's 256 to 65,536. A step costs about 4 x batch x inputs x hidden FLOPs.
@@ -237,7 +252,8 @@ SUITES: dict[str, tuple[str, ...]] = {
         *(f"{dtype.capitalize()}Seed" for dtype in ("tf32", "fp8")),
         "Blog",
     ),
-    "full": tuple(name for name in GROUPS if name != "Quick"),
+    "full": tuple(name for name in GROUPS if name != "Quick" and name not in PEER_GROUPS and name != "TwoPass"),
+    "peers": (*PEER_GROUPS, "TwoPass"),
     "mlp": tuple(MLP_GROUPS),
 }
 

@@ -1,5 +1,7 @@
 """Workloads, dtypes and shape sets: the cells fusedbench knows."""
 
+import importlib
+
 import pytest
 
 from fusedbench.dtypes import DTYPES, dtype_spec
@@ -61,6 +63,9 @@ def test_a_provider_is_one_registered_unit_whose_builder_resolves_without_a_gpu(
 
     for name, provider in PROVIDERS.items():
         assert callable(builder_of(name)) and builder_of(name).__name__ == provider.builder.split(":")[1]
+        if provider.precompile:  # resolves without a GPU, too
+            module, function = provider.precompile.split(":")
+            assert callable(getattr(importlib.import_module(module), function))
         assert provider.color.startswith("#") and len(provider.color) == 7 and provider.description
-    assert provider_libraries(PROVIDERS) == ["nvmath-python", "cupy", "torch"]  # a run records their versions
+    assert provider_libraries(PROVIDERS) == ["nvmath-python", "cupy", "torch", "triton"]  # a run records them
     assert provider_libraries(["fused", "gemm"]) == ["nvmath-python"]

@@ -27,9 +27,11 @@ def test_list_json_is_one_object_with_the_catalog(capsys):
     assert catalog["dtypes"] == ["fp16", "bf16", "fp32", "tf32", "fp8"]
     assert catalog["shapes"]["seed"] == [[65536, 16384, 8192]]
     assert all(len(mkn) == 3 for shapes in catalog["shapes"].values() for mkn in shapes)
-    assert catalog["providers"] == ["textbook", "unfused", "fused", "fused-autotuned", "torch", "gemm", "blog"]
+    ladder = ["textbook", "unfused", "fused", "fused-autotuned", "torch", "gemm"]
+    assert catalog["providers"] == [*ladder, "triton", "two-pass", "blog"]
     controls = [p["name"] for p in catalog["provider_details"] if p["control"]]
-    assert controls == ["blog"]
+    assert controls == ["two-pass", "blog"]
+    assert [p["name"] for p in catalog["provider_details"] if p["peer"]] == ["triton"]
 
 
 def test_llm_shapes_name_their_source_model(capsys):

@@ -18,7 +18,7 @@ from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
 from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.provenance import kernel_provenance
-from fusedbench.gpu.providers import prepare_provider
+from fusedbench.gpu.providers import precompile_providers, prepare_provider
 from fusedbench.gpu.timing import CudaEventClock, L2Flusher
 from fusedbench.model import Cell, CellKey
 from fusedbench.progress import write_progress
@@ -56,7 +56,9 @@ def measure_group(stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0, tuni
     """Time every cell of `group` (one provider tuned, where asked): a Cell per (workload, provider), catalog order."""
     clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
     cells: list[Cell] = []
-    for index, workload in enumerate(group.workloads()):
+    workloads = group.workloads()
+    precompile_providers(list(group.providers), workloads, timed=True)
+    for index, workload in enumerate(workloads):
         keys = workload.cell_keys(group.providers)
         free, needed = free_bytes(stack), _needed_bytes(workload)
         if needed > free:  # collect cycles only then: gc.collect() costs 0.1 s with torch loaded

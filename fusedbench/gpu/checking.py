@@ -54,7 +54,7 @@ def _check_provider(
     tuning: Tuning | None,
 ) -> Cell:
     try:
-        prepared = prepare_provider(key.provider, stack, operands, tuning)
+        prepared = prepare_provider(key.provider, stack, operands, tuning, timed=False)
     except Unsupported as exc:
         return Cell.refused(key, exc.reason)
     except Skipped as exc:

@@ -349,17 +349,41 @@ def _relu_mask_kernel():
     )
 
 
+# The one-pass backward's derivative step on a thread's ROWS rows of one column of D, before they are
+# stored back and summed: dReLU zeroes the rows whose mask bit is clear, dGELU scales them by gelu'.
+_DERIVATIVE_STEP = {
+    Derivative.DRELU: """
+            const unsigned int mask_bits = aux[col * (I)aux_ld + row0 / 8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) if (!((mask_bits >> j) & 1u)) rows[j] = 0.f;""",
+    Derivative.DGELU: """
+            float pre_rows[8];
+            load_some<8>(&aux[0] + col * (I)aux_ld + row0, pre_rows, count, {vector});
+#pragma unroll
+            for (int j = 0; j < 8; ++j) rows[j] *= gelu_grad_f32<T>(pre_rows[j]);""",
+}
+
+
 @functools.cache
-def _row_sum_kernel(vector: bool, narrow: bool):
+def _row_sum_kernel(vector: bool, narrow: bool, derivative: Derivative = Derivative.NONE):
     """A row sum in one launch: each block sums its tile's rows over SLICE_WARPS slices of columns and adds
     them atomically into a float32 total; the tile's last block to finish (a counter per tile) rounds the
     totals into the output and zeroes them and the counter for the next call.
+
+    With a derivative it is the training stacks' backward step in one pass (TransformerEngine's fused
+    dgelu + bias gradient): each thread applies dReLU / dGELU to its rows of D from the aux input, stores
+    them back and sums them, so D is read once and written once instead of read twice and written once.
 
     The launch has exactly one thread per index (block_size threads, size a multiple of it), so every
     thread of a block reaches each __syncthreads.
     """
     import cupy
 
+    vector_text = "true" if vector else "false"
+    step = ""
+    if derivative is not Derivative.NONE:
+        step = _DERIVATIVE_STEP[derivative].format(vector=vector_text)
+        step += f"\n            store_some<8>(&x[0] + col * (I)m + row0, rows, count, {vector_text});"
     body = f"""
     typedef {_index_type(narrow)} I;
     static_assert({SLICE_WARPS} * 32 >= {TILE_ROWS}, "a block's threads must cover its tile's rows");
@@ -374,7 +398,7 @@ def _row_sum_kernel(vector: bool, narrow: bool):
     if (count > 0) {{
 #pragma unroll {MIN_COLUMNS}
         for (I col = slice; col < (I)n; col += slices) {{
-            load_some<8>(&x[0] + col * (I)m + row0, rows, count, {"true" if vector else "false"});
+            load_some<8>(&x[0] + col * (I)m + row0, rows, count, {vector_text});{step}
 #pragma unroll
             for (int j = 0; j < 8; ++j) acc[j] += rows[j];
         }}
@@ -401,11 +425,17 @@ def _row_sum_kernel(vector: bool, narrow: bool):
         if (t == 0) done[tile] = 0u;
     }}
     """
+    aux = {
+        Derivative.NONE: "",
+        Derivative.DRELU: "raw uint8 aux, int64 aux_ld, ",
+        Derivative.DGELU: "raw P aux, int64 aux_ld, ",
+    }
+    name = {Derivative.NONE: "row_sum", Derivative.DRELU: "drelu_row_sum", Derivative.DGELU: "dgelu_row_sum"}
     return cupy.ElementwiseKernel(
-        "raw T x, int64 m, int64 n, int64 tiles, int64 blocks_per_tile",
-        "raw float32 total, raw uint32 done, raw Y out",
+        f"{aux[derivative]}int64 m, int64 n, int64 tiles, int64 blocks_per_tile",
+        "raw T x, raw float32 total, raw uint32 done, raw Y out",
         body,
-        PASS_KERNEL_PREFIX + "row_sum",
+        PASS_KERNEL_PREFIX + name[derivative],
         preamble=PREAMBLE,
     )
 
@@ -466,8 +496,12 @@ def make_epilog_pass(spec: EpilogSpec, d, *, bias=None, relu_aux=None, gelu_aux=
     return lambda: kernel(*inputs, *outputs, size=size)
 
 
-def make_row_sum(x, out) -> Callable[[], None]:
-    """Launcher: out[i] = sum_j x[i, j] for a column-major (M x N) x, coalesced, in one launch."""
+def make_row_sum(x, out, *, relu_aux=None, gelu_aux=None) -> Callable[[], None]:
+    """Launcher: out[i] = sum_j x[i, j] for a column-major (M x N) x, coalesced, in one launch.
+
+    Given relu_aux (cuBLASLt's bit-mask) or gelu_aux (the pre-activation), the same launch first applies
+    dReLU / dGELU to x in place: DRELU_BGRAD / DGELU_BGRAD's pointwise work and bias gradient in one pass.
+    """
     import cupy
 
     m, n = x.shape
@@ -478,6 +512,14 @@ def make_row_sum(x, out) -> Callable[[], None]:
     done = cupy.zeros(tiles, dtype=cupy.uint32)
     threads = SLICE_WARPS * 32
     size = tiles * blocks_per_tile * threads
-    kernel = _row_sum_kernel(_vectorizable(m, x), _fits_32_bits(x) and size < 2**32)
+    derivative, aux = Derivative.NONE, []
+    if relu_aux is not None:
+        derivative, aux = Derivative.DRELU, [_flat(relu_aux), relu_aux.shape[0]]
+    elif gelu_aux is not None:
+        derivative, aux = Derivative.DGELU, [_flat(gelu_aux), gelu_aux.shape[0]]
+    # dGELU's pre-activations join the vector loads: their columns must start 16-byte aligned as D's do.
+    vector = _vectorizable(m, x) and (gelu_aux is None or _vectorizable(gelu_aux.shape[0], gelu_aux))
+    narrow = _fits_32_bits(x, *(a for a in (relu_aux, gelu_aux) if a is not None)) and size < 2**32
+    kernel = _row_sum_kernel(vector, narrow, derivative)
     flat_x = _flat(x)
-    return lambda: kernel(flat_x, m, n, tiles, blocks_per_tile, total, done, out, size=size, block_size=threads)
+    return lambda: kernel(*aux, m, n, tiles, blocks_per_tile, flat_x, total, done, out, size=size, block_size=threads)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from fusedbench.gpu.kernels import make_epilog_pass, make_row_sum
 from fusedbench.gpu.operands import Operands
 from fusedbench.providers import PROVIDERS
 from fusedbench.tuning import Tuning
+from fusedbench.workloads import Workload
 
 # nvmath times each candidate algorithm this many times (its default is 10), each time after
 # copying an L2-sized buffer from the host: at the seed shape 3 iterations took 1 s of the fp16
@@ -202,7 +204,7 @@ def build_gemm(stack: GpuStack, operands: Operands, *, tuning: Tuning | None = N
     )
 
 
-def _aux_buffer(operands: Operands, spec: EpilogSpec) -> Any:
+def aux_buffer(operands: Operands, spec: EpilogSpec) -> Any:
     """Where an unfused pass writes relu_aux / gelu_aux, laid out as cuBLASLt lays it out."""
     workload = operands.workload
     if spec.activation is Activation.RELU:
@@ -212,18 +214,26 @@ def _aux_buffer(operands: Operands, spec: EpilogSpec) -> Any:
     return operands.empty_result_like(rows=rows)
 
 
-def _bgrad_launcher(operands: Operands, spec: EpilogSpec, out: Any) -> Callable[[], None]:
-    """Sum D over N, A over K, or B over K; each is a column-major matrix summed along its rows."""
+def _bgrad_launcher(operands: Operands, spec: EpilogSpec, out: Any, *, one_pass: bool) -> Callable[[], None]:
+    """Sum D over N, A over K, or B over K; each is a column-major matrix summed along its rows. One pass,
+    D's sum also applies the derivative on the way (DRELU_BGRAD, DGELU_BGRAD)."""
     summed = {Summed.RESULT: operands.result, Summed.A: operands.a, Summed.B: operands.b.T}[spec.summed]
-    return make_row_sum(as_cupy(summed), as_cupy(out))
+    derivative_inputs = {}
+    if one_pass and spec.derivative is Derivative.DRELU:
+        derivative_inputs["relu_aux"] = as_cupy(operands.relu_aux)
+    elif one_pass and spec.derivative is Derivative.DGELU:
+        derivative_inputs["gelu_aux"] = as_cupy(operands.gelu_aux)
+    return make_row_sum(as_cupy(summed), as_cupy(out), **derivative_inputs)
 
 
-def build_unfused(stack: GpuStack, operands: Operands) -> PreparedProvider:
-    """The plain GEMM, then one single-pass kernel for the pointwise work and one reduction per bias gradient."""
+def build_unfused(stack: GpuStack, operands: Operands, *, one_pass: bool = True) -> PreparedProvider:
+    """The plain GEMM, then one single-pass kernel for the pointwise work and one reduction per bias gradient;
+    DRELU_BGRAD / DGELU_BGRAD's derivative and bias gradient in a single pass over D (`one_pass`), as the
+    training stacks run the backward."""
     spec, workload = operands.workload.epilog, operands.workload
     matmul = plan_matmul(stack, operands)
     outputs: dict[str, Any] = {"result": operands.result}
-    aux_out = _aux_buffer(operands, spec) if spec.saves_aux else None
+    aux_out = aux_buffer(operands, spec) if spec.saves_aux else None
     if aux_out is not None:
         outputs[spec.outputs[0]] = aux_out
 
@@ -231,20 +241,25 @@ def build_unfused(stack: GpuStack, operands: Operands) -> PreparedProvider:
         return None if array is None else as_cupy(array)
 
     launchers = []
-    pointwise = make_epilog_pass(
-        spec,
-        as_cupy(operands.result),
-        bias=view(operands.bias),
-        relu_aux=view(operands.relu_aux),
-        gelu_aux=view(operands.gelu_aux),
-        aux_out=view(aux_out),
+    merged = one_pass and spec.summed is Summed.RESULT  # the row sum applies the derivative itself
+    pointwise = (
+        None
+        if merged
+        else make_epilog_pass(
+            spec,
+            as_cupy(operands.result),
+            bias=view(operands.bias),
+            relu_aux=view(operands.relu_aux),
+            gelu_aux=view(operands.gelu_aux),
+            aux_out=view(aux_out),
+        )
     )
     if pointwise is not None:
         launchers.append(pointwise)
     if spec.summed is not Summed.NONE:
         length = workload.n if spec.summed is Summed.B else workload.m
         outputs[spec.outputs[-1]] = bgrad = operands.empty_vector(length)
-        launchers.append(_bgrad_launcher(operands, spec, bgrad))
+        launchers.append(_bgrad_launcher(operands, spec, bgrad, one_pass=merged))
 
     def run():
         matmul.execute()
@@ -253,6 +268,14 @@ def build_unfused(stack: GpuStack, operands: Operands) -> PreparedProvider:
         return outputs
 
     return PreparedProvider(run, tuple(outputs.values()), release=matmul.free, provenance=matmul.provenance)
+
+
+def build_two_pass(stack: GpuStack, operands: Operands) -> PreparedProvider:
+    """The control: unfused as it ran DRELU_BGRAD / DGELU_BGRAD before the one-pass backward (revision 3),
+    the mask or dGELU pass, then a separate row sum that reads D again."""
+    if operands.workload.epilog.summed is not Summed.RESULT:
+        raise Unsupported("the two-pass control differs from unfused only for DRELU_BGRAD and DGELU_BGRAD")
+    return build_unfused(stack, operands, one_pass=False)
 
 
 class _Textbook:
@@ -377,17 +400,38 @@ def build_torch_peer(stack: GpuStack, operands: Operands) -> PreparedProvider:
     return PreparedProvider(run, (operands.result,))
 
 
-def builder_of(name: str) -> Callable[[GpuStack, Operands], PreparedProvider]:
-    """The registered builder of provider `name` (fusedbench.providers.PROVIDERS)."""
-    module, function = PROVIDERS[name].builder.split(":")
+def _resolve(path: str) -> Callable:
+    module, function = path.split(":")
     return getattr(importlib.import_module(module), function)
 
 
-def prepare_provider(name: str, stack: GpuStack, operands: Operands, tuning: Tuning | None = None) -> PreparedProvider:
-    """Allocate, plan and warm up `name` for the workload (tuned if `tuning` is its); raises Unsupported or Skipped."""
+def builder_of(name: str) -> Callable[[GpuStack, Operands], PreparedProvider]:
+    """The registered builder of provider `name` (fusedbench.providers.PROVIDERS)."""
+    return _resolve(PROVIDERS[name].builder)
+
+
+def precompile_providers(names: list[str], workloads: list[Workload], *, timed: bool) -> None:
+    """Let every named provider that compiles kernels compile all the workloads will need, before the first is
+    prepared (`timed`: every autotuning candidate; a check's: the one config it verifies)."""
+    for name in names:
+        if PROVIDERS[name].precompile:
+            _resolve(PROVIDERS[name].precompile)(workloads, timed=timed)
+
+
+def prepare_provider(
+    name: str, stack: GpuStack, operands: Operands, tuning: Tuning | None = None, *, timed: bool = True
+) -> PreparedProvider:
+    """Allocate, plan and warm up `name` for the workload (tuned if `tuning` is its); raises Unsupported or Skipped.
+
+    A check prepares with `timed=False`: a builder that takes `timed` (a compiler's peer) then skips the
+    autotuning that only a timing needs; its result is verified all the same.
+    """
+    builder = builder_of(name)
     mine = {"tuning": tuning} if tuning is not None and tuning.provider == name else {}
+    if "timed" in inspect.signature(builder).parameters:
+        mine["timed"] = timed
     with _library_refusals(stack):
-        prepared = builder_of(name)(stack, operands, **mine)
+        prepared = builder(stack, operands, **mine)
         try:
             prepared.run()  # warm-up: compiles kernels, allocates workspaces, surfaces refusals
         except BaseException:

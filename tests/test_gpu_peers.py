@@ -1,0 +1,92 @@
+"""On the GPU: the peers (Triton's matmul with the epilog in its accumulator) and unfused's one-pass backward."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fusedbench.check import run_check
+from fusedbench.dtypes import dtype_spec
+from fusedbench.epilogs import epilog_spec
+from fusedbench.gpu.arrays import to_host
+from fusedbench.gpu.checking import run_poisoned
+from fusedbench.gpu.operands import make_operands
+from fusedbench.gpu.provenance import kernel_provenance
+from fusedbench.gpu.providers import prepare_provider
+from fusedbench.model import Status
+from fusedbench.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED
+from fusedbench.shapes import shape_set
+from fusedbench.workloads import Workload
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def peers_check():
+    return run_check(shapes="small", providers=[*PEERS, CONTROL_OF_UNFUSED, UNFUSED], seed=20261122)
+
+
+def test_every_peer_cell_of_the_small_check_passes(peers_check):
+    assert len(peers_check.cells) == 16 * 5 * len(shape_set("small")) * (len(PEERS) + 2)
+    failed = [c for c in peers_check.cells if c.status is Status.FAILED]
+    assert failed == []
+    for cell in peers_check.cells:
+        key = cell.key
+        if key.provider == CONTROL_OF_UNFUSED and key.epilog not in ("DRELU_BGRAD", "DGELU_BGRAD"):
+            assert cell.status is Status.UNSUPPORTED and "only for DRELU_BGRAD" in cell.reason, cell
+        elif key.dtype == "fp8" and key.shape != "(128,64)x(64,96)" and key.provider != "triton":
+            assert "divisible by 16" in cell.reason, cell  # cuBLASLt's fp8 needs multiples of 16; Triton's does not
+        elif key.dtype == "fp8" and key.epilog in ("BGRADA", "BGRADB") and key.provider == UNFUSED:
+            assert "CUBLAS_STATUS_NOT_SUPPORTED" in cell.reason, cell  # the GEMM itself: fp8 runs only TN
+        else:
+            assert cell.status is Status.OK, cell
+
+
+@pytest.mark.parametrize("name", ["DRELU_BGRAD", "DGELU_BGRAD"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "tf32"])
+def test_one_pass_backward_writes_what_the_two_passes_write(gpu_stack, name, dtype):
+    """The same D bit for bit; the bias gradient within rounding (one pass sums before D is rounded)."""
+    workload = Workload(epilog_spec(name), dtype_spec(dtype), 1000, 64, 520)  # M not a multiple of 8: scalar tails
+    operands = make_operands(gpu_stack, workload, seed=5)
+    outputs = {}
+    for provider in (UNFUSED, CONTROL_OF_UNFUSED):
+        prepared = prepare_provider(provider, gpu_stack, operands)
+        try:
+            produced, _ = run_poisoned(prepared, operands.framework)
+            outputs[provider] = {key: to_host(value).astype(np.float64) for key, value in produced.items()}
+            kernels = [k["name"] for k in kernel_provenance(prepared.run, lambda: None)["kernels"]]
+        finally:
+            prepared.release()
+        passes = [k for k in kernels if k.startswith("fusedbench_")]
+        assert len(passes) == (1 if provider == UNFUSED else 2), kernels
+    one, two = outputs[UNFUSED], outputs[CONTROL_OF_UNFUSED]
+    np.testing.assert_array_equal(one["result"], two["result"])
+    gradient = name.lower()
+    scale = np.abs(two[gradient]).max()
+    assert np.abs(one[gradient] - two[gradient]).max() <= 4 * workload.dtype.tolerance * scale
+
+
+def test_triton_records_its_config_and_its_compile_and_autotune_seconds(gpu_stack):
+    workload = Workload(epilog_spec("GELU_AUX_BIAS"), dtype_spec("fp16"), 512, 256, 384)
+    operands = make_operands(gpu_stack, workload, seed=6)
+    prepared = prepare_provider("triton", gpu_stack, operands)
+    try:
+        kernels = kernel_provenance(prepared.run, lambda: None)["kernels"]
+    finally:
+        prepared.release()
+    provenance = prepared.provenance
+    assert provenance["chosen_by"].startswith("triton autotune over ")
+    assert " warps " in provenance["algorithm"] and "stages" in provenance["algorithm"]
+    assert provenance["compile_s"] >= 0 and provenance["autotune_s"] > 0
+    assert [k["name"] for k in kernels] == ["matmul_epilog"]  # bias, GELU and the aux output in the one kernel
+
+
+def test_triton_sums_the_bias_gradient_of_d_in_a_second_small_kernel(gpu_stack):
+    workload = Workload(epilog_spec("DGELU_BGRAD"), dtype_spec("bf16"), 512, 256, 384)
+    operands = make_operands(gpu_stack, workload, seed=7)
+    prepared = prepare_provider("triton", gpu_stack, operands)
+    try:
+        kernels = kernel_provenance(prepared.run, lambda: None)["kernels"]
+    finally:
+        prepared.release()
+    assert [k["name"] for k in kernels] == ["matmul_epilog", "add_partials"]
