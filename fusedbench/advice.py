@@ -16,7 +16,10 @@ The rule, in order:
   `unfused` (within 1% the two are one kernel's noise apart: the plain GEMM, DEFAULT, is the same
   kernel both ways);
 - otherwise the judged call: `fuse` or `fuse-autotuned`. An interval across 1 is advice to fuse: one
-  call, no intermediate in memory, no measurable loss.
+  call, no intermediate in memory, no measurable loss;
+- where the peers suite timed a peer (`triton`) in the class and the advised call over the peer lies wholly
+  above 1 / LOSS (the peer is faster by more than the noise between equals), the peer: its name is the
+  advice, the advised call's figure stays in the evidence.
 Where the fused call launches more than one kernel, the evidence says so (fused API, unfused execution).
 Machines of tuned runs (`fusedbench run --tune`) are left out unless named with --machine.
 """
@@ -35,7 +38,7 @@ from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.errors import FusedbenchError
 from fusedbench.model import Status
-from fusedbench.providers import AUTOTUNED, FUSED, UNFUSED
+from fusedbench.providers import AUTOTUNED, FUSED, PEERS, UNFUSED
 from fusedbench.results import ResultSet, select_cells
 from fusedbench.suites import GROUPS
 from fusedbench.tuning import gpu_machine
@@ -51,8 +54,8 @@ COLUMNS = [
     "dtype",
     "epilog",
     "shape_class",
-    "advice",
-    "ratio",  # unfused / the advised fused call (or / the best fused call, where the advice is unfused)
+    "advice",  # fuse, fuse-autotuned, unfused, or a peer's name
+    "ratio",  # unfused / the advised call (or / the best fused call, where the advice is unfused)
     "ci_low",
     "ci_high",
     "shapes",  # how many of the class's shapes the figure is over
@@ -158,14 +161,23 @@ def advise_class(cells: pd.DataFrame, draws: np.ndarray) -> dict:
         else:
             gain = f"saves {-slower:.0%}"
         notes.insert(0, f"fusion {gain}")
-    return {
-        "advice": advice,
-        "ratio": judged,
-        "shapes": shapes,
-        "kernels": kernels,
-        "regret": regret,
-        "why": "; ".join(notes),
-    }
+    found = {"advice": advice, "ratio": judged, "shapes": shapes, "kernels": kernels, "regret": regret}
+    return found | _faster_peer(cells, draws, UNFUSED if advice is Advice.UNFUSED else provider, notes)
+
+
+def _faster_peer(cells: pd.DataFrame, draws: np.ndarray, advised: str, notes: list[str]) -> dict:
+    """The advice's last step: the fastest peer that beats the `advised` provider by more than the noise between
+    equals (its name becomes the advice, unfused over it the ratio); else the ladder's advice as it stands."""
+    best = None
+    for peer in PEERS:
+        over_peer = _class_ratio(_series(cells, advised, peer), draws)
+        if not math.isnan(over_peer[1]) and over_peer[1] > 1 / LOSS and (best is None or over_peer[0] > best[1][0]):
+            best = (peer, over_peer)
+    if best is None:
+        return {"why": "; ".join(notes)}
+    peer, over_peer = best
+    notes.insert(0, f"{peer} is {over_peer[0] - 1:.0%} faster than {advised} (the ladder's advice)")
+    return {"advice": peer, "ratio": _class_ratio(_series(cells, UNFUSED, peer), draws), "why": "; ".join(notes)}
 
 
 def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd.DataFrame:
@@ -194,7 +206,7 @@ def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd
                 "dtype": dtype,
                 "epilog": epilog,
                 "shape_class": shape_class,
-                "advice": found["advice"].value,
+                "advice": found["advice"].value if isinstance(found["advice"], Advice) else found["advice"],
                 "ratio": ratio[0],
                 "ci_low": ratio[1],
                 "ci_high": ratio[2],

@@ -1,4 +1,4 @@
-"""What the results mean: speedups against both baselines, epilog cost, inversions, noise, geomeans.
+"""What the results mean: speedups against both baselines and the peers, epilog cost, inversions, noise, geomeans.
 
 Pure functions of the tidy table `fusedbench.results` loads (pandas, no GPU, no plotly): the
 report, `fusedbench table` and the coming compare/alert draw or print what these compute.
@@ -23,11 +23,12 @@ from fusedbench.providers import (
     GEMM,
     LADDER,
     PASS_KERNEL_PREFIX,
+    PEERS,
     UNFUSED,
 )
 from fusedbench.shapes import shape_label
 from fusedbench.stats import NOISY_RELATIVE_IQR, median_interval
-from fusedbench.suites import CONTROL_GROUPS
+from fusedbench.suites import CONTROL_GROUPS, ONE_PASS_BACKWARD_VERSIONS
 
 # A fused epilog this much slower than the unfused GEMM + pass is a fusion inversion.
 INVERSION = 0.95
@@ -87,18 +88,22 @@ def paired_metrics(work: pd.DataFrame, raw_samples: list, paired: pd.Series) -> 
     return work
 
 
-def pass_bandwidths(cells: pd.DataFrame, kernel_times: pd.Series, copy_tbps: pd.Series) -> pd.DataFrame:
+def pass_bandwidths(
+    cells: pd.DataFrame, kernel_times: pd.Series, copy_tbps: pd.Series, versions: pd.Series
+) -> pd.DataFrame:
     """Fill `pass_tbps` / `pass_of_copy` on unfused cells: the bytes its separate passes move beyond the GEMM
     over the GPU time of those passes' kernels (the ones fusedbench launched, from the cell's kernel record),
-    and that over the run's copy bandwidth (`copy_tbps`, per row)."""
+    and that over the run's copy bandwidth (`copy_tbps`, per row). The bytes follow the cell's benchmark
+    version (`versions`, per row): its backward in one pass or two."""
     cells = cells.copy()
     for i in cells.index[(cells["provider"] == UNFUSED) & (cells["status"] == OK)]:
         seconds = sum(us for name, us in kernel_times[i] if name.startswith(PASS_KERNEL_PREFIX)) / 1e6
         row = cells.loc[i]
         dtype = dtype_spec(row["dtype"])
         moved = epilog_spec(row["epilog"]).unfused_extra_bytes(
-            row["m"], row["k"], row["n"], dtype.operand_itemsize, dtype.result_itemsize
-        )
+            row["m"], row["k"], row["n"], dtype.operand_itemsize, dtype.result_itemsize,
+            one_pass=versions[i] in ONE_PASS_BACKWARD_VERSIONS,
+        )  # fmt: skip
         if seconds > 0 and moved > 0:
             cells.at[i, "pass_tbps"] = moved / seconds / 1e12
             cells.at[i, "pass_of_copy"] = cells.at[i, "pass_tbps"] / copy_tbps[i]
@@ -143,10 +148,11 @@ def with_shape(cells: pd.DataFrame) -> pd.DataFrame:
 
 def speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per workload (machine, commit, dtype, epilog, shape) with each provider's time, and
-    fused's speedup over each baseline (`over_textbook`, `over_unfused`; NaN where either cell is not ok)
-    and its epilog cost over the plain GEMM (`epilog_cost`: fused / gemm - 1).
+    fused's speedup over each baseline and peer (`over_textbook`, `over_unfused`, `over_triton`: its time over
+    fused's; NaN where either cell is not ok), each peer's time over unfused (`triton_over_unfused`), and fused's
+    epilog cost over the plain GEMM (`epilog_cost`: fused / gemm - 1).
 
-    With the cells' `detail` (results.DETAIL_COLUMNS, same index), each speedup also gets the 95% interval
+    With the cells' `detail` (results.DETAIL_COLUMNS, same index), each ratio also gets the 95% interval
     of its round-by-round ratios (`over_unfused_low` / `_high`); NaN where the run did not pair rounds.
     """
     ok = with_shape(ladder_cells(cells[cells["status"] == OK]))
@@ -163,19 +169,21 @@ def speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.Data
     }
     wide = ok.pivot_table(index=keys, columns="provider", values=list(columns), aggfunc="first")
     table = pd.DataFrame(index=wide.index)
-    for provider in LADDER:
+    for provider in (*LADDER, *PEERS):
         for value, suffix in columns.items():
             table[provider + suffix] = wide[(value, provider)] if (value, provider) in wide.columns else np.nan
     if detail is not None:
         raw, paired = list(detail.loc[ok.index, "raw"]), detail.loc[ok.index, "paired"].astype(bool)
-    for baseline in BASELINES:
-        table[f"over_{baseline}"] = table[baseline] / table[FUSED]
-        table[f"over_{baseline}_low"] = table[f"over_{baseline}_high"] = np.nan
+    ratios = {f"over_{other}": (FUSED, other) for other in (*BASELINES, *PEERS)}
+    ratios |= {f"{peer}_over_{UNFUSED}": (UNFUSED, peer) for peer in PEERS}
+    for name, (denominator, numerator) in ratios.items():
+        table[name] = table[numerator] / table[denominator]
+        table[f"{name}_low"] = table[f"{name}_high"] = np.nan
         if detail is not None:
-            ratios = paired_ratios(ok, raw, paired, FUSED, baseline).dropna(subset=["low"])
-            intervals = ratios.set_index(pd.MultiIndex.from_frame(ok.loc[ratios.index, keys]))
-            table[f"over_{baseline}_low"] = intervals["low"]
-            table[f"over_{baseline}_high"] = intervals["high"]
+            paired_ratio = paired_ratios(ok, raw, paired, denominator, numerator).dropna(subset=["low"])
+            intervals = paired_ratio.set_index(pd.MultiIndex.from_frame(ok.loc[paired_ratio.index, keys]))
+            table[f"{name}_low"] = intervals["low"]
+            table[f"{name}_high"] = intervals["high"]
     table["epilog_cost"] = table[f"{FUSED}_gemm_ratio"] - 1
     return table.reset_index()
 

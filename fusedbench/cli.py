@@ -729,7 +729,8 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--mlp", action="store_true", help="the mlp suite's cells (the MLP's training step) instead")
 
     advise = commands.add_parser(
-        "advise", help="the dispatch policy per machine, dtype, epilog and shape class: fuse, fuse-autotuned or unfused"
+        "advise",
+        help="the dispatch policy per machine, dtype, epilog and shape class: fuse, fuse-autotuned, unfused or a peer",
     )
     _folder_arguments(advise)
     advise.add_argument(

@@ -181,11 +181,15 @@ class EpilogSpec:
         extras = sum(self.extra_bytes(t, m, n, result_itemsize) for t in self.inputs + self.outputs)
         return gemm + extras
 
-    def unfused_extra_bytes(self, m: int, k: int, n: int, operand_itemsize: int, result_itemsize: int) -> int:
+    def unfused_extra_bytes(
+        self, m: int, k: int, n: int, operand_itemsize: int, result_itemsize: int, *, one_pass: bool = True
+    ) -> int:
         """Bytes the unfused passes move beyond the plain GEMM's own A, B and D traffic.
 
         The elementwise pass reads and writes D and touches each extra input and pointwise
-        output once; a bias-gradient pass reads the matrix it sums and writes the vector.
+        output once; a bias-gradient pass reads the matrix it sums and writes the vector. D's own
+        bias gradient (DRELU_BGRAD, DGELU_BGRAD) is summed inside the derivative's pass where the
+        backward runs `one_pass` (cells revision 4 on), so D is not read again.
         """
         total = 0
         if self.has_pointwise_work:
@@ -193,7 +197,7 @@ class EpilogSpec:
             pointwise_tensors = self.inputs + tuple(t for t in self.outputs if t.endswith("_aux"))
             total += sum(self.extra_bytes(t, m, n, result_itemsize) for t in pointwise_tensors)
         if self.summed is Summed.RESULT:
-            total += m * n * result_itemsize + m * result_itemsize
+            total += (0 if one_pass else m * n * result_itemsize) + m * result_itemsize
         elif self.summed is Summed.A:
             total += m * k * operand_itemsize + m * result_itemsize
         elif self.summed is Summed.B:

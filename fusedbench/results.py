@@ -75,6 +75,10 @@ COLUMNS = [
     "kernels",  # how many GPU kernels the hot call launched (CUPTI); NaN where not recorded
     "kernel_names",  # their names in launch order, joined by " + "
     "algorithm",  # cuBLASLt's algorithm for the provider's GEMM, and who chose it (heuristic, autotune, a tuning)
+    # A compiler's peer: seconds to compile the kernels the cell runs (each kernel's own process, CPUs compiling
+    # side by side; a kernel is shared by its dtype's shapes) and to autotune among them, before any timing
+    "compile_s",
+    "autotune_s",
     "regret",  # fused cells: fused / fused-autotuned, paired by round (1.05: the heuristic's choice costs 5%)
     "regret_low",
     "regret_high",
@@ -403,7 +407,7 @@ def load_results(results_dir: str) -> ResultSet:
     work = paired_metrics(work, list(details["raw"]), details["paired"].astype(bool))
     roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
     floored = with_floors(work, roofs)
-    floored = pass_bandwidths(floored, details["kernel_times"], floored["copy_tbps"])
+    floored = pass_bandwidths(floored, details["kernel_times"], floored["copy_tbps"], details["version"])
     cells = floored.assign(flags=flags(floored), kernels=floored["kernels"].astype("Int64"))[COLUMNS]
     return ResultSet(
         cells=cells,
@@ -511,6 +515,8 @@ def _row(cell: Cell, group: str, time: float, stat) -> dict:
         "kernels": len(kernels) if kernels else math.nan,
         "kernel_names": " + ".join(name for name, _ in kernels),
         "algorithm": f"{algorithm} ({cell.provenance.get('chosen_by', '?')})" if algorithm else "",
+        "compile_s": _number(cell.provenance.get("compile_s")),
+        "autotune_s": _number(cell.provenance.get("autotune_s")),
         **dict.fromkeys(["regret", "regret_low", "regret_high", "fidelity", "fidelity_low", "fidelity_high"], math.nan),
         "pass_tbps": math.nan,  # analysis.pass_bandwidths() fills it from the kernel times and the copy ceiling
         "pass_of_copy": math.nan,

@@ -140,6 +140,11 @@ GROUPS: dict[str, BenchmarkGroup] = {
     )
 }
 PEER_GROUPS = tuple(name for name in GROUPS if name.endswith("Peers"))
+# The benchmark versions whose unfused runs DRELU_BGRAD / DGELU_BGRAD in one pass (every earlier cells revision
+# ran two): what its passes move depends on it (EpilogSpec.unfused_extra_bytes).
+ONE_PASS_BACKWARD_VERSIONS = frozenset(
+    version for name, version in ASV_VERSIONS.items() if name in GROUPS and name != "Blog"
+)
 
 # The mlp suite: the notebook's network (inputs-hidden-outputs) from its own size to LLM-sized layers, at
 # batches from the notebook's 256 to 65,536. A step costs about 4 x batch x inputs x hidden FLOPs.

@@ -13,6 +13,7 @@ from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
 from fusedbench.results import ResultSet
 from fusedbench.shapes import shape_set
+from fusedbench.suites import GROUPS
 
 ROUNDS = 10
 
@@ -32,7 +33,7 @@ def run(
     rng = np.random.default_rng(seed)
     cells, detail = [], []
     for epilog, providers in times.items():
-        for shape in shape_set({"Fp16Membound": "membound", "Fp16Seed": "seed", "Fp16Llm": "llm"}[group]):
+        for shape in shape_set(GROUPS[group].shape_set):
             drift = 1 + 0.05 * rng.random(ROUNDS)
             for provider, seconds in providers.items():
                 refuse = epilog in refused and provider.startswith("fused")
@@ -178,3 +179,20 @@ def test_a_workload_in_two_groups_of_one_run_is_advised_from_the_larger_group():
         both.detail["started_ms"] = None  # no start times either: the tie is broken by the group, not by order
         policy = advise(both).set_index("epilog")
         assert policy.at["RELU", "advice"] == "fuse" and len(policy) == 2
+
+
+def test_a_peer_clearly_faster_than_the_ladders_advice_is_advised_by_name():
+    times = {"DRELU_BGRAD": {"unfused": 1.0e-3, "fused": 1.9e-3, "fused-autotuned": 1.9e-3, "triton": 0.8e-3}}
+    (advice,) = advise(run(times, group="Fp16MemboundPeers")).itertuples()
+    assert advice.advice == "triton" and advice.ratio == pytest.approx(1.25, rel=0.01)  # unfused over the peer
+    assert advice.why.startswith("triton is 25% faster than unfused (the ladder's advice); fused is 90% slower")
+    pays = {"RELU_BIAS": {"unfused": 1.5e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3, "triton": 0.9e-3}}
+    (advice,) = advise(run(pays, group="Fp16MemboundPeers")).itertuples()
+    assert advice.advice == "triton" and advice.why.startswith("triton is 11% faster than fused")
+
+
+def test_a_peer_within_the_noise_or_slower_leaves_the_ladders_advice():
+    for triton in (0.995e-3, 1.3e-3):  # 0.5% faster is not told from even; slower never wins
+        times = {"RELU_BIAS": {"unfused": 1.5e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3, "triton": triton}}
+        (advice,) = advise(run(times, group="Fp16MemboundPeers")).itertuples()
+        assert advice.advice == "fuse" and advice.why == "fusion saves 33%"

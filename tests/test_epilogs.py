@@ -73,8 +73,10 @@ def test_unfused_passes_read_and_write_the_result_once_more():
     m, k, n = 64, 32, 48
     assert epilog_spec("DEFAULT").unfused_extra_bytes(m, k, n, 2, 2) == 0
     assert epilog_spec("BIAS").unfused_extra_bytes(m, k, n, 2, 2) == 2 * m * n * 2 + m * 2
-    # DRELU_BGRAD: mask pass (read D, read bits, write D), then a reduction (read D, write M)
-    assert epilog_spec("DRELU_BGRAD").unfused_extra_bytes(m, k, n, 2, 2) == 2 * m * n * 2 + 16 * n + m * n * 2 + m * 2
+    # DRELU_BGRAD in one pass (read D, read bits, write D, write M); in two, the reduction reads D again
+    drelu_bgrad = epilog_spec("DRELU_BGRAD")
+    assert drelu_bgrad.unfused_extra_bytes(m, k, n, 2, 2) == 2 * m * n * 2 + 16 * n + m * 2
+    assert drelu_bgrad.unfused_extra_bytes(m, k, n, 2, 2, one_pass=False) == 2 * m * n * 2 + 16 * n + m * n * 2 + m * 2
     # BGRADA sums A (fp8 operands, bf16 vector)
     assert epilog_spec("BGRADA").unfused_extra_bytes(m, k, n, 1, 2) == m * k + m * 2
 

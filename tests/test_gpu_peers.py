@@ -66,27 +66,26 @@ def test_one_pass_backward_writes_what_the_two_passes_write(gpu_stack, name, dty
     assert np.abs(one[gradient] - two[gradient]).max() <= 4 * workload.dtype.tolerance * scale
 
 
-def test_triton_records_its_config_and_its_compile_and_autotune_seconds(gpu_stack):
-    workload = Workload(epilog_spec("GELU_AUX_BIAS"), dtype_spec("fp16"), 512, 256, 384)
-    operands = make_operands(gpu_stack, workload, seed=6)
+def triton_kernels(gpu_stack, epilog: str, dtype: str, seed: int):
+    """The triton peer prepared (compiled, autotuned) for a small workload: its provenance and the kernels one
+    call launches (CUPTI)."""
+    operands = make_operands(gpu_stack, Workload(epilog_spec(epilog), dtype_spec(dtype), 512, 256, 384), seed)
     prepared = prepare_provider("triton", gpu_stack, operands)
     try:
         kernels = kernel_provenance(prepared.run, lambda: None)["kernels"]
     finally:
         prepared.release()
-    provenance = prepared.provenance
+    return prepared.provenance, [k["name"] for k in kernels]
+
+
+def test_triton_records_its_config_and_its_compile_and_autotune_seconds(gpu_stack):
+    provenance, kernels = triton_kernels(gpu_stack, "GELU_AUX_BIAS", "fp16", seed=6)
     assert provenance["chosen_by"].startswith("triton autotune over ")
     assert " warps " in provenance["algorithm"] and "stages" in provenance["algorithm"]
     assert provenance["compile_s"] >= 0 and provenance["autotune_s"] > 0
-    assert [k["name"] for k in kernels] == ["matmul_epilog"]  # bias, GELU and the aux output in the one kernel
+    assert kernels == ["matmul_epilog"]  # bias, GELU and the aux output in the one kernel
 
 
 def test_triton_sums_the_bias_gradient_of_d_in_a_second_small_kernel(gpu_stack):
-    workload = Workload(epilog_spec("DGELU_BGRAD"), dtype_spec("bf16"), 512, 256, 384)
-    operands = make_operands(gpu_stack, workload, seed=7)
-    prepared = prepare_provider("triton", gpu_stack, operands)
-    try:
-        kernels = kernel_provenance(prepared.run, lambda: None)["kernels"]
-    finally:
-        prepared.release()
-    assert [k["name"] for k in kernels] == ["matmul_epilog", "add_partials"]
+    _, kernels = triton_kernels(gpu_stack, "DGELU_BGRAD", "bf16", seed=7)
+    assert kernels == ["matmul_epilog", "add_partials"]

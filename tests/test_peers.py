@@ -77,3 +77,69 @@ def test_a_kernel_key_tells_apart_what_triton_compiles_apart():
     assert key(64, 64, 64) != key(64, 64, 64, epilog="RELU_BIAS")
     assert key(64, 64, 64) != key(64, 64, 64, dtype="bf16")
     assert key(64, 64, 64) != key(64, 64, 64, config=1)
+
+
+def test_a_builder_that_takes_timed_hears_whether_a_check_or_a_timing_prepares_it(monkeypatch):
+    from types import SimpleNamespace
+
+    import fusedbench.gpu.providers as gpu_providers
+
+    heard = []
+
+    def compiler_peer(stack, operands, *, timed=True):
+        heard.append(timed)
+        return gpu_providers.PreparedProvider(run=lambda: {}, owned_outputs=())
+
+    def library(stack, operands):
+        heard.append("no timed")
+        return gpu_providers.PreparedProvider(run=lambda: {}, owned_outputs=())
+
+    stack = SimpleNamespace(library_errors=())
+    for builder in (compiler_peer, library):
+        monkeypatch.setattr(gpu_providers, "builder_of", lambda name, builder=builder: builder)
+        gpu_providers.prepare_provider("triton", stack, None, timed=False)
+        gpu_providers.prepare_provider("triton", stack, None)
+    assert heard == [False, True, "no timed", "no timed"]
+
+
+def test_only_providers_with_a_precompile_hook_compile_ahead_with_the_workloads(monkeypatch):
+    import sys
+    from dataclasses import replace
+
+    import fusedbench.gpu.providers as gpu_providers
+
+    calls = []
+    monkeypatch.setattr(sys.modules[__name__], "hook", lambda workloads, *, timed: calls.append((workloads, timed)),
+                        raising=False)  # fmt: skip
+    peer = replace(PROVIDERS["triton"], precompile=f"{__name__}:hook")
+    monkeypatch.setitem(gpu_providers.PROVIDERS, "triton", peer)
+    workloads = [Workload(epilog_spec("BIAS"), dtype_spec("fp16"), 64, 64, 64)]
+    gpu_providers.precompile_providers(["fused", "unfused", "triton"], workloads, timed=False)
+    assert calls == [(workloads, False)]
+
+
+def test_the_one_pass_backward_is_the_current_cells_revision_and_the_peers_suites():
+    from fusedbench.suites import ASV_VERSIONS, CELLS_REVISION, ONE_PASS_BACKWARD_VERSIONS, PEERS_REVISION
+
+    assert CELLS_REVISION.startswith("4:") and {CELLS_REVISION, PEERS_REVISION} <= ONE_PASS_BACKWARD_VERSIONS
+    assert ASV_VERSIONS["TwoPass"] in ONE_PASS_BACKWARD_VERSIONS
+    assert ASV_VERSIONS["Blog"] not in ONE_PASS_BACKWARD_VERSIONS  # the Blog group times no unfused
+    assert "3: unfused row sums reduce per block, one launch" not in ONE_PASS_BACKWARD_VERSIONS  # c8c600b's
+
+
+def test_an_unfused_backwards_pass_bandwidth_counts_the_bytes_of_its_own_revision():
+    """c8c600b's unfused (revision 3) read D twice for DRELU_BGRAD; revision 4's and the peers suite's once."""
+    import pandas as pd
+
+    from fusedbench.analysis import pass_bandwidths
+    from fusedbench.suites import CELLS_REVISION
+
+    m, k, n = 16384, 256, 16384
+    row = {"provider": "unfused", "status": "ok", "epilog": "DRELU_BGRAD", "dtype": "fp16", "m": m, "k": k, "n": n}
+    cells = pd.DataFrame([row, row]).assign(pass_tbps=float("nan"), pass_of_copy=float("nan"))
+    times = pd.Series([[("cutlass_gemm", 300.0), ("fusedbench_drelu_row_sum", 100.0)]] * 2)
+    versions = pd.Series([CELLS_REVISION, "3: unfused row sums reduce per block, one launch"])
+    filled = pass_bandwidths(cells, times, pd.Series([4.0, 4.0]), versions)
+    one_pass, two_passes = 2 * m * n * 2 + 2048 * n + 2 * m, 3 * m * n * 2 + 2048 * n + 2 * m
+    assert filled["pass_tbps"].tolist() == pytest.approx([one_pass / 100e-6 / 1e12, two_passes / 100e-6 / 1e12])
+    assert filled["pass_of_copy"].tolist() == pytest.approx((filled["pass_tbps"] / 4.0).tolist())

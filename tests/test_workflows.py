@@ -50,10 +50,11 @@ def test_the_gpu_job_installs_with_the_readme_command_and_alerts_only_on_pull_re
 
 
 def test_the_alert_step_run_on_the_committed_results_is_green_and_writes_the_summary(tmp_path):
-    """The step as the workflow runs it, from the checkout's root: on the H100's newest run (c8c600b, revision 3
-    of every group but Blog), green, Blog compared and the rest named incomparable; on 77f3acc (the first run of
-    revision 2, which changed them all), green with nothing to compare; and with the newest run of the A/A
-    quick runs as the candidate, compared with the nearest earlier one, green."""
+    """The step as the workflow runs it, from the checkout's root: on the H100's newest run (28888e2, the first of
+    the peers suite), green with nothing to compare; on c8c600b (revision 3 of every group but Blog), green, Blog
+    compared and the rest named incomparable; on 77f3acc (the first run of revision 2, which changed them all),
+    green with nothing to compare; and with the newest run of the A/A quick runs as the candidate, compared with
+    the nearest earlier one, green."""
     machine = "h100-80gb-hbm3"
     alert = step(gpu_workflow()["jobs"]["bench"], "alert")
     summary = tmp_path / "summary.md"
@@ -63,6 +64,11 @@ def test_the_alert_step_run_on_the_committed_results_is_green_and_writes_the_sum
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }
     result = subprocess.run(["bash", "-e", "-c", alert["run"]], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no alert: nothing to compare" in result.stdout and "Fp16SeedPeers" in result.stderr
+    summary.unlink()
+    command = alert["run"] + " --candidate c8c600b"
+    result = subprocess.run(["bash", "-e", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "against h100-80gb-hbm3@77f3acc" in result.stdout and "4 same" in result.stdout
     assert "Fp16Seed, Fp8Seed, Tf32Seed incomparable" in result.stderr

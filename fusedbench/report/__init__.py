@@ -42,6 +42,7 @@ from fusedbench.report.figures import (
     speedup_heatmap,
 )
 from fusedbench.report.mlp import mlp_section, step_png_figure, step_table
+from fusedbench.report.peers import in_peers_suite, peers_section
 from fusedbench.report.tables import (
     advice_section,
     alerts_section,
@@ -237,11 +238,13 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     """The whole report as one HTML string: the answer, the headline tables, contents and glossary above the
     fold, then a section per machine (figures, alerts, kernels, advice, what did not run, noise, history)
     and the machines side by side."""
-    cells = shown_cells(results, machines=machines, commits=commits)
-    chosen = replace(results, cells=cells, detail=results.detail.loc[cells.index])
+    shown = shown_cells(results, machines=machines, commits=commits)
+    peers = shown[in_peers_suite(shown)]
+    cells = shown[~in_peers_suite(shown)]  # a machine's sections: its newest run of the other suites
+    chosen = replace(results, cells=shown, detail=results.detail.loc[shown.index])
     div = _Figures()
     sections, contents, headlines, tables, commit_notes = [], [], {}, {}, {}
-    if cells.empty and shown_mlp(results, machines=machines, commits=commits).empty:
+    if shown.empty and shown_mlp(results, machines=machines, commits=commits).empty:
         sections.append("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
 
     def heading(level: int, ident: str, text: str, note: str = "") -> str:
@@ -290,6 +293,10 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
             sections.append(div(figure, anchor(machine, "history-figure")))
             listed = "".join(f"<li>{c[:8]}: {html.escape(what)}</li>" for c, what in changes.items())
             sections.append(f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "")
+    newest_peers = {
+        machine: commits_in_order(peers, results.records, machine)[-1] for machine in dict.fromkeys(peers["machine"])
+    }
+    sections.extend(peers_section(peers, results.detail, results.ceilings, newest_peers, heading, div))
     sections.extend(mlp_section(shown_mlp(results, machines=machines, commits=commits), heading, div))
     if len(tables) > 1:
         sections.append(heading(2, "machines", "Machines side by side"))
@@ -327,6 +334,7 @@ def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str,
     """The figures worth a PNG for the README: each machine's fused-over-unfused heatmap per dtype, and its MLP
     training step's fp16 fused over unfused by wall clock."""
     cells = shown_cells(results, machines=machines, commits=commits)
+    cells = cells[~in_peers_suite(cells)]  # the README's heatmaps: each machine's newest run of the other suites
     figures = {}
     for machine in dict.fromkeys(cells["machine"]):
         commit = commits_in_order(cells, results.records, machine)[-1]

@@ -19,7 +19,7 @@ from fusedbench.analysis import indistinct, machine_pairs, with_shape
 from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.model import Status
-from fusedbench.providers import BASELINES, LADDER, PROVIDERS
+from fusedbench.providers import BASELINES, LADDER, PEERS, PROVIDERS
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value
@@ -236,11 +236,13 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str]) 
 
 def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
     """One epilog x shape figure for a machine and dtypes, its views a dropdown: fused over unfused (shown
-    first), over the textbook, and the epilog's cost. Only the view shown is drawn, so a page of many stays
-    quick to open."""
+    first), over the textbook, over each peer the run timed, and the epilog's cost. Only the view shown is drawn,
+    so a page of many stays quick to open."""
+    rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
+    timed = [peer for peer in PEERS if f"over_{peer}" in rows and rows[f"over_{peer}"].notna().any()]
     views = {
         f"fused over {baseline}": speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline=baseline)
-        for baseline in reversed(BASELINES)
+        for baseline in (*reversed(BASELINES), *timed)
     }
     views["epilog cost"] = epilog_cost_figure(table, machine=machine, dtypes=dtypes)
     figure = go.Figure(views["fused over unfused"])
@@ -309,7 +311,7 @@ def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, 
         for dtype in dtypes
         for shape in dict.fromkeys(rows[rows["dtype"] == dtype].sort_values(["intensity", "size"])["shape"])
     ]
-    providers = [p for p in LADDER if p in set(rows["provider"])]
+    providers = [p for p in (*LADDER, *PEERS) if p in set(rows["provider"])]
     under = {dtype: _ceilings(ceilings, rows, machine, dtype) for dtype in dtypes}
     restyles, layouts = [], []
     for dtype, shape in choices:

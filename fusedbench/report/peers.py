@@ -1,0 +1,138 @@
+"""The report's section on the peers suite: the alternatives to cuBLASLt's epilogs, timed beside the ladder.
+
+From each machine's newest run of the peers suite's groups (`fusedbench run --suite peers`): per dtype the
+epilog x shape heatmap with a view per peer (fused over the peer: above 1x cuBLASLt's epilog is faster) and
+the provider ladder with the peers on it; a table of each peer's time over fused and over unfused, with the
+shapes where it beats both and what compiling and autotuning it cost; and the TwoPass control, unfused's
+one-pass backward over the two passes it replaced. The default suite's sections never show these groups, so
+a peers run does not hide a machine's newest default run.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+
+from fusedbench.analysis import OK, ladder_cells, paired_ratios, speedups
+from fusedbench.providers import CONTROL_OF_UNFUSED, FUSED, PEERS, UNFUSED
+from fusedbench.report.figures import heatmap_views, ladder_figure
+from fusedbench.report.tables import anchor, folded, table_html
+from fusedbench.shapes import shape_label
+from fusedbench.suites import SUITES
+
+PEERS_SUITE_GROUPS = frozenset(SUITES["peers"])
+_SHAPE = ["m", "k", "n"]
+
+
+def in_peers_suite(cells: pd.DataFrame) -> pd.Series:
+    """Which cells belong to the peers suite's groups (the peers beside the ladder, and the TwoPass control)."""
+    return cells["group"].isin(PEERS_SUITE_GROUPS)
+
+
+def peer_rows(table: pd.DataFrame, cells: pd.DataFrame, peer: str) -> pd.DataFrame:
+    """Per dtype and epilog of one run (`table`: analysis.speedups of its cells): the peer's time over fused and
+    over unfused (median over the shapes, and their range), the shapes where it beats both, told apart (both
+    paired intervals wholly below 1x) and by how much at best (the faster of fused and unfused over the peer),
+    the config autotuning chose most often, and the seconds compiling and autotuning took (medians over the
+    shapes: a kernel compiles once per epilog and dtype)."""
+    over_fused, over_unfused = f"over_{peer}", f"{peer}_over_{UNFUSED}"
+    timed = table.dropna(subset=[over_fused])
+    mine = cells[(cells["provider"] == peer) & (cells["status"] == OK)]
+    rows = []
+    for (dtype, epilog), part in timed.groupby(["dtype", "epilog"], sort=False):
+        wins = part[(part[f"{over_fused}_high"] < 1) & (part[f"{over_unfused}_high"] < 1)]
+        gain = np.minimum(wins[FUSED], wins[UNFUSED]) / wins[peer]
+        spent = mine[(mine["dtype"] == dtype) & (mine["epilog"] == epilog)]
+        rows.append(
+            {
+                "dtype": dtype,
+                "epilog": epilog,
+                f"{peer} / fused": _median_range(part[over_fused]),
+                f"{peer} / unfused": _median_range(part[over_unfused]),
+                "beats both": f"{len(wins)} of {len(part)}",
+                "best win": f"{gain.max():.2f}x at {wins.loc[gain.idxmax(), 'shape']}" if len(wins) else "",
+                "config (most chosen)": spent["algorithm"].mode().iloc[0] if len(spent) else "",
+                "compile s": spent["compile_s"].median(),
+                "autotune s": spent["autotune_s"].median(),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _median_range(values: pd.Series) -> str:
+    values = values.dropna()
+    if values.empty:
+        return ""
+    return f"{values.median():.2f}x ({values.min():.2f}-{values.max():.2f})"
+
+
+def two_pass_rows(cells: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFrame:
+    """The TwoPass control of one run: per epilog and shape, unfused's one-pass backward and the two passes it
+    replaced, in ms, and the two passes' time over the one pass, paired by round (above 1x: one pass is faster)."""
+    control = cells[cells["group"] == "TwoPass"]
+    if control.empty:
+        return pd.DataFrame()
+    ratios = paired_ratios(control, list(detail.loc[control.index, "raw"]), detail.loc[control.index, "paired"],
+                           UNFUSED, CONTROL_OF_UNFUSED)  # fmt: skip
+    rows = []
+    for (epilog, m, k, n), part in control.groupby(["epilog", *_SHAPE], sort=False):
+        times = part.set_index("provider")["time_s"]
+        ratio = ratios.loc[part[part["provider"] == CONTROL_OF_UNFUSED].index]
+        if ratio.empty or UNFUSED not in times:
+            continue
+        ratio = ratio.iloc[0]
+        rows.append(
+            {
+                "epilog": epilog,
+                "shape": shape_label(m, k, n),
+                "one pass (unfused) ms": times[UNFUSED] * 1e3,
+                "two passes ms": times.get(CONTROL_OF_UNFUSED, np.nan) * 1e3,
+                "two passes / one pass": f"{ratio['ratio']:.2f}x"
+                + (f" ({ratio['low']:.2f}-{ratio['high']:.2f})" if pd.notna(ratio["low"]) else ""),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFrame, commits: dict[str, str],
+                  heading, figure_div) -> list[str]:  # fmt: skip
+    """The report's peers section: per machine (`commits`: machine -> its newest peers run) the heatmaps and
+    ladders with the peers, the peers' table and the TwoPass control. `heading(level, ident, text)` and
+    `figure_div(figure, ident)` are the report's own."""
+    if not commits:
+        return []
+    parts = [
+        heading(2, "peers", "Peers: other ways to fuse the epilog, on the same cells"),
+        "<p>The peers suite times the whole ladder and each peer on the blog's shape and the memory-bound ones, "
+        "at fp16 and bf16, every result verified against float64 first. <b>triton</b>: a Triton matmul applying "
+        "the epilog to its fp32 accumulator, autotuned per workload (compiling and autotuning happen before "
+        "the timing; their seconds are in the table). <b>unfused</b> runs DRELU_BGRAD / DGELU_BGRAD as the "
+        "training stacks do: the plain GEMM, then one pass applying dReLU / dGELU and reducing the bias gradient; "
+        "the TwoPass control times it against the two passes it replaced. A heatmap's peer view is fused over "
+        "the peer: above 1x cuBLASLt's epilog is faster, below 1x the peer is.</p>",
+    ]
+    for machine, commit in commits.items():
+        current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
+        table = speedups(current, detail.loc[current.index])
+        ladder = ladder_cells(current)
+        parts.append(
+            heading(3, anchor(machine, "peers"), f"{machine}: the peers")
+            + f"<p class='muted'>commit {html.escape(commit[:8])}</p>"
+        )
+        for dtype in dict.fromkeys(table["dtype"]):
+            parts.append(figure_div(heatmap_views(table, machine=machine, dtypes=[dtype]),
+                                    anchor(machine, "peers", dtype, "heatmap")))  # fmt: skip
+            parts.append(figure_div(ladder_figure(ladder, ceilings, machine=machine, dtypes=[dtype]),
+                                    anchor(machine, "peers", dtype, "ladder")))  # fmt: skip
+        for peer in PEERS:
+            rows = peer_rows(table, ladder, peer)
+            if not rows.empty:
+                summary = f"{peer}: its time over fused and over unfused, per dtype and epilog ({len(rows)} rows)"
+                parts.append(folded(summary, table_html(rows), len(rows)))
+        control = two_pass_rows(current, detail)
+        if not control.empty:
+            summary = "the one-pass backward (unfused) against the two passes it replaced (the TwoPass control)"
+            parts.append(folded(summary, table_html(control), len(control)))
+    return parts

@@ -1,0 +1,120 @@
+"""The report's peers section, from the committed H200 runs: the peers suite's at 28888e2 beside the default
+suite's at c8c600b (no GPU)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fusedbench.analysis import ladder_cells, speedups
+from fusedbench.report import key_figures, render_report
+from fusedbench.report.figures import heatmap_views, ladder_figure
+from fusedbench.report.peers import in_peers_suite, peer_rows, two_pass_rows
+from fusedbench.results import load_results
+
+ROOT = Path(__file__).resolve().parents[1]
+MACHINE = "h200-141gb"
+PEERS_RUN, DEFAULT_RUN = "28888e2a", "c8c600be"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """A results folder with the H200's default run and its later peers run (a fraction of results/: fast)."""
+    target = tmp_path_factory.mktemp("peers") / "results"
+    (target / MACHINE).mkdir(parents=True)
+    shutil.copy(ROOT / "results" / "benchmarks.json", target)
+    shutil.copy(ROOT / "results" / MACHINE / "machine.json", target / MACHINE)
+    for commit in (DEFAULT_RUN, PEERS_RUN):
+        for path in (ROOT / "results" / MACHINE).glob(f"{commit}-*"):
+            shutil.copy(path, target / MACHINE)
+    return load_results(str(target))
+
+
+@pytest.fixture(scope="module")
+def peers(results):
+    cells = results.cells[in_peers_suite(results.cells)]
+    return cells, speedups(cells, results.detail.loc[cells.index])
+
+
+@pytest.fixture(scope="module")
+def page(results):
+    return render_report(results)
+
+
+def test_a_peers_run_has_its_own_section_and_leaves_the_machines_newest_default_run_in_place(results, page):
+    assert set(results.cells[in_peers_suite(results.cells)]["commit"].str[:8]) == {PEERS_RUN}
+    header = re.search(f"<h2 id='{MACHINE}'>.*?</h2>", page).group(0)
+    assert f"commit {DEFAULT_RUN}" in header and PEERS_RUN not in header
+    # the advice draws on each workload's newest run: the peers run's where it timed the workload
+    assert f"from commit {PEERS_RUN}, {DEFAULT_RUN}" in page
+    peers_section = page[page.index("<h2 id='peers'>") :]
+    assert f"<h3 id='{MACHINE}-peers'>" in peers_section and f"commit {PEERS_RUN}" in peers_section
+    for dtype in ("fp16", "bf16"):
+        assert f'id="{MACHINE}-peers-{dtype}-heatmap"' in page and f'id="{MACHINE}-peers-{dtype}-ladder"' in page
+    assert "triton: its time over fused and over unfused" in peers_section
+    assert "the one-pass backward (unfused) against the two passes it replaced" in peers_section
+    # the README's PNGs stay the default run's heatmaps
+    assert all(PEERS_RUN not in figure.layout.title.text for figure in key_figures(results).values())
+
+
+def test_a_peer_has_a_heatmap_view_of_fused_over_it_only_where_the_run_timed_it(results, peers):
+    _, table = peers
+    labels = [b["label"] for b in heatmap_views(table, machine=MACHINE, dtypes=["fp16"]).layout.updatemenus[0].buttons]
+    assert labels == ["fused over unfused", "fused over textbook", "fused over triton", "epilog cost"]
+    default = results.cells[~in_peers_suite(results.cells)]
+    plain = speedups(default, results.detail.loc[default.index])
+    labels = [b["label"] for b in heatmap_views(plain, machine=MACHINE, dtypes=["fp16"]).layout.updatemenus[0].buttons]
+    assert "fused over triton" not in labels
+
+
+def test_the_peers_ladder_draws_the_peer_beside_the_ladders_providers(results, peers):
+    cells, _ = peers
+    figure = ladder_figure(ladder_cells(cells), results.ceilings, machine=MACHINE, dtypes=["fp16"])
+    assert {"triton", "fused", "unfused", "textbook"} <= {trace.name for trace in figure.data}
+
+
+def test_a_peers_ratios_are_its_time_over_fused_and_over_unfused(peers):
+    cells, table = peers
+    row = table[(table["dtype"] == "fp16") & (table["epilog"] == "DGELU_BGRAD")].iloc[0]
+    assert row["over_triton"] == pytest.approx(row["triton"] / row["fused"], rel=0.05)  # paired median vs medians
+    assert row["triton_over_unfused"] == pytest.approx(row["triton"] / row["unfused"], rel=0.05)
+    assert row["over_triton_low"] <= row["over_triton"] <= row["over_triton_high"]
+    rows = peer_rows(table, ladder_cells(cells), "triton").set_index(["dtype", "epilog"])
+    assert len(rows) == 32 and (rows["beats both"].str.endswith(" of 5")).all()
+    dgelu = table[(table["dtype"] == "fp16") & (table["epilog"] == "DGELU_BGRAD")]
+    median = np.median(dgelu["over_triton"])
+    assert rows.loc[("fp16", "DGELU_BGRAD"), "triton / fused"].startswith(f"{median:.2f}x")
+    assert (rows["autotune s"] > 0).all() and rows["config (most chosen)"].str.contains("warps").all()
+    assert (rows["compile s"] > 0).all()
+
+
+def test_beats_both_counts_only_shapes_where_both_paired_intervals_lie_below_1x(peers):
+    cells, table = peers
+    faked = table.copy()
+    first = faked.index[(faked["dtype"] == "bf16") & (faked["epilog"] == "BIAS")][0]
+    faked.loc[first, ["over_triton_high", "triton_over_unfused_high", "fused", "unfused", "triton"]] = [
+        0.9, 0.8, 2e-3, 3e-3, 1e-3
+    ]  # fmt: skip
+    rows = peer_rows(faked, ladder_cells(cells), "triton").set_index(["dtype", "epilog"])
+    assert rows.loc[("bf16", "BIAS"), "beats both"] == "1 of 5"
+    assert re.fullmatch(r"2\.00x at \(\d+,\d+\)x\(\d+,\d+\)", rows.loc[("bf16", "BIAS"), "best win"])
+    faked.loc[first, "triton_over_unfused_high"] = 1.01  # beats fused, not unfused: no win
+    rows = peer_rows(faked, ladder_cells(cells), "triton").set_index(["dtype", "epilog"])
+    assert rows.loc[("bf16", "BIAS"), "beats both"] == "0 of 5" and rows.loc[("bf16", "BIAS"), "best win"] == ""
+
+
+def test_the_two_pass_control_is_two_passes_over_one_paired_by_round(results, peers):
+    cells, _ = peers
+    rows = two_pass_rows(cells, results.detail)
+    assert list(rows["epilog"].value_counts().sort_index().items()) == [("DGELU_BGRAD", 4), ("DRELU_BGRAD", 4)]
+    ratio = rows["two passes / one pass"].str.extract(r"^([\d.]+)x \(([\d.]+)-([\d.]+)\)$").astype(float)
+    assert ratio.notna().all().all() and (ratio[1] <= ratio[0]).all() and (ratio[0] <= ratio[2]).all()
+    plain = rows["two passes ms"] / rows["one pass (unfused) ms"]
+    assert np.allclose(ratio[0], plain, rtol=0.05)
+    assert two_pass_rows(cells[cells["group"] != "TwoPass"], results.detail).empty
+    assert isinstance(rows, pd.DataFrame)
