@@ -59,7 +59,7 @@ COLUMNS = [
     "ci_low",
     "ci_high",
     "shapes",  # how many of the class's shapes the figure is over
-    "kernels",  # the most kernels the judged fused call launched at one shape
+    "kernels",  # the most kernels the judged fused call (or the advised peer) launched at one shape
     "regret",  # fused / fused-autotuned over the class (the heuristic's cost)
     "regret_low",
     "regret_high",
@@ -177,7 +177,14 @@ def _faster_peer(cells: pd.DataFrame, draws: np.ndarray, advised: str, notes: li
         return {"why": "; ".join(notes)}
     peer, over_peer = best
     notes.insert(0, f"{peer} is {over_peer[0] - 1:.0%} faster than {advised} (the ladder's advice)")
-    return {"advice": peer, "ratio": _class_ratio(_series(cells, UNFUSED, peer), draws), "why": "; ".join(notes)}
+    kernels = cells[(cells["provider"] == peer) & (cells["status"] == OK)]["kernels"].max()
+    return {
+        "advice": peer,  # its evidence is the peer's own: unfused over it, its shapes and kernels
+        "ratio": _class_ratio(_series(cells, UNFUSED, peer), draws),
+        "shapes": len(_series(cells, UNFUSED, peer)),
+        "kernels": math.nan if pd.isna(kernels) else int(kernels),
+        "why": "; ".join(notes),
+    }
 
 
 def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd.DataFrame:

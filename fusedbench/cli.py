@@ -181,7 +181,7 @@ def command_check(
         if not any(g.epilogs for g in groups):
             raise FusedbenchError(
                 f"suite {suite!r} times the MLP's training step, verified as it is measured (`fusedbench run --suite "
-                f"{suite}`); check verifies epilog cells: pass --suite quick, default or full"
+                f"{suite}`); check verifies epilog cells: pass --suite quick, default, full or peers"
             )
         epilogs = epilogs or sorted({e for g in groups for e in g.epilogs})
         dtypes = dtypes or sorted({g.dtype for g in groups})
@@ -657,7 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="verify every provider against float64 references on the GPU")
     check.add_argument("--shapes", default="small", help="shape set to check on (default: small)")
     check.add_argument(
-        "--suite", help="check the epilogs, dtypes and providers that suite times (quick, default, full)"
+        "--suite", help="check the epilogs, dtypes and providers that suite times (quick, default, full, peers)"
     )
     check.add_argument(
         "--epilog", action="extend", type=_names, default=[], help="epilog(s), repeatable or comma-separated"
@@ -687,7 +687,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="the main job: check, time a suite with asv, write the report (run from the checkout's root)"
     )
-    run.add_argument("--suite", default="default", help="quick, default, full or mlp (default: default)")
+    run.add_argument("--suite", default="default", help="quick, default, full, peers or mlp (default: default)")
     run.add_argument(
         "--bench",
         default=None,

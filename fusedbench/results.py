@@ -75,8 +75,9 @@ COLUMNS = [
     "kernels",  # how many GPU kernels the hot call launched (CUPTI); NaN where not recorded
     "kernel_names",  # their names in launch order, joined by " + "
     "algorithm",  # cuBLASLt's algorithm for the provider's GEMM, and who chose it (heuristic, autotune, a tuning)
-    # A compiler's peer: seconds to compile the kernels the cell runs (each kernel's own process, CPUs compiling
-    # side by side; a kernel is shared by its dtype's shapes) and to autotune among them, before any timing
+    # A compiler's peer: seconds to compile the kernels the cell autotunes among, summed (each kernel in its own
+    # process, CPUs compiling side by side; a kernel serves its dtype's shapes, and where Triton's cache already
+    # held it the seconds are those of reading it), and to autotune among them, before any timing
     "compile_s",
     "autotune_s",
     "regret",  # fused cells: fused / fused-autotuned, paired by round (1.05: the heuristic's choice costs 5%)

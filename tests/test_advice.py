@@ -183,8 +183,10 @@ def test_a_workload_in_two_groups_of_one_run_is_advised_from_the_larger_group():
 
 def test_a_peer_clearly_faster_than_the_ladders_advice_is_advised_by_name():
     times = {"DRELU_BGRAD": {"unfused": 1.0e-3, "fused": 1.9e-3, "fused-autotuned": 1.9e-3, "triton": 0.8e-3}}
-    (advice,) = advise(run(times, group="Fp16MemboundPeers")).itertuples()
+    kernels = {"fused": 2, "fused-autotuned": 2, "triton": 3}
+    (advice,) = advise(run(times, group="Fp16MemboundPeers", kernels=kernels)).itertuples()
     assert advice.advice == "triton" and advice.ratio == pytest.approx(1.25, rel=0.01)  # unfused over the peer
+    assert advice.kernels == 3 and advice.shapes == 4  # the peer's own evidence
     assert advice.why.startswith("triton is 25% faster than unfused (the ladder's advice); fused is 90% slower")
     pays = {"RELU_BIAS": {"unfused": 1.5e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3, "triton": 0.9e-3}}
     (advice,) = advise(run(pays, group="Fp16MemboundPeers")).itertuples()

@@ -143,3 +143,30 @@ def test_an_unfused_backwards_pass_bandwidth_counts_the_bytes_of_its_own_revisio
     one_pass, two_passes = 2 * m * n * 2 + 2048 * n + 2 * m, 3 * m * n * 2 + 2048 * n + 2 * m
     assert filled["pass_tbps"].tolist() == pytest.approx([one_pass / 100e-6 / 1e12, two_passes / 100e-6 / 1e12])
     assert filled["pass_of_copy"].tolist() == pytest.approx((filled["pass_tbps"] / 4.0).tolist())
+
+
+def test_a_triton_check_takes_the_configs_in_turn_so_the_small_check_verifies_every_one():
+    from fusedbench.gpu.triton_epilog import _candidates
+    from fusedbench.shapes import shape_set
+    from fusedbench.workloads import build_workloads
+
+    for dtype, itemsize in (("fp16", 2), ("bf16", 2), ("fp32", 4), ("fp8", 1)):
+        workloads = build_workloads(dtypes=[dtype], shapes=shape_set("small"))
+        checked = [_candidates(workload, timed=False) for workload in workloads]
+        assert all(len(one) == 1 for one in checked)
+        assert {one[0] for one in checked} == set(range(len(CONFIGS[itemsize])))  # every config, by some workload
+        per_epilog = {}
+        for workload, (index,) in zip(workloads, checked, strict=True):
+            per_epilog.setdefault(workload.epilog.name, set()).add(index)
+        assert sum(len(indices) > 1 for indices in per_epilog.values()) >= 8  # most epilogs meet several
+        assert _candidates(workloads[0], timed=True) == list(range(len(CONFIGS[itemsize])))
+        assert checked == [_candidates(workload, timed=False) for workload in workloads]  # the same every run
+
+
+def test_the_triton_peer_refuses_what_its_32_bit_offsets_cannot_reach():
+    from fusedbench.gpu.triton_epilog import _too_large
+
+    assert not _too_large(Workload(epilog_spec("BIAS"), dtype_spec("fp16"), 65536, 16384, 8192))  # the seed: 2^29
+    assert _too_large(Workload(epilog_spec("BIAS"), dtype_spec("fp16"), 65536, 32768, 8192))  # A: 2^31 elements
+    # the GELU aux pads M to a multiple of 8: 268435457 rows of 8 columns pass D's count, not the aux's
+    assert _too_large(Workload(epilog_spec("DGELU"), dtype_spec("fp16"), 268435449, 8, 8))

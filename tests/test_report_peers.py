@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from fusedbench.analysis import ladder_cells, speedups
@@ -64,8 +63,11 @@ def test_a_peers_run_has_its_own_section_and_leaves_the_machines_newest_default_
 
 def test_a_peer_has_a_heatmap_view_of_fused_over_it_only_where_the_run_timed_it(results, peers):
     _, table = peers
-    labels = [b["label"] for b in heatmap_views(table, machine=MACHINE, dtypes=["fp16"]).layout.updatemenus[0].buttons]
+    buttons = heatmap_views(table, machine=MACHINE, dtypes=["fp16"]).layout.updatemenus[0].buttons
+    labels = [b["label"] for b in buttons]
     assert labels == ["fused over unfused", "fused over textbook", "fused over triton", "epilog cost"]
+    titles = [b["args"][1]["title.text"] for b in buttons]
+    assert "(>1x: fusion pays)" in titles[0] and "(>1x: cuBLASLt's epilog beats triton)" in titles[2]
     default = results.cells[~in_peers_suite(results.cells)]
     plain = speedups(default, results.detail.loc[default.index])
     labels = [b["label"] for b in heatmap_views(plain, machine=MACHINE, dtypes=["fp16"]).layout.updatemenus[0].buttons]
@@ -81,8 +83,8 @@ def test_the_peers_ladder_draws_the_peer_beside_the_ladders_providers(results, p
 def test_a_peers_ratios_are_its_time_over_fused_and_over_unfused(peers):
     cells, table = peers
     row = table[(table["dtype"] == "fp16") & (table["epilog"] == "DGELU_BGRAD")].iloc[0]
-    assert row["over_triton"] == pytest.approx(row["triton"] / row["fused"], rel=0.05)  # paired median vs medians
-    assert row["triton_over_unfused"] == pytest.approx(row["triton"] / row["unfused"], rel=0.05)
+    assert row["over_triton"] == pytest.approx(row["triton"] / row["fused"])  # the peer's time over fused's
+    assert row["triton_over_unfused"] == pytest.approx(row["triton"] / row["unfused"])
     assert row["over_triton_low"] <= row["over_triton"] <= row["over_triton_high"]
     rows = peer_rows(table, ladder_cells(cells), "triton").set_index(["dtype", "epilog"])
     assert len(rows) == 32 and (rows["beats both"].str.endswith(" of 5")).all()
@@ -90,7 +92,11 @@ def test_a_peers_ratios_are_its_time_over_fused_and_over_unfused(peers):
     median = np.median(dgelu["over_triton"])
     assert rows.loc[("fp16", "DGELU_BGRAD"), "triton / fused"].startswith(f"{median:.2f}x")
     assert (rows["autotune s"] > 0).all() and rows["config (most chosen)"].str.contains("warps").all()
-    assert (rows["compile s"] > 0).all()
+    # the most over the shapes: the seconds of the group that compiled the kernels (later groups read Triton's
+    # cache, 0.01 s); on the H200 the gpu tests had compiled bf16 DGELU_BGRAD's before the run began
+    triton = cells[(cells["provider"] == "triton") & (cells["dtype"] == "bf16") & (cells["epilog"] == "RELU_BIAS")]
+    assert rows.loc[("bf16", "RELU_BIAS"), "compile s"] == triton["compile_s"].max() > 1 > triton["compile_s"].min()
+    assert (rows["compile s"] > 1).sum() == 31 and rows.loc[("bf16", "DGELU_BGRAD"), "compile s"] < 0.1
 
 
 def test_beats_both_counts_only_shapes_where_both_paired_intervals_lie_below_1x(peers):
@@ -117,4 +123,3 @@ def test_the_two_pass_control_is_two_passes_over_one_paired_by_round(results, pe
     plain = rows["two passes ms"] / rows["one pass (unfused) ms"]
     assert np.allclose(ratio[0], plain, rtol=0.05)
     assert two_pass_rows(cells[cells["group"] != "TwoPass"], results.detail).empty
-    assert isinstance(rows, pd.DataFrame)

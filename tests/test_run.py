@@ -307,7 +307,7 @@ def test_check_of_the_mlp_suite_says_where_its_steps_are_verified(capsys):
     from fusedbench.cli import main
 
     assert main(["check", "--suite", "mlp"]) == 2
-    assert "check verifies epilog cells: pass --suite quick, default or full" in capsys.readouterr().err
+    assert "check verifies epilog cells: pass --suite quick, default, full or peers" in capsys.readouterr().err
 
 
 def test_a_failed_check_times_nothing_and_names_the_failed_cells(checkout, fake_gpu, monkeypatch):

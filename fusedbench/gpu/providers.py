@@ -205,7 +205,8 @@ def build_gemm(stack: GpuStack, operands: Operands, *, tuning: Tuning | None = N
 
 
 def aux_buffer(operands: Operands, spec: EpilogSpec) -> Any:
-    """Where an unfused pass writes relu_aux / gelu_aux, laid out as cuBLASLt lays it out."""
+    """A buffer for the relu_aux / gelu_aux a provider of ours writes (an unfused pass, the triton peer), laid out as
+    cuBLASLt lays it out."""
     workload = operands.workload
     if spec.activation is Activation.RELU:
         rows, _ = relu_aux_shape(workload.m, workload.n)
@@ -241,7 +242,9 @@ def build_unfused(stack: GpuStack, operands: Operands, *, one_pass: bool = True)
         return None if array is None else as_cupy(array)
 
     launchers = []
-    merged = one_pass and spec.summed is Summed.RESULT  # the row sum applies the derivative itself
+    # The row sum applies the derivative itself where that is all the pointwise work (DRELU_BGRAD, DGELU_BGRAD).
+    merged = one_pass and spec.summed is Summed.RESULT and spec.derivative is not Derivative.NONE
+    merged = merged and not spec.bias and spec.activation is Activation.NONE
     pointwise = (
         None
         if merged

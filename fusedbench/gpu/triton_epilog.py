@@ -19,7 +19,9 @@ The bias gradients, by what suits each:
   A (B) tiles they already load for the product, inside the K loop. One kernel.
 
 The grid is either a tile per program or persistent (one program per SM walking the tiles in
-grouped order): autotuning, over `CONFIGS`, picks the block shape and grid. Tiles are loaded
+grouped order): autotuning, over `CONFIGS`, picks the block shape and grid. A check verifies one
+config a workload, taking them in turn, its persistent grids two programs wide so that each walks
+several tiles: the small check verifies every config. Tiles are loaded
 through pointers (Triton issues them as asynchronous copies); the tensor-memory accelerator's
 descriptors are not used yet. Compiling happens before any timing, in parallel processes
 (`precompile`, into Triton's on-disk cache), autotuning in `build_triton`; both are kept in the
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from typing import Any
 
 from fusedbench.epilogs import Activation, Derivative, Summed, gelu_aux_shape, relu_aux_shape
@@ -70,7 +73,10 @@ CONFIGS = {
     4: tuple((n, m, k // 2, warps, stages, persistent) for n, m, k, warps, stages, persistent in CONFIGS_16BIT),
     1: tuple((n, m, k * 2, warps, stages, persistent) for n, m, k, warps, stages, persistent in CONFIGS_16BIT),
 }
-CHECKED_CONFIG = 0  # the config a check compiles and verifies: every config runs the same code on other tiles
+# A check verifies one config a workload, each in turn (`_checked_config`), so that a small check covers all
+# of them; its persistent grids have CHECK_PROGRAMS programs, so that each walks several tiles as on a GPU's
+# worth of SMs.
+CHECK_PROGRAMS = 2
 GROUP_N = 8  # tiles of this many block rows are walked column by column, so their B blocks stay in L2
 PARTIAL_BLOCK = 1024  # features a program of the partial-sum kernel adds up
 _INT32_LIMIT = 2**31  # the kernel's offsets are 32-bit
@@ -276,7 +282,21 @@ def _kernel_key(workload: Workload, config_index: int) -> tuple:
 
 
 def _candidates(workload: Workload, timed: bool) -> list[int]:
-    return list(range(len(CONFIGS[workload.dtype.operand_itemsize]))) if timed else [CHECKED_CONFIG]
+    """The configs a workload's cell compiles: every one to autotune among, or the one a check verifies."""
+    count = len(CONFIGS[workload.dtype.operand_itemsize])
+    return list(range(count)) if timed else [zlib.crc32(workload.label.encode()) % count]
+
+
+def _too_large(workload: Workload) -> bool:
+    """Whether a tensor of the workload (A, B, D, the GELU aux's padded rows) has too many elements for the kernel's
+    32-bit offsets."""
+    m, k, n = workload.m, workload.k, workload.n
+    return max(m * k, k * n, gelu_aux_shape(m, n)[0] * n) >= _INT32_LIMIT
+
+
+class KernelFault(Exception):
+    """The triton peer went wrong in a way no library refusal explains (a fault at run time, operands laid out
+    otherwise than its signature says): a failed cell, never an unsupported one."""
 
 
 def _compile(workload: Workload, config_index: int) -> tuple[tuple, float, str]:
@@ -312,7 +332,7 @@ def precompile(workloads: list[Workload], *, timed: bool) -> None:
     unusable, and multiprocessing's spawn would import the caller's main script again."""
     jobs, seen = [], set()
     for workload in workloads:
-        if max(workload.m * workload.k, workload.k * workload.n, workload.m * workload.n) >= _INT32_LIMIT:
+        if _too_large(workload):
             continue
         for index in _candidates(workload, timed):
             key = _kernel_key(workload, index)
@@ -357,7 +377,7 @@ def _triton_errors(triton) -> tuple[type[BaseException], ...]:
             errors.append(getattr(__import__(module, fromlist=[name]), name))
         except (ImportError, AttributeError):
             continue
-    return tuple(errors) or (RuntimeError,)
+    return tuple(errors)  # none found: nothing of Triton's is taken for a refusal
 
 
 def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> PreparedProvider:
@@ -372,7 +392,7 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
     torch, triton = stack.torch, kernels["triton"]
     workload = operands.workload
     spec, m, n = workload.epilog, workload.m, workload.n
-    if max(m * workload.k, workload.k * n, m * n) >= _INT32_LIMIT:
+    if _too_large(workload):
         raise Unsupported(f"the triton peer indexes with 32-bit offsets; {workload.label} has 2^31+ elements")
     _, integers, flags = _launch_signature(workload)
     a, b, d = as_torch(operands.a), as_torch(operands.b), as_torch(operands.result)
@@ -399,7 +419,7 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
         aux_out.stride(1) if spec.saves_aux else 0,
     )
     if strides != integers[3:]:
-        raise RuntimeError(f"the triton peer expected strides {integers[3:]}, the operands have {strides}")
+        raise KernelFault(f"the triton peer expected strides {integers[3:]}, the operands have {strides}")
     arguments = (a, b, d, bias, aux_in, aux_out, sums, *integers)
     kernel = kernels["tables"][workload.dtype.operand_itemsize]
     candidates = _candidates(workload, timed)
@@ -407,13 +427,13 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
 
     def grid(meta):
         tiles = triton.cdiv(n, meta["BLOCK_N"]) * triton.cdiv(m, meta["BLOCK_M"])
-        return (min(tiles, sms) if meta["PERSISTENT"] else tiles,)
+        return (min(tiles, sms if timed else CHECK_PROGRAMS) if meta["PERSISTENT"] else tiles,)
 
     def product():
         if timed:
             kernel[grid](*arguments, **flags)
         else:
-            kernel.fn[grid](*arguments, **flags, **kernel.configs[CHECKED_CONFIG].all_kwargs())
+            kernel.fn[grid](*arguments, **flags, **kernel.configs[candidates[0]].all_kwargs())
 
     started = time.perf_counter()
     try:
@@ -425,11 +445,13 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
     except _triton_errors(triton) as exc:
         message = " ".join(str(exc).split())[:300]
         raise Unsupported(f"Triton cannot build this kernel: {type(exc).__name__}: {message}") from exc
+    except RuntimeError as exc:  # a CUDA fault in our kernel, say: no refusal (prepare_provider would make it one)
+        raise KernelFault(f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from exc
     autotune_s = time.perf_counter() - loaded
     # Compile seconds from precompile's processes where it compiled these kernels; else this process's own.
     compiled = [_COMPILE_SECONDS.get(_kernel_key(workload, index)) for index in candidates]
     compile_s = sum(compiled) if None not in compiled else loaded - started
-    config = kernel.best_config if timed else kernel.configs[CHECKED_CONFIG]
+    config = kernel.best_config if timed else kernel.configs[candidates[0]]
     launches = [product]
     if spec.summed is Summed.RESULT:
         parts = triton.cdiv(n, config.kwargs["BLOCK_N"])

@@ -286,8 +286,8 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         sections.append(noisy_table(current))
         series = history_series(cells[cells["machine"] == machine], history)
         if series["commit"].nunique() > 1:
-            shown = [c for c in history if c in set(series["commit"])]
-            changes = measurement_changes(cells[cells["machine"] == machine], results.detail, shown)
+            drawn = [c for c in history if c in set(series["commit"])]
+            changes = measurement_changes(cells[cells["machine"] == machine], results.detail, drawn)
             sections.append(heading(3, anchor(machine, "history"), f"{machine} across commits"))
             figure = history_figure(series, machine=machine, commits=history, changes=changes)
             sections.append(div(figure, anchor(machine, "history-figure")))
