@@ -430,12 +430,12 @@ def _row_sum_kernel(vector: bool, narrow: bool, derivative: Derivative = Derivat
         Derivative.DRELU: "raw uint8 aux, int64 aux_ld, ",
         Derivative.DGELU: "raw P aux, int64 aux_ld, ",
     }
-    name = {Derivative.NONE: "row_sum", Derivative.DRELU: "drelu_row_sum", Derivative.DGELU: "dgelu_row_sum"}
+    name = "row_sum" if derivative is Derivative.NONE else f"{derivative.value}_row_sum"  # fusedbench_drelu_row_sum
     return cupy.ElementwiseKernel(
         f"{aux[derivative]}int64 m, int64 n, int64 tiles, int64 blocks_per_tile",
         "raw T x, raw float32 total, raw uint32 done, raw Y out",
         body,
-        PASS_KERNEL_PREFIX + name[derivative],
+        PASS_KERNEL_PREFIX + name,
         preamble=PREAMBLE,
     )
 

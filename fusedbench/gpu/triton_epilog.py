@@ -259,7 +259,7 @@ def _launch_signature(workload: Workload) -> tuple[tuple[str, ...], tuple[int, .
         aux_out, aux_out_ld = "uint8", relu_aux_shape(m, n)[0]
     elif spec.saves_aux:
         aux_out_ld = gelu_aux_shape(m, n)[0]
-    sums = {Summed.NONE: result, Summed.RESULT: "float32"}.get(spec.summed, result)
+    sums = "float32" if spec.summed is Summed.RESULT else result  # D's bias gradient: fp32 partials
     pointers = (dtype.operand, dtype.operand, result, result, aux_in, aux_out, sums)
     integers = (m, n, k, *a_strides, *b_strides, aux_in_ld, aux_out_ld)
     flags = {
@@ -429,18 +429,20 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
         tiles = triton.cdiv(n, meta["BLOCK_N"]) * triton.cdiv(m, meta["BLOCK_M"])
         return (min(tiles, sms if timed else CHECK_PROGRAMS) if meta["PERSISTENT"] else tiles,)
 
-    def product():
-        if timed:
-            kernel[grid](*arguments, **flags)
-        else:
-            kernel.fn[grid](*arguments, **flags, **kernel.configs[candidates[0]].all_kwargs())
-
     started = time.perf_counter()
     try:
         for index in candidates:  # compile only, or load what precompile left in Triton's cache
             kernel.fn.warmup(*arguments, grid=(1,), **flags, **kernel.configs[index].all_kwargs())
         loaded = time.perf_counter()
-        product()  # autotunes among the compiled configs (when timed), then runs the best
+        if timed:
+            kernel[grid](*arguments, **flags)  # the autotuner times the compiled configs and keeps the best
+        config = kernel.best_config if timed else kernel.configs[candidates[0]]
+        settings = {**flags, **config.all_kwargs()}
+
+        def product():  # the chosen config launched directly: no autotuner in the hot call
+            kernel.fn[grid](*arguments, **settings)
+
+        product()
         torch.cuda.synchronize()
     except _triton_errors(triton) as exc:
         message = " ".join(str(exc).split())[:300]
@@ -451,7 +453,6 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
     # Compile seconds from precompile's processes where it compiled these kernels; else this process's own.
     compiled = [_COMPILE_SECONDS.get(_kernel_key(workload, index)) for index in candidates]
     compile_s = sum(compiled) if None not in compiled else loaded - started
-    config = kernel.best_config if timed else kernel.configs[candidates[0]]
     launches = [product]
     if spec.summed is Summed.RESULT:
         parts = triton.cdiv(n, config.kwargs["BLOCK_N"])
@@ -467,7 +468,7 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
     provenance = {
         "algorithm": describe_config(config),
         "chosen_by": f"triton autotune over {len(candidates)} configs" if timed else "the check's one config",
-        "compile_s": round(compile_s, 3),  # the kernels this cell runs; shared with the dtype's other shapes
+        "compile_s": round(compile_s, 3),  # the kernels it autotuned among; shared with the dtype's other shapes
         "autotune_s": round(autotune_s, 3),
     }
     return PreparedProvider(run, tuple(outputs.values()), provenance=provenance)
