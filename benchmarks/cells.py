@@ -125,7 +125,7 @@ class Blog(_Cells):
         return _measure("Blog")
 
 
-# The peers suite: the ladder and the peers on the shapes where fusion matters most, and the TwoPass control.
+# The peers suite: triton beside the ladder on the shapes where fusion matters most, and the TwoPass control.
 class Fp16SeedPeers(_Cells):
     def setup_cache(self):
         return _measure("Fp16SeedPeers")
@@ -144,6 +144,27 @@ class Bf16SeedPeers(_Cells):
 class Bf16MemboundPeers(_Cells):
     def setup_cache(self):
         return _measure("Bf16MemboundPeers")
+
+
+# torch.compile beside fused and unfused alone: its minutes of compiling in groups of their own.
+class Fp16SeedCompiled(_Cells):
+    def setup_cache(self):
+        return _measure("Fp16SeedCompiled")
+
+
+class Fp16MemboundCompiled(_Cells):
+    def setup_cache(self):
+        return _measure("Fp16MemboundCompiled")
+
+
+class Bf16SeedCompiled(_Cells):
+    def setup_cache(self):
+        return _measure("Bf16SeedCompiled")
+
+
+class Bf16MemboundCompiled(_Cells):
+    def setup_cache(self):
+        return _measure("Bf16MemboundCompiled")
 
 
 class TwoPass(_Cells):

@@ -28,7 +28,7 @@ from fusedbench.providers import (
 )
 from fusedbench.shapes import shape_label
 from fusedbench.stats import NOISY_RELATIVE_IQR, median_interval
-from fusedbench.suites import CONTROL_GROUPS, ONE_PASS_BACKWARD_VERSIONS
+from fusedbench.suites import CONTROL_GROUPS, ONE_PASS_BACKWARD_VERSIONS, PEER_ONLY_GROUPS
 
 # A fused epilog this much slower than the unfused GEMM + pass is a fusion inversion.
 INVERSION = 0.95
@@ -125,9 +125,10 @@ def flags(cells: pd.DataFrame) -> pd.Series:
 
 
 def ladder_cells(cells: pd.DataFrame) -> pd.DataFrame:
-    """The ladder's cells, one group per workload and run: the control groups dropped, and where a run timed a
-    workload in two groups (a quick and a default run at one commit: Quick and Fp16Seed), the larger group's."""
-    ladder = cells[~cells["group"].isin(CONTROL_GROUPS)]
+    """The ladder's cells, one group per workload and run: the control groups and the groups that time a peer
+    beside fused and unfused alone dropped, and where a run timed a workload in two groups (a quick and a default
+    run at one commit: Quick and Fp16Seed), the larger group's."""
+    ladder = cells[~cells["group"].isin(CONTROL_GROUPS | PEER_ONLY_GROUPS)]
     size = ladder.groupby(["machine", "commit", "group"])["provider"].transform("size")
     ranked = ladder.assign(_size=size).sort_values(["_size", "group"], kind="stable")
     workload = ["machine", "commit", "dtype", "epilog", "m", "k", "n"]
@@ -155,7 +156,24 @@ def speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.Data
     With the cells' `detail` (results.DETAIL_COLUMNS, same index), each ratio also gets the 95% interval
     of its round-by-round ratios (`over_unfused_low` / `_high`); NaN where the run did not pair rounds.
     """
-    ok = with_shape(ladder_cells(cells[cells["status"] == OK]))
+    return _workload_table(with_shape(ladder_cells(cells[cells["status"] == OK])), detail)
+
+
+def peers_speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.DataFrame:
+    """`speedups` of the peers suite's cells, each workload's row joined with the ratios of the groups that time a
+    peer beside fused and unfused alone (torch-compile's): each ratio paired within its own group, the times
+    and the other ratios the ladder group's where it timed the workload."""
+    ok = cells[cells["status"] == OK]
+    alone = ok[ok["group"].isin(PEER_ONLY_GROUPS)]
+    tables = [speedups(cells, detail)]
+    tables += [_workload_table(with_shape(part), detail) for _, part in alone.groupby("group", sort=False)]
+    workload = ["machine", "dtype", "epilog", "shape", "size", "intensity"]
+    joined = pd.concat([table for table in tables if not table.empty])
+    return joined.groupby(workload, sort=False).first().reset_index() if len(joined) else tables[0]
+
+
+def _workload_table(ok: pd.DataFrame, detail: pd.DataFrame | None) -> pd.DataFrame:
+    """`speedups` of ok cells that hold one group per workload and run."""
     keys = ["machine", "commit", "dtype", "epilog", "shape", "size", "intensity"]
     columns = {
         "time_s": "",

@@ -92,6 +92,16 @@ PROVIDERS: dict[str, Provider] = {
             precompile="fusedbench.gpu.triton_epilog:precompile",
         ),
         Provider(
+            "torch-compile",
+            "peer: the epilog written as torch code (x @ w.T, then bias, activation, cuBLASLt's aux layouts, "
+            "derivative, fp32 sums) and compiled by torch.compile, max-autotune without CUDA graphs, so Inductor "
+            "picks its Triton GEMM templates or cuBLAS and fuses the pointwise tail into a template where it can",
+            "#ff006e",
+            ("torch", "triton"),
+            "fusedbench.gpu.torch_compile:build_torch_compile",
+            peer=True,
+        ),
+        Provider(
             "two-pass",
             "control: unfused's DRELU_BGRAD / DGELU_BGRAD as before the one-pass backward (cells revision 3): the "
             "derivative pass, then a row sum that reads D again",
@@ -122,6 +132,8 @@ BASELINES = ("textbook", "unfused")
 FUSED = "fused"
 AUTOTUNED = "fused-autotuned"
 UNFUSED = "unfused"
+TRITON = "triton"
+TORCH_COMPILE = "torch-compile"
 GEMM = "gemm"
 CONTROL_OF_TEXTBOOK = "blog"
 CONTROL_OF_UNFUSED = "two-pass"

@@ -22,7 +22,7 @@ from fusedbench.epilogs import EPILOGS
 from fusedbench.errors import FusedbenchError
 from fusedbench.mlp_settings import DEFAULT_EPOCHS
 from fusedbench.model import CellKey
-from fusedbench.providers import CONTROL_OF_UNFUSED, LADDER, PEERS, PROVIDERS, UNFUSED
+from fusedbench.providers import CONTROL_OF_UNFUSED, FUSED, LADDER, PROVIDERS, TORCH_COMPILE, TRITON, UNFUSED
 from fusedbench.shapes import SHAPE_SETS, shape_set
 from fusedbench.workloads import Workload, build_workloads
 
@@ -47,6 +47,7 @@ CEILINGS_REGEX = r"^ceilings\."
 BLOG_REVISION = "2: textbook in the blog's layout and statements; unfused passes at copy bandwidth"
 CELLS_REVISION = "4: unfused DRELU_BGRAD / DGELU_BGRAD in one pass"
 PEERS_REVISION = "1: the ladder and the triton peer, compile and autotune before timing"
+COMPILED_REVISION = "1: torch.compile max-autotune without CUDA graphs beside fused and unfused, compiled before timing"
 ASV_VERSIONS = {
     "GemmCeiling": "2a00b4b7e29bb04968bb39009d43a695117a7af8f6d44716e2cbebe053d54ec8",
     "CopyCeiling": "7ccc417e886a6e0f014a37ecb1a23fa2d47425ccbbe76aee6f8ac768719d7b37",
@@ -73,6 +74,9 @@ ASV_VERSIONS = {
     ),
     "Blog": BLOG_REVISION,
     **dict.fromkeys(("Fp16SeedPeers", "Fp16MemboundPeers", "Bf16SeedPeers", "Bf16MemboundPeers"), PEERS_REVISION),
+    **dict.fromkeys(
+        ("Fp16SeedCompiled", "Fp16MemboundCompiled", "Bf16SeedCompiled", "Bf16MemboundCompiled"), COMPILED_REVISION
+    ),
     "TwoPass": "1: unfused's one-pass backward against the two passes it replaced",
     "MlpStep": "1: wall clock and kernel time of one verified training step, fp32 masters, loss summed over the batch",
     "MlpEpoch": "1: wall clock of each epoch on digits after the first, at the notebook's sizes",
@@ -118,6 +122,7 @@ def _group(dtype: str, shapes: str, epilogs=None, providers=None, name: str | No
 
 
 _TIMED_SETS = ("seed", "llm", "membound")  # "small" is for correctness only
+_PEER_DTYPES, _PEER_SHAPES = ("fp16", "bf16"), ("seed", "membound")
 
 # Every group any suite runs. "Quick" repeats five fp16 seed cells under their own class name,
 # so a quick run never mixes with a default run's samples of the same cell.
@@ -128,18 +133,33 @@ GROUPS: dict[str, BenchmarkGroup] = {
         # The textbook against the blog's own snippets, in rounds of their own (fusedbench.gpu.blog).
         _group("fp16", "seed", ("RELU_BIAS", "DRELU_BGRAD"), ("textbook", "blog"), name="Blog"),
         *(_group(dtype, shapes) for dtype in DTYPES for shapes in _TIMED_SETS),
-        # The peers beside the whole ladder, on the shapes where fusion matters most and the blog's: as large a
-        # group as the ladder's own, so that the report reads a workload's ladder from one group.
+        # The triton peer beside the whole ladder, on the shapes where fusion matters most and the blog's: as large
+        # a group as the ladder's own, so that the report reads a workload's ladder from one group.
         *(
-            _group(dtype, shapes, providers=(*LADDER, *PEERS), name=f"{dtype.capitalize()}{shapes.capitalize()}Peers")
-            for dtype in ("fp16", "bf16")
-            for shapes in ("seed", "membound")
+            _group(dtype, shapes, providers=(*LADDER, TRITON), name=f"{dtype.capitalize()}{shapes.capitalize()}Peers")
+            for dtype in _PEER_DTYPES
+            for shapes in _PEER_SHAPES
+        ),
+        # torch.compile beside fused and unfused only, on the same cells: max-autotune costs seconds of compiling
+        # a cell (about 7 at the membound shapes, 20 at the blog's on an H100), so its groups run on their own.
+        *(
+            _group(
+                dtype,
+                shapes,
+                providers=(UNFUSED, FUSED, TORCH_COMPILE),
+                name=f"{dtype.capitalize()}{shapes.capitalize()}Compiled",
+            )
+            for dtype in _PEER_DTYPES
+            for shapes in _PEER_SHAPES
         ),
         # unfused's one-pass backward against the two passes it replaced, where the passes are most of the time.
         _group("fp16", "membound", ("DRELU_BGRAD", "DGELU_BGRAD"), (UNFUSED, CONTROL_OF_UNFUSED), name="TwoPass"),
     )
 }
-PEER_GROUPS = tuple(name for name in GROUPS if name.endswith("Peers"))
+PEER_GROUPS = tuple(name for name in GROUPS if name.endswith(("Peers", "Compiled")))
+# Groups that time a peer beside fused and unfused alone: not a workload's ladder (analysis.ladder_cells), each
+# peer's ratios paired within its group (report.peers).
+PEER_ONLY_GROUPS = frozenset(name for name in GROUPS if name.endswith("Compiled"))
 # The benchmark versions whose unfused runs DRELU_BGRAD / DGELU_BGRAD in one pass (every earlier cells revision
 # ran two): what its passes move depends on it (EpilogSpec.unfused_extra_bytes).
 ONE_PASS_BACKWARD_VERSIONS = frozenset(

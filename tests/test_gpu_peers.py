@@ -1,4 +1,5 @@
-"""On the GPU: the peers (Triton's matmul with the epilog in its accumulator) and unfused's one-pass backward."""
+"""On the GPU: the peers (Triton's matmul with the epilog in its accumulator, torch.compile's Inductor) and unfused's
+one-pass backward."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ import pytest
 from fusedbench.check import run_check
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import epilog_spec
-from fusedbench.gpu.arrays import to_host
+from fusedbench.gpu.arrays import POISON_BYTE, poison_next_allocations, to_host
 from fusedbench.gpu.checking import run_poisoned
 from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.provenance import kernel_provenance
 from fusedbench.gpu.providers import prepare_provider
 from fusedbench.model import Status
 from fusedbench.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED
+from fusedbench.reference import reference_outputs
 from fusedbench.shapes import shape_set
+from fusedbench.verify import verify_outputs
 from fusedbench.workloads import Workload
 
 pytestmark = pytest.mark.gpu
@@ -35,9 +38,11 @@ def test_every_peer_cell_of_the_small_check_passes(peers_check):
         if key.provider == CONTROL_OF_UNFUSED and key.epilog not in ("DRELU_BGRAD", "DGELU_BGRAD"):
             assert cell.status is Status.UNSUPPORTED and "only for DRELU_BGRAD" in cell.reason, cell
         elif key.dtype == "fp8" and key.shape != "(128,64)x(64,96)" and key.provider != "triton":
-            assert "divisible by 16" in cell.reason, cell  # cuBLASLt's fp8 needs multiples of 16; Triton's does not
+            assert "divisible by 16" in cell.reason, cell  # cuBLASLt's and torch's fp8 need multiples of 16
         elif key.dtype == "fp8" and key.epilog in ("BGRADA", "BGRADB") and key.provider == UNFUSED:
             assert "CUBLAS_STATUS_NOT_SUPPORTED" in cell.reason, cell  # the GEMM itself: fp8 runs only TN
+        elif key.dtype == "fp8" and key.epilog in ("BGRADA", "BGRADB") and key.provider == "torch-compile":
+            assert "fp8 only in the TN layout" in cell.reason, cell
         else:
             assert cell.status is Status.OK, cell
 
@@ -89,3 +94,45 @@ def test_triton_records_its_config_and_its_compile_and_autotune_seconds(gpu_stac
 def test_triton_sums_the_bias_gradient_of_d_in_a_second_small_kernel(gpu_stack):
     _, kernels = triton_kernels(gpu_stack, "DGELU_BGRAD", "bf16", seed=7)
     assert kernels == ["matmul_epilog", "add_partials"]
+
+
+def test_torch_poisoning_covers_what_the_caching_allocator_hands_out_next(gpu_stack):
+    """torch's allocator may give a compiled graph's temporaries the blocks freed for its outputs: every free
+    block is poisoned, so an output lands in poison whichever it gets."""
+    import torch
+
+    scratch = [torch.ones(n, dtype=torch.uint8, device="cuda") for n in (3000, 70_000, 5 << 20)]  # cached when freed
+    del scratch
+    ranges = poison_next_allocations("torch", [24_576, 1_536])
+    taken = [torch.empty(n, dtype=torch.uint8, device="cuda") for n in (512, 1_536, 24_576, 60_000, 4 << 20)]
+    for block in taken:
+        assert any(start <= block.data_ptr() and block.data_ptr() + block.numel() <= end for start, end in ranges)
+        assert bool((block == POISON_BYTE).all())
+
+
+def compiled_kernels(gpu_stack, epilog: str, dtype: str, seed: int):
+    """The torch-compile peer prepared as a timed cell (max-autotune) for a small workload: its provenance and the
+    kernels one call launches (CUPTI)."""
+    operands = make_operands(gpu_stack, Workload(epilog_spec(epilog), dtype_spec(dtype), 512, 256, 384), seed)
+    prepared = prepare_provider("torch-compile", gpu_stack, operands)
+    try:
+        outputs, _ = run_poisoned(prepared, operands.framework)
+        host = {name: to_host(value) for name, value in outputs.items()}
+        kernels = kernel_provenance(prepared.run, lambda: None)["kernels"]
+    finally:
+        prepared.release()
+    reference = reference_outputs(operands.workload.epilog, operands.reference_inputs())
+    assert all(check.ok for check in verify_outputs(host, reference, operands.workload.dtype.tolerance))
+    return prepared.provenance, [k["name"] for k in kernels]
+
+
+def test_torch_compile_is_timed_as_max_autotune_compiled_and_verified_before(gpu_stack):
+    provenance, kernels = compiled_kernels(gpu_stack, "GELU_AUX_BIAS", "bf16", seed=8)
+    assert provenance["chosen_by"] == "torch.compile max-autotune" and "max-autotune" in provenance["algorithm"]
+    assert provenance["compile_s"] > provenance["autotune_s"] > 0
+    assert 1 <= len(kernels) <= 3, kernels  # the GEMM, and Inductor's kernels for what it did not fuse into it
+
+
+def test_inductor_runs_the_backward_in_one_pass_after_the_gemm(gpu_stack):
+    _, kernels = compiled_kernels(gpu_stack, "DRELU_BGRAD", "fp16", seed=9)
+    assert len(kernels) == 2 and kernels[1].startswith("triton_red_fused"), kernels  # dReLU and the sum, one kernel

@@ -8,18 +8,21 @@ from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec, gelu_aux_shape, relu_aux_shape
 from fusedbench.gpu.triton_epilog import CONFIGS, _kernel_key, _launch_signature
 from fusedbench.providers import CONTROL_OF_UNFUSED, LADDER, PEERS, PROVIDERS, UNFUSED
-from fusedbench.suites import CONTROL_GROUPS, GROUPS, PEER_GROUPS, SUITES, suite_groups
+from fusedbench.suites import CONTROL_GROUPS, GROUPS, PEER_GROUPS, PEER_ONLY_GROUPS, SUITES, suite_groups
 from fusedbench.workloads import Workload
 
 
-def test_the_peers_suite_times_the_whole_ladder_and_the_peers_at_16_bit_on_seed_and_membound():
-    assert PEERS == ("triton",) and all(PROVIDERS[p].peer and not PROVIDERS[p].control for p in PEERS)
+def test_the_peers_suite_times_triton_beside_the_ladder_and_torch_compile_beside_fused_and_unfused():
+    assert PEERS == ("triton", "torch-compile") and all(PROVIDERS[p].peer and not PROVIDERS[p].control for p in PEERS)
     assert not set(PEERS) & set(LADDER)  # the default suite's groups never time a peer
-    groups = {GROUPS[name].dtype + "/" + GROUPS[name].shape_set for name in PEER_GROUPS}
-    assert groups == {"fp16/seed", "fp16/membound", "bf16/seed", "bf16/membound"}
+    cells = {(GROUPS[name].dtype, GROUPS[name].shape_set, GROUPS[name].providers[-1]) for name in PEER_GROUPS}
+    assert cells == {(d, s, p) for d in ("fp16", "bf16") for s in ("seed", "membound") for p in PEERS}
     for name in PEER_GROUPS:
-        # the ladder whole, so the report reads each workload's ladder from the larger group: this one
-        assert GROUPS[name].providers == (*LADDER, *PEERS) and len(GROUPS[name].epilogs) == 16
+        assert len(GROUPS[name].epilogs) == 16
+        if name.endswith("Peers"):  # the ladder whole, so the report reads each workload's ladder from this group
+            assert GROUPS[name].providers == (*LADDER, "triton") and name not in PEER_ONLY_GROUPS
+        else:  # torch.compile's minutes of compiling in groups of their own, beside what its ratios need
+            assert GROUPS[name].providers == (UNFUSED, "fused", "torch-compile") and name in PEER_ONLY_GROUPS
     assert [g.name for g in suite_groups("peers")] == [*PEER_GROUPS, "TwoPass"]
     assert not set(SUITES["peers"]) & (set(SUITES["default"]) | set(SUITES["full"]))
 

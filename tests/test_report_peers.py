@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from fusedbench.analysis import ladder_cells, speedups
+from fusedbench.analysis import ladder_cells, peers_speedups, speedups
 from fusedbench.report import key_figures, render_report
 from fusedbench.report.figures import heatmap_views, ladder_figure
 from fusedbench.report.peers import in_peers_suite, peer_rows, two_pass_rows
@@ -52,7 +54,7 @@ def test_a_peers_run_has_its_own_section_and_leaves_the_machines_newest_default_
     # the advice draws on each workload's newest run: the peers run's where it timed the workload
     assert f"from commit {PEERS_RUN}, {DEFAULT_RUN}" in page
     peers_section = page[page.index("<h2 id='peers'>") :]
-    assert f"<h3 id='{MACHINE}-peers'>" in peers_section and f"commit {PEERS_RUN}" in peers_section
+    assert f"<h3 id='{MACHINE}-peers'>" in peers_section and f"commits {PEERS_RUN} (Fp16SeedPeers" in peers_section
     for dtype in ("fp16", "bf16"):
         assert f'id="{MACHINE}-peers-{dtype}-heatmap"' in page and f'id="{MACHINE}-peers-{dtype}-ladder"' in page
     assert "triton: its time over fused and over unfused" in peers_section
@@ -123,3 +125,43 @@ def test_the_two_pass_control_is_two_passes_over_one_paired_by_round(results, pe
     plain = rows["two passes ms"] / rows["one pass (unfused) ms"]
     assert np.allclose(ratio[0], plain, rtol=0.05)
     assert two_pass_rows(cells[cells["group"] != "TwoPass"], results.detail).empty
+
+
+COMPILED_RUN = "c0ffee00" * 5
+
+
+@pytest.fixture(scope="module")
+def with_compiled(results):
+    """The results with a torch-compile run of its own group at a later commit, made of the peers run's fp16
+    membound unfused / fused / triton cells relabelled (triton's samples standing in for torch-compile's)."""
+    cells, detail = results.cells, results.detail
+    chosen = cells[(cells["group"] == "Fp16MemboundPeers") & cells["provider"].isin(["unfused", "fused", "triton"])]
+    copied = chosen.assign(group="Fp16MemboundCompiled", commit=COMPILED_RUN,
+                           provider=chosen["provider"].replace("triton", "torch-compile"))  # fmt: skip
+    copied.index = [f"compiled-{i}" for i in range(len(copied))]
+    extra = detail.loc[chosen.index].set_axis(copied.index)
+    return replace(results, cells=pd.concat([cells, copied]), detail=pd.concat([detail, extra]))
+
+
+def test_a_peer_timed_in_a_group_of_its_own_joins_each_workloads_row_paired_within_its_group(with_compiled):
+    cells = with_compiled.cells[in_peers_suite(with_compiled.cells)]
+    table = peers_speedups(cells, with_compiled.detail.loc[cells.index])
+    assert len(table) == len(speedups(cells, with_compiled.detail.loc[cells.index])) == 16 * 5 * 2
+    membound = table[(table["dtype"] == "fp16") & (table["size"] < 65536 * 16384 * 8192)]
+    assert membound["over_torch-compile"].notna().all() and (membound["commit"].str[:8] == PEERS_RUN).all()
+    # triton's samples relabelled: the same ratios, each paired within its own group
+    assert np.allclose(membound["over_torch-compile"], membound["over_triton"])
+    assert np.allclose(membound["over_torch-compile_low"], membound["over_triton_low"])
+    assert table[table["dtype"] == "bf16"]["over_torch-compile"].isna().all()
+    assert table["over_triton"].notna().all()  # the ladder group's ratios stay in every row
+
+
+def test_the_report_names_each_groups_newest_run_and_draws_the_group_of_its_own(with_compiled):
+    page = render_report(with_compiled)
+    peers_section = page[page.index("<h2 id='peers'>") :]
+    assert f"{COMPILED_RUN[:8]} (Fp16MemboundCompiled)" in peers_section
+    assert f"{PEERS_RUN} (Fp16SeedPeers, Fp16MemboundPeers" in peers_section
+    assert "torch-compile: its time over fused and over unfused" in peers_section
+    assert "fused over torch-compile" in peers_section and "triton: its time over fused" in peers_section
+    header = re.search(f"<h2 id='{MACHINE}'>.*?</h2>", page).group(0)
+    assert f"commit {DEFAULT_RUN}" in header  # a peers run never hides the machine's newest default run

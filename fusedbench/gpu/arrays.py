@@ -99,32 +99,53 @@ def synchronize() -> None:
 
 def poison(array: Any) -> None:
     """Fill a dense buffer (C- or F-ordered) with POISON_BYTE, so unwritten elements show."""
-    import cupy
-
     view = as_cupy(array)
     if not (view.flags.c_contiguous or view.flags.f_contiguous):
         raise ValueError("only dense buffers can be poisoned")
-    cupy.cuda.runtime.memset(data_ptr(array), POISON_BYTE, nbytes(array))
+    _poison_bytes(data_ptr(array), nbytes(array))
 
 
-def poison_next_allocations(framework: str, sizes: list[int]) -> list[int]:
-    """Poison the blocks the framework's caching allocator will hand out next for these sizes.
+def poison_next_allocations(framework: str, sizes: list[int]) -> list[tuple[int, int]]:
+    """Poison the memory the framework's caching allocator will hand out next for these sizes: the address
+    ranges poisoned, (start, end).
 
-    nvmath allocates its aux outputs inside `execute()`; blocks of the same sizes freed just
-    before are what the pool returns, so the caller compares each output's pointer with the
-    returned ones to prove the outputs really were poisoned.
+    nvmath allocates its aux outputs inside `execute()`; blocks of the same sizes freed just before are what
+    cupy's pool returns. torch's allocator may hand a compiled graph's temporaries those blocks first, so there
+    every block it holds free is poisoned (torch lists them), after blocks of these sizes were taken and freed so
+    that the pool holds them. The caller checks that each output lies in a poisoned range.
     """
     if framework == "torch":
         import torch
 
         blocks = [torch.empty(size, dtype=torch.uint8, device="cuda") for size in sizes]
-    else:
-        import cupy
+        del blocks
+        ranges = list(_free_torch_blocks(torch.cuda.memory_snapshot()))
+        for start, end in ranges:
+            _poison_bytes(start, end - start)
+        synchronize()
+        return ranges
+    import cupy
 
-        blocks = [cupy.empty(size, dtype=cupy.uint8) for size in sizes]
+    blocks = [cupy.empty(size, dtype=cupy.uint8) for size in sizes]
     for block in blocks:
         poison(block)
     synchronize()
-    pointers = [data_ptr(block) for block in blocks]
+    ranges = [(data_ptr(block), data_ptr(block) + block.nbytes) for block in blocks]
     del blocks
-    return pointers
+    return ranges
+
+
+def _free_torch_blocks(snapshot: list[dict]):
+    """(start, end) of every block torch's caching allocator holds free, from torch.cuda.memory_snapshot()."""
+    for segment in snapshot:
+        address = segment["address"]
+        for block in segment["blocks"]:  # in address order, tiling the segment
+            if block["state"] == "inactive":
+                yield address, address + block["size"]
+            address += block["size"]
+
+
+def _poison_bytes(address: int, size: int) -> None:
+    import cupy
+
+    cupy.cuda.runtime.memset(address, POISON_BYTE, size)

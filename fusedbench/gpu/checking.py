@@ -11,7 +11,7 @@ from typing import Any
 from fusedbench.epilogs import Epilog
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
-from fusedbench.gpu.arrays import data_ptr, poison, poison_next_allocations, synchronize, to_host
+from fusedbench.gpu.arrays import data_ptr, nbytes, poison, poison_next_allocations, synchronize, to_host
 from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.providers import PreparedProvider, prepare_provider
 from fusedbench.model import Cell, CellKey, Status
@@ -24,20 +24,20 @@ from fusedbench.workloads import Workload
 def run_poisoned(prepared: PreparedProvider, framework: str) -> tuple[dict[str, Any], dict[str, int]]:
     """Poison every output, run once, and prove the library-allocated outputs were poisoned too.
 
-    Returns the outputs and, for each output the library allocated, the address of the poisoned
-    block it was written into.
+    `framework` is the operands' (cupy or torch); a provider whose outputs come from another allocator says
+    which (`PreparedProvider.allocator`). Returns the outputs and, for each output the library allocated, its
+    address, which lay in poisoned memory.
     """
     for buffer in prepared.owned_outputs:
         poison(buffer)
     names = list(prepared.library_outputs)
-    pointers = poison_next_allocations(framework, [prepared.library_outputs[n] for n in names])
+    poisoned = poison_next_allocations(prepared.allocator or framework, [prepared.library_outputs[n] for n in names])
     outputs = prepared.run()
     synchronize()
-    # Blocks of one size may come back in either order (two D-sized outputs): each output must
-    # have landed in one of the poisoned blocks.
     landed = {name: data_ptr(outputs[name]) for name in names}
     for name, pointer in landed.items():
-        if pointer not in pointers:
+        end = pointer + nbytes(outputs[name])
+        if not any(start <= pointer and end <= stop for start, stop in poisoned):
             raise RuntimeError(f"could not poison {name}: the allocator handed the library another block")
     if len(set(landed.values())) != len(landed):
         raise RuntimeError(f"outputs {', '.join(names)} share memory")

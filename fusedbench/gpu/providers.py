@@ -61,6 +61,7 @@ class PreparedProvider:
     release: Callable[[], None] = lambda: None
     computes: EpilogSpec | None = None  # what run() computes when it is not the workload's epilog
     provenance: dict[str, Any] = field(default_factory=dict)  # cuBLASLt's algorithm and who chose it, for the record
+    allocator: str | None = None  # where library_outputs come from, "torch" or "cupy", when not the operands' framework
 
 
 def _one_line(text: str) -> str:

@@ -117,6 +117,14 @@ def commits_in_order(cells: pd.DataFrame, records: list[GroupRecord], machine: s
     return [c for c in present if c not in ordered] + ordered
 
 
+def newest_by_group(cells: pd.DataFrame, records: list[GroupRecord], machine: str) -> dict[str, str]:
+    """Each group's newest run on a machine (`commits_in_order`): group -> commit."""
+    mine = cells[cells["machine"] == machine]
+    order = {commit: rank for rank, commit in enumerate(commits_in_order(mine, records, machine))}
+    newest = mine.assign(_rank=mine["commit"].map(order)).sort_values("_rank", kind="stable")
+    return dict(zip(newest["group"], newest["commit"], strict=True))
+
+
 class _Figures:
     """Figures as HTML divs with the stable id they are given (so the same results give the same bytes)."""
 
@@ -294,7 +302,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
             listed = "".join(f"<li>{c[:8]}: {html.escape(what)}</li>" for c, what in changes.items())
             sections.append(f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "")
     newest_peers = {
-        machine: commits_in_order(peers, results.records, machine)[-1] for machine in dict.fromkeys(peers["machine"])
+        machine: newest_by_group(peers, results.records, machine) for machine in dict.fromkeys(peers["machine"])
     }
     sections.extend(peers_section(peers, results.detail, results.ceilings, newest_peers, heading, div))
     sections.extend(mlp_section(shown_mlp(results, machines=machines, commits=commits), heading, div))

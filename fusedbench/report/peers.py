@@ -1,6 +1,8 @@
 """The report's section on the peers suite: the alternatives to cuBLASLt's epilogs, timed beside the ladder.
 
-From each machine's newest run of the peers suite's groups (`fusedbench run --suite peers`): per dtype the
+From each machine's newest run of each of the peers suite's groups (`fusedbench run --suite peers`): the triton
+groups time the whole ladder, torch-compile's groups fused and unfused beside it (each peer's ratios paired
+within its own group, joined per workload by `analysis.peers_speedups`). Per dtype the
 epilog x shape heatmap with a view per peer (fused over the peer: above 1x cuBLASLt's epilog is faster) and
 the provider ladder with the peers on it; a table of each peer's time over fused and over unfused, with the
 shapes where it beats both and what compiling and autotuning it cost; and the TwoPass control, unfused's
@@ -15,12 +17,12 @@ import html
 import numpy as np
 import pandas as pd
 
-from fusedbench.analysis import OK, ladder_cells, paired_ratios, speedups
+from fusedbench.analysis import OK, ladder_cells, paired_ratios, peers_speedups
 from fusedbench.providers import CONTROL_OF_UNFUSED, FUSED, PEERS, UNFUSED
 from fusedbench.report.figures import heatmap_views, ladder_figure
 from fusedbench.report.tables import anchor, folded, table_html
 from fusedbench.shapes import shape_label
-from fusedbench.suites import SUITES
+from fusedbench.suites import PEER_ONLY_GROUPS, SUITES
 
 PEERS_SUITE_GROUPS = frozenset(SUITES["peers"])
 _SHAPE = ["m", "k", "n"]
@@ -61,6 +63,14 @@ def peer_rows(table: pd.DataFrame, cells: pd.DataFrame, peer: str) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+def _runs(newest: dict[str, str]) -> dict[str, list[str]]:
+    """commit -> the groups whose newest run it is, in the suite's order."""
+    runs: dict[str, list[str]] = {}
+    for group in sorted(newest, key=SUITES["peers"].index):
+        runs.setdefault(newest[group], []).append(group)
+    return runs
+
+
 def _median_range(values: pd.Series) -> str:
     values = values.dropna()
     if values.empty:
@@ -96,30 +106,34 @@ def two_pass_rows(cells: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFrame, commits: dict[str, str],
-                  heading, figure_div) -> list[str]:  # fmt: skip
-    """The report's peers section: per machine (`commits`: machine -> its newest peers run) the heatmaps and
+def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFrame,
+                  commits: dict[str, dict[str, str]], heading, figure_div) -> list[str]:  # fmt: skip
+    """The report's peers section: per machine (`commits`: machine -> group -> its newest run) the heatmaps and
     ladders with the peers, the peers' table and the TwoPass control. `heading(level, ident, text)` and
     `figure_div(figure, ident)` are the report's own."""
     if not commits:
         return []
     parts = [
         heading(2, "peers", "Peers: other ways to fuse the epilog, on the same cells"),
-        "<p>The peers suite times the whole ladder and each peer on the blog's shape and the memory-bound ones, "
-        "at fp16 and bf16, every result verified against float64 first. <b>triton</b>: a Triton matmul applying "
-        "the epilog to its fp32 accumulator, autotuned per workload (compiling and autotuning happen before "
-        "the timing; their seconds are in the table). <b>unfused</b> runs DRELU_BGRAD / DGELU_BGRAD as the "
-        "training stacks do: the plain GEMM, then one pass applying dReLU / dGELU and reducing the bias gradient; "
-        "the TwoPass control times it against the two passes it replaced. A heatmap's peer view is fused over "
-        "the peer: above 1x cuBLASLt's epilog is faster, below 1x the peer is.</p>",
+        "<p>The peers suite times each peer on the blog's shape and the memory-bound ones, at fp16 and bf16, every "
+        "result verified against float64 first. <b>triton</b>, timed beside the whole ladder: a Triton matmul "
+        "applying the epilog to its fp32 accumulator, autotuned per workload (compiling and autotuning happen "
+        "before the timing; their seconds are in the table). <b>torch-compile</b>, timed beside fused and unfused "
+        "in groups of its own (its ratios paired within those): the epilog written as torch code and compiled by "
+        "torch.compile in max-autotune mode, without the CUDA graphs no other provider gets. <b>unfused</b> runs "
+        "DRELU_BGRAD / DGELU_BGRAD as the training stacks do: the plain GEMM, then one pass applying dReLU / dGELU "
+        "and reducing the bias gradient; the TwoPass control times it against the two passes it replaced. A "
+        "heatmap's peer view is fused over the peer: above 1x cuBLASLt's epilog is faster, below 1x the peer is.</p>",
     ]
-    for machine, commit in commits.items():
-        current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
-        table = speedups(current, detail.loc[current.index])
+    for machine, newest in commits.items():
+        current = cells[(cells["machine"] == machine) & (cells["commit"] == cells["group"].map(newest))]
+        table = peers_speedups(current, detail.loc[current.index])
         ladder = ladder_cells(current)
+        alone = current[current["group"].isin(PEER_ONLY_GROUPS) & current["provider"].isin(PEERS)]
+        ladder = pd.concat([ladder, alone])  # torch-compile on the ladder beside the triton group's providers
+        runs = ", ".join(f"{html.escape(commit[:8])} ({', '.join(groups)})" for commit, groups in _runs(newest).items())
         parts.append(
-            heading(3, anchor(machine, "peers"), f"{machine}: the peers")
-            + f"<p class='muted'>commit {html.escape(commit[:8])}</p>"
+            heading(3, anchor(machine, "peers"), f"{machine}: the peers") + f"<p class='muted'>commits {runs}</p>"
         )
         for dtype in dict.fromkeys(table["dtype"]):
             parts.append(figure_div(heatmap_views(table, machine=machine, dtypes=[dtype]),
