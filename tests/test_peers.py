@@ -6,6 +6,7 @@ import pytest
 
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec, gelu_aux_shape, relu_aux_shape
+from fusedbench.gpu.arrays import _free_torch_blocks
 from fusedbench.gpu.triton_epilog import CONFIGS, _kernel_key, _launch_signature
 from fusedbench.providers import CONTROL_OF_UNFUSED, LADDER, PEERS, PROVIDERS, UNFUSED
 from fusedbench.suites import CONTROL_GROUPS, GROUPS, PEER_GROUPS, PEER_ONLY_GROUPS, SUITES, suite_groups
@@ -173,3 +174,13 @@ def test_the_triton_peer_refuses_what_its_32_bit_offsets_cannot_reach():
     assert _too_large(Workload(epilog_spec("BIAS"), dtype_spec("fp16"), 65536, 32768, 8192))  # A: 2^31 elements
     # the GELU aux pads M to a multiple of 8: 268435457 rows of 8 columns pass D's count, not the aux's
     assert _too_large(Workload(epilog_spec("DGELU"), dtype_spec("fp16"), 268435449, 8, 8))
+
+
+def test_torch_poisons_every_block_its_allocator_holds_free_and_nothing_in_use():
+    """fusedbench.gpu.arrays reads the free blocks off torch.cuda.memory_snapshot(): addresses tile each segment."""
+    snapshot = [
+        {"address": 1000, "blocks": [{"size": 100, "state": "active_allocated"}, {"size": 50, "state": "inactive"},
+                                     {"size": 30, "state": "active_pending_free"}, {"size": 20, "state": "inactive"}]},
+        {"address": 5000, "blocks": [{"size": 512, "state": "inactive"}]},
+    ]  # fmt: skip
+    assert list(_free_torch_blocks(snapshot)) == [(1100, 1150), (1180, 1200), (5000, 5512)]
