@@ -160,16 +160,18 @@ def speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.Data
 
 
 def peers_speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.DataFrame:
-    """`speedups` of the peers suite's cells, each workload's row joined with the ratios of the groups that time a
-    peer beside fused and unfused alone (torch-compile's): each ratio paired within its own group, the times
-    and the other ratios the ladder group's where it timed the workload."""
+    """`speedups` of the peers suite's cells, with the columns of each peer timed in a group of its own beside fused
+    and unfused (torch-compile's) joined to its workload's row: its time and its ratios, paired within its group;
+    every other column the ladder group's."""
+    table = speedups(cells, detail)
     ok = cells[cells["status"] == OK]
-    alone = ok[ok["group"].isin(PEER_ONLY_GROUPS)]
-    tables = [speedups(cells, detail)]
-    tables += [_workload_table(with_shape(part), detail) for _, part in alone.groupby("group", sort=False)]
     workload = ["machine", "dtype", "epilog", "shape", "size", "intensity"]
-    joined = pd.concat([table for table in tables if not table.empty])
-    return joined.groupby(workload, sort=False).first().reset_index() if len(joined) else tables[0]
+    for _, part in ok[ok["group"].isin(PEER_ONLY_GROUPS)].groupby("group", sort=False):
+        own = _workload_table(with_shape(part), detail).set_index(workload)
+        for peer in set(PEERS) & set(part["provider"]):
+            columns = [c for c in own.columns if c.startswith((f"{peer}_", f"over_{peer}")) or c == peer]
+            table = table.set_index(workload).drop(columns=columns).join(own[columns], how="outer").reset_index()
+    return table
 
 
 def _workload_table(ok: pd.DataFrame, detail: pd.DataFrame | None) -> pd.DataFrame:

@@ -141,7 +141,7 @@ GROUPS: dict[str, BenchmarkGroup] = {
             for shapes in _PEER_SHAPES
         ),
         # torch.compile beside fused and unfused only, on the same cells: max-autotune costs seconds of compiling
-        # a cell (about 7 at the membound shapes, 20 at the blog's on an H100), so its groups run on their own.
+        # a cell (a median of 3-4 on an H100 at cad4196, up to 18 for a group's first), so its groups run on their own.
         *(
             _group(
                 dtype,

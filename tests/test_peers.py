@@ -184,3 +184,27 @@ def test_torch_poisons_every_block_its_allocator_holds_free_and_nothing_in_use()
         {"address": 5000, "blocks": [{"size": 512, "state": "inactive"}]},
     ]  # fmt: skip
     assert list(_free_torch_blocks(snapshot)) == [(1100, 1150), (1180, 1200), (5000, 5512)]
+
+
+@pytest.mark.parametrize("name", ["RELU_AUX_BIAS", "DGELU_BGRAD"])
+def test_the_timed_torch_compile_build_is_verified_against_the_same_code_run_eagerly(name):
+    """verify_against_eager, on the CPU wherever torch is installed: the eager program passes against itself, a
+    NaN in D or one byte of the bit-mask flipped does not."""
+    torch = pytest.importorskip("torch")
+    from fusedbench.gpu.torch_compile import CompiledMismatch, epilog_program, verify_against_eager
+
+    spec, (m, k, n) = epilog_spec(name), (128, 64, 96)
+    program = epilog_program(spec, m, narrow=False)
+    generator = torch.Generator().manual_seed(1)
+    x, w, bias, pre = (torch.randn(shape, generator=generator) for shape in ((n, k), (m, k), (m,), (n, 128)))
+    arguments = (x, w, None, bias if spec.bias else None, pre if spec.derivative.value == "dgelu" else None)
+    names, produced = ("result", *spec.outputs), program(*arguments)
+    verify_against_eager(program, arguments, produced, names, 4e-3)
+    broken = (produced[0].clone().index_put_((torch.tensor([3]), torch.tensor([5])), torch.tensor(float("nan"))),)
+    with pytest.raises(CompiledMismatch, match="result: 1 elements off"):
+        verify_against_eager(program, arguments, broken + produced[1:], names, 4e-3)
+    if spec.saves_aux:
+        mask = produced[1].clone()
+        mask[0, 0] ^= 0xFF
+        with pytest.raises(CompiledMismatch, match="relu_aux: 8 bits differ"):
+            verify_against_eager(program, arguments, (produced[0], mask), names, 4e-3)

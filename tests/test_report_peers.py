@@ -106,9 +106,9 @@ def test_beats_both_counts_only_shapes_where_both_paired_intervals_lie_below_1x(
     cells, table = peers
     faked = table.copy()
     first = faked.index[(faked["dtype"] == "bf16") & (faked["epilog"] == "BIAS")][0]
-    faked.loc[first, ["over_triton_high", "triton_over_unfused_high", "fused", "unfused", "triton"]] = [
-        0.9, 0.8, 2e-3, 3e-3, 1e-3
-    ]  # fmt: skip
+    faked.loc[first, ["over_triton", "over_triton_high", "triton_over_unfused", "triton_over_unfused_high"]] = [
+        0.5, 0.9, 0.4, 0.8
+    ]  # fmt: skip  # the best win: 1 / the larger of the peer's paired ratios
     rows = peer_rows(faked, ladder_cells(cells), "triton").set_index(["dtype", "epilog"])
     assert rows.loc[("bf16", "BIAS"), "beats both"] == "1 of 5"
     assert re.fullmatch(r"2\.00x at \(\d+,\d+\)x\(\d+,\d+\)", rows.loc[("bf16", "BIAS"), "best win"])
@@ -141,6 +141,11 @@ def with_compiled(results):
                            provider=chosen["provider"].replace("triton", "torch-compile"))  # fmt: skip
     copied.index = [f"compiled-{i}" for i in range(len(copied))]
     extra = detail.loc[chosen.index].set_axis(copied.index)
+    # torch-compile at twice triton's times and fused at 1.5 times its own: ratios of the group's own, told apart
+    for provider, factor in (("torch-compile", 2.0), ("fused", 1.5)):
+        for index in copied.index[copied["provider"] == provider]:
+            copied.at[index, "time_s"] *= factor
+            extra.at[index, "raw"] = [factor * sample for sample in extra.at[index, "raw"]]
     return replace(results, cells=pd.concat([cells, copied]), detail=pd.concat([detail, extra]))
 
 
@@ -150,9 +155,16 @@ def test_a_peer_timed_in_a_group_of_its_own_joins_each_workloads_row_paired_with
     assert len(table) == len(speedups(cells, with_compiled.detail.loc[cells.index])) == 16 * 5 * 2
     membound = table[(table["dtype"] == "fp16") & (table["size"] < 65536 * 16384 * 8192)]
     assert membound["over_torch-compile"].notna().all() and (membound["commit"].str[:8] == PEERS_RUN).all()
-    # triton's samples relabelled: the same ratios, each paired within its own group
-    assert np.allclose(membound["over_torch-compile"], membound["over_triton"])
-    assert np.allclose(membound["over_torch-compile_low"], membound["over_triton_low"])
+    # triton's samples relabelled and doubled, over fused's made 1.5 times: each ratio paired within its own group
+    assert np.allclose(membound["over_torch-compile"], 2 / 1.5 * membound["over_triton"], rtol=1e-6)
+    assert np.allclose(membound["over_torch-compile_low"], 2 / 1.5 * membound["over_triton_low"], rtol=1e-6)
+    assert np.allclose(membound["torch-compile"], 2 * membound["triton"])
+    # every other column is the ladder group's own, never filled in from the other group
+    alone = cells[cells["commit"] != COMPILED_RUN]
+    ladder = speedups(alone, with_compiled.detail.loc[alone.index]).set_index(["dtype", "epilog", "shape"])
+    mine = table.set_index(["dtype", "epilog", "shape"])
+    others = [c for c in ladder.columns if "torch-compile" not in c]
+    pd.testing.assert_frame_equal(mine.loc[ladder.index, others], ladder[others], check_dtype=False)
     assert table[table["dtype"] == "bf16"]["over_torch-compile"].isna().all()
     assert table["over_triton"].notna().all()  # the ladder group's ratios stay in every row
 
@@ -180,3 +192,8 @@ def test_each_groups_newest_run_is_its_last_recorded_one_whatever_the_other_grou
     assert newest_by_group(cells, records, "gpu") == {"A": "new", "B": "new", "C": "c"}
     # the records say which ran last, not the order the cells come in (a commit without one counts oldest)
     assert newest_by_group(cells, records[::-1], "gpu") == {"A": "old", "B": "old", "C": "c"}
+    # a group rerun at an older commit: its own last record decides, not the commits' order over all groups
+    rerun = [GroupRecord("gpu", commit, group, "", 1.0, None, False) for commit, group in
+             (("X", "A"), ("Y", "A"), ("X", "B"))]  # fmt: skip
+    cells = pd.DataFrame({"machine": "gpu", "group": ["A", "A", "B"], "commit": ["X", "Y", "X"]})
+    assert newest_by_group(cells, rerun, "gpu") == {"A": "Y", "B": "X"}

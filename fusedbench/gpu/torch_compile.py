@@ -13,13 +13,14 @@ templates against cuBLAS and fuses the pointwise tail into a template's epilogue
 which "max-autotune" adds, are left out: every other provider launches its kernels one by one, and a
 graph would take launch overhead off this one alone (its replays also overwrite the previous call's
 outputs). A check compiles in the default mode (max-autotune only where timed, where it costs
-minutes): cuBLAS's GEMM and Inductor's kernels for the rest. Compiling (tracing, code generation,
-autotuning) happens in the builder, before any timing; its seconds are kept in the cell's provenance.
+seconds a cell): cuBLAS's GEMM and Inductor's kernels for the rest. The timed build, whose kernels
+the check never ran, is verified at the timed shape against the same code run eagerly
+(`verify_against_eager`). Compiling (tracing, code generation, autotuning) happens in the builder,
+before any timing; its seconds are kept in the cell's provenance.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 
@@ -34,6 +35,10 @@ TIMED_MODE = "max-autotune-no-cudagraphs"
 # Inductor's timers of its benchmarking: mm_template_autotuning, benchmark_fused_nodes,
 # CachingAutotuner.benchmark_all_configs, CachingAutotuner.coordinate_descent_tuning (torch 2.11).
 _AUTOTUNING_TIMER = re.compile(r"autotuning|benchmark_|coordinate_descent")
+# The share of the ReLU bit-mask's bits the timed build may set otherwise than the eager program: Inductor may
+# compare the fp32 accumulator with zero where eager compares its 16-bit rounding (a layout or indexing error
+# flips half of them).
+MASK_FLIPS_ALLOWED = 1e-6
 CHECK_MODE = "default"
 
 
@@ -83,14 +88,33 @@ def epilog_program(spec: EpilogSpec, m: int, narrow: bool):
     return program
 
 
-@functools.cache
-def _configure_dynamo() -> None:
-    """Once a process: let one code object hold a graph per workload a process builds (a check's 240), each
-    builder resetting the code cache first so that the hot call checks one graph's guards."""
-    import torch._dynamo
+class CompiledMismatch(Exception):
+    """The max-autotune build's outputs differ from the same torch code run eagerly: a failed cell, never a
+    refusal (prepare_provider turns library errors into refusals; this is no library's)."""
 
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 1024)
-    torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit, 4096)
+
+def verify_against_eager(program, arguments: tuple, produced: tuple, names: tuple[str, ...], tolerance: float) -> None:
+    """The timed build checked at the timed shape, where the float64 check (small shapes, the default mode)
+    never looked: against the same program run eagerly (cuBLAS, then torch's own kernels), each float output
+    within `tolerance` of the eager one's largest magnitude, and the ReLU bit-mask alike but for
+    MASK_FLIPS_ALLOWED of its bits (a pre-activation within rounding of zero may fall either side)."""
+    import torch
+
+    expected = program(*arguments)
+    for name, got, want in zip(names, produced, expected, strict=True):
+        if want.dtype == torch.uint8:
+            shifts = torch.arange(8, dtype=torch.uint8, device=want.device)
+            flipped = int(((torch.bitwise_xor(got, want).unsqueeze(-1) >> shifts) & 1).sum())
+            allowed = max(1, int(MASK_FLIPS_ALLOWED * want.numel() * 8))
+            if flipped > allowed:
+                raise CompiledMismatch(f"{name}: {flipped} bits differ from the eager program's ({allowed} allowed)")
+            continue
+        got, want = got.float(), want.float()
+        scale = float(want.abs().max())
+        wrong = int((~((got - want).abs() <= tolerance * scale)).sum())  # NaN counts as wrong
+        if wrong:
+            bound = f"{tolerance:g} x {scale:g}"
+            raise CompiledMismatch(f"{name}: {wrong} elements off the eager program's by over {bound}")
 
 
 def build_torch_compile(stack: GpuStack, operands: Operands, *, timed: bool = True) -> PreparedProvider:
@@ -105,10 +129,13 @@ def build_torch_compile(stack: GpuStack, operands: Operands, *, timed: bool = Tr
         raise Unsupported(f"torch._scaled_mm needs M, N and K divisible by {dtype.shape_multiple}; {workload.label}")
     if narrow and spec.layout != "TN":
         raise Unsupported(f"torch._scaled_mm multiplies fp8 only in the TN layout; {spec.name} takes {spec.layout}")
-    _configure_dynamo()
-    torch._dynamo.reset_code_caches()  # the previous workload's graphs: their guards would run on every call
+    # One compiled graph a process: the previous workload's (its provider released before this one is built)
+    # would otherwise stay in the code cache, its guards checked on every call, and dynamo's recompile limit
+    # would cut a check's 240 workloads short. A graph built before this reset recompiles if called again.
+    torch._dynamo.reset_code_caches()
     mode = TIMED_MODE if timed else CHECK_MODE
-    compiled = torch.compile(epilog_program(spec, m, narrow), mode=mode, fullgraph=True, dynamic=False)
+    program = epilog_program(spec, m, narrow)
+    compiled = torch.compile(program, mode=mode, fullgraph=True, dynamic=False)
     x, w = as_torch(operands.b).t(), as_torch(operands.a)
     unit = torch.ones((), dtype=torch.float32, device="cuda")
     bias = None if operands.bias is None else as_torch(operands.bias)
@@ -120,24 +147,32 @@ def build_torch_compile(stack: GpuStack, operands: Operands, *, timed: bool = Tr
     allow_tf32 = dtype.compute_type == "COMPUTE_32F_FAST_TF32"
     names = ("result", *spec.outputs)
 
+    arguments = (x, w, unit, bias, aux_in)
+
     def run():
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32  # global in torch (and guarded): set for every call
-        produced = compiled(x, w, unit, bias, aux_in)
+        produced = compiled(*arguments)
         # y and the aux output are token-major: their transposes are D and the aux in cuBLASLt's layouts
         return {name: value.t() if value.dim() == 2 else value for name, value in zip(names, produced, strict=True)}
 
     benchmarked = _autotuning_seconds()
     started = time.perf_counter()
-    run()
+    first = run()
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - started
     autotune_s = _autotuning_seconds() - benchmarked
+    if timed:
+        produced = tuple(value.t() if value.dim() == 2 else value for value in first.values())
+        verify_against_eager(program, arguments, produced, names, dtype.tolerance)
+    del first
     sizes = {"result": workload.m * workload.n * dtype.result_itemsize}
     sizes |= {name: spec.extra_bytes(name, workload.m, workload.n, dtype.result_itemsize) for name in spec.outputs}
     provenance = {
         "algorithm": f"Inductor, mode={mode}",
         "chosen_by": "torch.compile max-autotune" if timed else "torch.compile default mode",
-        "compile_s": round(compile_s, 3),  # everything the first call took: tracing, code generation, autotuning
+        # everything the first call took (tracing, code generation, autotuning), as this process paid it: Inductor's
+        # on-disk caches, on by default, make a machine's later runs of the same graphs cheaper
+        "compile_s": round(compile_s, 3),
         "autotune_s": round(autotune_s, 3),
     }
     return PreparedProvider(run, (), sizes, provenance=provenance, allocator="torch")

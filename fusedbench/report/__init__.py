@@ -118,11 +118,15 @@ def commits_in_order(cells: pd.DataFrame, records: list[GroupRecord], machine: s
 
 
 def newest_by_group(cells: pd.DataFrame, records: list[GroupRecord], machine: str) -> dict[str, str]:
-    """Each group's newest run on a machine (`commits_in_order`): group -> commit."""
+    """Each group's newest run on a machine: group -> the commit of its own last record (records are oldest first;
+    a commit without one counts as older than any recorded, as in `commits_in_order`)."""
     mine = cells[cells["machine"] == machine]
-    order = {commit: rank for rank, commit in enumerate(commits_in_order(mine, records, machine))}
-    newest = mine.assign(_rank=mine["commit"].map(order)).sort_values("_rank", kind="stable")
-    return dict(zip(newest["group"], newest["commit"], strict=True))
+    newest = {}
+    for group, part in mine.groupby("group", sort=False):
+        present = list(dict.fromkeys(part["commit"]))
+        recorded = [r.commit for r in records if r.machine == machine and r.group == group and r.commit in present]
+        newest[group] = recorded[-1] if recorded else present[-1]
+    return newest
 
 
 class _Figures:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from fusedbench.analysis import OK, ladder_cells, paired_ratios, peers_speedups
-from fusedbench.providers import CONTROL_OF_UNFUSED, FUSED, PEERS, UNFUSED
+from fusedbench.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED
 from fusedbench.report.figures import heatmap_views, ladder_figure
 from fusedbench.report.tables import anchor, folded, table_html
 from fusedbench.shapes import shape_label
@@ -45,7 +45,7 @@ def peer_rows(table: pd.DataFrame, cells: pd.DataFrame, peer: str) -> pd.DataFra
     rows = []
     for (dtype, epilog), part in timed.groupby(["dtype", "epilog"], sort=False):
         wins = part[(part[f"{over_fused}_high"] < 1) & (part[f"{over_unfused}_high"] < 1)]
-        gain = np.minimum(wins[FUSED], wins[UNFUSED]) / wins[peer]
+        gain = 1 / np.maximum(wins[over_fused], wins[over_unfused])  # from the peer's own paired ratios
         spent = mine[(mine["dtype"] == dtype) & (mine["epilog"] == epilog)]
         rows.append(
             {
