@@ -129,7 +129,8 @@ def compiled_kernels(gpu_stack, epilog: str, dtype: str, seed: int):
 def test_torch_compile_is_timed_as_max_autotune_compiled_and_verified_before(gpu_stack):
     provenance, kernels = compiled_kernels(gpu_stack, "GELU_AUX_BIAS", "bf16", seed=8)
     assert provenance["chosen_by"] == "torch.compile max-autotune" and "max-autotune" in provenance["algorithm"]
-    assert provenance["compile_s"] > provenance["autotune_s"] > 0
+    # autotuning is part of compiling (none where Inductor's on-disk caches already hold this graph's choices)
+    assert provenance["compile_s"] > 0 and provenance["compile_s"] >= provenance["autotune_s"] >= 0
     assert 1 <= len(kernels) <= 3, kernels  # the GEMM, and Inductor's kernels for what it did not fuse into it
 
 
