@@ -165,13 +165,16 @@ def peers_speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> p
     every other column the ladder group's."""
     table = speedups(cells, detail)
     ok = cells[cells["status"] == OK]
+    alone = ok[ok["group"].isin(PEER_ONLY_GROUPS)]
+    if alone.empty:
+        return table
     workload = ["machine", "dtype", "epilog", "shape", "size", "intensity"]
-    for _, part in ok[ok["group"].isin(PEER_ONLY_GROUPS)].groupby("group", sort=False):
-        own = _workload_table(with_shape(part), detail).set_index(workload)
-        for peer in set(PEERS) & set(part["provider"]):
-            columns = [c for c in own.columns if c.startswith((f"{peer}_", f"over_{peer}")) or c == peer]
-            table = table.set_index(workload).drop(columns=columns).join(own[columns], how="outer").reset_index()
-    return table
+    # the groups hold other workloads (or other peers): a row per workload, each peer's columns from its group
+    owns = [_workload_table(with_shape(part), detail) for _, part in alone.groupby("group", sort=False)]
+    own = pd.concat(owns).groupby(workload, sort=False).first()
+    peers = [peer for peer in PEERS if peer in set(alone["provider"])]
+    columns = [c for c in own.columns for p in peers if c == p or c.startswith((f"{p}_", f"over_{p}"))]
+    return table.set_index(workload).drop(columns=columns).join(own[columns], how="outer").reset_index()
 
 
 def _workload_table(ok: pd.DataFrame, detail: pd.DataFrame | None) -> pd.DataFrame:

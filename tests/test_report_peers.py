@@ -136,8 +136,9 @@ def with_compiled(results):
     """The results with a torch-compile run of its own group at a later commit, made of the peers run's fp16
     membound unfused / fused / triton cells relabelled (triton's samples standing in for torch-compile's)."""
     cells, detail = results.cells, results.detail
-    chosen = cells[(cells["group"] == "Fp16MemboundPeers") & cells["provider"].isin(["unfused", "fused", "triton"])]
-    copied = chosen.assign(group="Fp16MemboundCompiled", commit=COMPILED_RUN,
+    fp16 = cells["group"].isin(["Fp16SeedPeers", "Fp16MemboundPeers"])
+    chosen = cells[fp16 & cells["provider"].isin(["unfused", "fused", "triton"])]
+    copied = chosen.assign(group=chosen["group"].str.replace("Peers", "Compiled"), commit=COMPILED_RUN,
                            provider=chosen["provider"].replace("triton", "torch-compile"))  # fmt: skip
     copied.index = [f"compiled-{i}" for i in range(len(copied))]
     extra = detail.loc[chosen.index].set_axis(copied.index)
@@ -153,8 +154,9 @@ def test_a_peer_timed_in_a_group_of_its_own_joins_each_workloads_row_paired_with
     cells = with_compiled.cells[in_peers_suite(with_compiled.cells)]
     table = peers_speedups(cells, with_compiled.detail.loc[cells.index])
     assert len(table) == len(speedups(cells, with_compiled.detail.loc[cells.index])) == 16 * 5 * 2
-    membound = table[(table["dtype"] == "fp16") & (table["size"] < 65536 * 16384 * 8192)]
-    assert membound["over_torch-compile"].notna().all() and (membound["commit"].str[:8] == PEERS_RUN).all()
+    membound = table[table["dtype"] == "fp16"]  # both groups' workloads: the seed shape's and the membound ones
+    assert len(membound) == 80 and membound["over_torch-compile"].notna().all()
+    assert (membound["commit"].str[:8] == PEERS_RUN).all()
     # triton's samples relabelled and doubled, over fused's made 1.5 times: each ratio paired within its own group
     assert np.allclose(membound["over_torch-compile"], 2 / 1.5 * membound["over_triton"], rtol=1e-6)
     assert np.allclose(membound["over_torch-compile_low"], 2 / 1.5 * membound["over_triton_low"], rtol=1e-6)
@@ -172,7 +174,8 @@ def test_a_peer_timed_in_a_group_of_its_own_joins_each_workloads_row_paired_with
 def test_the_report_names_each_groups_newest_run_and_draws_the_group_of_its_own(with_compiled):
     page = render_report(with_compiled)
     peers_section = page[page.index("<h2 id='peers'>") :]
-    assert f"{COMPILED_RUN[:8]} (Fp16MemboundCompiled)" in peers_section
+    assert f"{COMPILED_RUN[:8]} (Fp16SeedCompiled, Fp16MemboundCompiled)" in peers_section
+    assert peers_section.count(" of 5</td>") == 32 + 16  # triton's rows, torch-compile's: every shape in each
     assert f"{PEERS_RUN} (Fp16SeedPeers, Fp16MemboundPeers" in peers_section
     assert "torch-compile: its time over fused and over unfused" in peers_section
     assert "fused over torch-compile" in peers_section and "triton: its time over fused" in peers_section
