@@ -75,9 +75,10 @@ COLUMNS = [
     "kernels",  # how many GPU kernels the hot call launched (CUPTI); NaN where not recorded
     "kernel_names",  # their names in launch order, joined by " + "
     "algorithm",  # cuBLASLt's algorithm for the provider's GEMM, and who chose it (heuristic, autotune, a tuning)
-    # A compiler's peer: seconds to compile the kernels the cell autotunes among, summed (each kernel in its own
-    # process, CPUs compiling side by side; a kernel serves its dtype's shapes, and where Triton's cache already
-    # held it the seconds are those of reading it), and to autotune among them, before any timing
+    # A compiler's peer, before any timing: triton's seconds to compile the kernels the cell autotunes among,
+    # summed (each kernel in its own process, CPUs compiling side by side; a kernel serves its dtype's shapes, and
+    # where Triton's cache already held it the seconds are those of reading it), and to autotune among them;
+    # torch-compile's first call (tracing, code generation, autotuning) and Inductor's benchmarking within it
     "compile_s",
     "autotune_s",
     "regret",  # fused cells: fused / fused-autotuned, paired by round (1.05: the heuristic's choice costs 5%)

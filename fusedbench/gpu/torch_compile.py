@@ -32,6 +32,7 @@ from fusedbench.gpu.operands import Operands
 from fusedbench.gpu.providers import PreparedProvider
 
 TIMED_MODE = "max-autotune-no-cudagraphs"
+CHECK_MODE = "default"
 # Inductor's timers of its benchmarking: mm_template_autotuning, benchmark_fused_nodes,
 # CachingAutotuner.benchmark_all_configs, CachingAutotuner.coordinate_descent_tuning (torch 2.11).
 _AUTOTUNING_TIMER = re.compile(r"autotuning|benchmark_|coordinate_descent")
@@ -39,7 +40,6 @@ _AUTOTUNING_TIMER = re.compile(r"autotuning|benchmark_|coordinate_descent")
 # compare the fp32 accumulator with zero where eager compares its 16-bit rounding (a layout or indexing error
 # flips half of them).
 MASK_FLIPS_ALLOWED = 1e-6
-CHECK_MODE = "default"
 
 
 def epilog_program(spec: EpilogSpec, m: int, narrow: bool):

@@ -34,11 +34,11 @@ def in_peers_suite(cells: pd.DataFrame) -> pd.Series:
 
 
 def peer_rows(table: pd.DataFrame, cells: pd.DataFrame, peer: str) -> pd.DataFrame:
-    """Per dtype and epilog of one run (`table`: analysis.speedups of its cells): the peer's time over fused and
+    """Per dtype and epilog (`table`: analysis.peers_speedups of the runs shown): the peer's time over fused and
     over unfused (median over the shapes, and their range), the shapes where it beats both, told apart (both
     paired intervals wholly below 1x) and by how much at best (the faster of fused and unfused over the peer),
-    the config autotuning chose most often, and the seconds compiling (the most over the shapes: the run's first
-    group to need the kernels compiled them, later ones read Triton's cache) and autotuning (the median) took."""
+    the config or mode it ran most often, and the seconds compiling (the most over the shapes: a group's first
+    cells compile what later ones find in the compiler's caches) and autotuning (the median) took."""
     over_fused, over_unfused = f"over_{peer}", f"{peer}_over_{UNFUSED}"
     timed = table.dropna(subset=[over_fused])
     mine = cells[(cells["provider"] == peer) & (cells["status"] == OK)]
