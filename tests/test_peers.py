@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from fusedbench.dtypes import dtype_spec
@@ -208,3 +209,34 @@ def test_the_timed_torch_compile_build_is_verified_against_the_same_code_run_eag
         mask[0, 0] ^= 0xFF
         with pytest.raises(CompiledMismatch, match="relu_aux: 8 bits differ"):
             verify_against_eager(program, arguments, (produced[0], mask), names, 4e-3)
+
+
+@pytest.mark.parametrize("epilog", list(Epilog))
+def test_the_torch_compile_program_computes_what_the_float64_reference_does(epilog):
+    """epilog_program run eagerly in float64 on the CPU (wherever torch is installed), its outputs turned into
+    cuBLASLt's layouts as the builder turns them, against fusedbench.reference through the check's own
+    verify_outputs: layouts, mask bits, padding, the derivative's argument and each sum's axis."""
+    torch = pytest.importorskip("torch")
+    from fusedbench.gpu.torch_compile import epilog_program
+    from fusedbench.reference import ReferenceInputs, pack_relu_aux, reference_outputs
+    from fusedbench.verify import verify_outputs
+
+    spec, (m, k, n) = EPILOGS[epilog], (129, 33, 77)
+    generator = np.random.default_rng(int(epilog))
+    a, b = generator.standard_normal((m, k)), generator.standard_normal((k, n))
+    bias = 3 * generator.standard_normal(m)
+    mask = generator.standard_normal((m, n)) >= 0
+    pre = 2 * generator.standard_normal((gelu_aux_shape(m, n)[0], n))
+    aux_in = None
+    if spec.derivative.value == "drelu":
+        aux_in = torch.from_numpy(pack_relu_aux(mask)).t()
+    elif spec.derivative.value == "dgelu":
+        aux_in = torch.from_numpy(pre).t()
+    arguments = (torch.from_numpy(b).t(), torch.from_numpy(a), None, torch.from_numpy(bias) if spec.bias else None,
+                 aux_in)  # fmt: skip
+    produced = epilog_program(spec, m, narrow=False)(*arguments)
+    outputs = {name: (value.t() if value.dim() == 2 else value).numpy()
+               for name, value in zip(("result", *spec.outputs), produced, strict=True)}  # fmt: skip
+    reference = reference_outputs(spec, ReferenceInputs(a, b, bias, mask, pre[:m]))
+    checks = verify_outputs(outputs, reference, 1e-6)  # the bias gradients sum in fp32, as timed; the rest exact
+    assert [check.name for check in checks] == sorted(("result", *spec.outputs)) and all(c.ok for c in checks), checks
