@@ -170,3 +170,24 @@ class Bf16MemboundCompiled(_Cells):
 class TwoPass(_Cells):
     def setup_cache(self):
         return _measure("TwoPass")
+
+
+# The seed walkthrough's einsum and numba kernels beside fused and unfused.
+class Fp16SeedWalkthrough(_Cells):
+    def setup_cache(self):
+        return _measure("Fp16SeedWalkthrough")
+
+
+class Fp16MemboundWalkthrough(_Cells):
+    def setup_cache(self):
+        return _measure("Fp16MemboundWalkthrough")
+
+
+class Fp32SeedWalkthrough(_Cells):
+    def setup_cache(self):
+        return _measure("Fp32SeedWalkthrough")
+
+
+class Fp32MemboundWalkthrough(_Cells):
+    def setup_cache(self):
+        return _measure("Fp32MemboundWalkthrough")

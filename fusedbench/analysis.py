@@ -191,24 +191,26 @@ def _workload_table(ok: pd.DataFrame, detail: pd.DataFrame | None) -> pd.DataFra
         "kernels": "_kernels",
     }
     wide = ok.pivot_table(index=keys, columns="provider", values=list(columns), aggfunc="first")
-    table = pd.DataFrame(index=wide.index)
-    for provider in (*LADDER, *PEERS):
-        for value, suffix in columns.items():
-            table[provider + suffix] = wide[(value, provider)] if (value, provider) in wide.columns else np.nan
+    nothing = pd.Series(np.nan, index=wide.index)
+    table = {
+        provider + suffix: wide[(value, provider)] if (value, provider) in wide.columns else nothing
+        for provider in (*LADDER, *PEERS)
+        for value, suffix in columns.items()
+    }
     if detail is not None:
         raw, paired = list(detail.loc[ok.index, "raw"]), detail.loc[ok.index, "paired"].astype(bool)
     ratios = {f"over_{other}": (FUSED, other) for other in (*BASELINES, *PEERS)}
     ratios |= {f"{peer}_over_{UNFUSED}": (UNFUSED, peer) for peer in PEERS}
     for name, (denominator, numerator) in ratios.items():
         table[name] = table[numerator] / table[denominator]
-        table[f"{name}_low"] = table[f"{name}_high"] = np.nan
+        table[f"{name}_low"] = table[f"{name}_high"] = nothing
         if detail is not None:
             paired_ratio = paired_ratios(ok, raw, paired, denominator, numerator).dropna(subset=["low"])
             intervals = paired_ratio.set_index(pd.MultiIndex.from_frame(ok.loc[paired_ratio.index, keys]))
-            table[f"{name}_low"] = intervals["low"]
-            table[f"{name}_high"] = intervals["high"]
+            table[f"{name}_low"] = intervals["low"].reindex(wide.index)
+            table[f"{name}_high"] = intervals["high"].reindex(wide.index)
     table["epilog_cost"] = table[f"{FUSED}_gemm_ratio"] - 1
-    return table.reset_index()
+    return pd.DataFrame(table, index=wide.index).reset_index()
 
 
 def indistinct(table: pd.DataFrame, baseline: str) -> pd.Series:

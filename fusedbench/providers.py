@@ -82,6 +82,34 @@ PROVIDERS: dict[str, Provider] = {
             "fusedbench.gpu.providers:build_gemm",
         ),
         Provider(
+            "einsum",
+            "peer, the seed walkthrough's second rung: the product as einsum('ik,kj->ij') on the operands as they "
+            "lie (cupy's, or torch's), then the textbook's epilog statements",
+            "#bc6c25",
+            ("cupy", "torch"),
+            "fusedbench.gpu.walkthrough:build_einsum",
+            peer=True,
+        ),
+        Provider(
+            "numba-naive",
+            "peer, the seed walkthrough's numba CUDA kernel: one thread an output looping over K into an fp32 "
+            "accumulator, the forward epilog applied before its one store (fp32 and fp16; skipped where a call "
+            "would take seconds)",
+            "#606c38",
+            ("numba", "numba_cuda"),
+            "fusedbench.gpu.walkthrough:build_numba_naive",
+            peer=True,
+        ),
+        Provider(
+            "numba-tiled",
+            "peer: numba-naive with 32x32 tiles of A and B staged through shared memory, the next rung a numba user "
+            "climbs",
+            "#283618",
+            ("numba", "numba_cuda"),
+            "fusedbench.gpu.walkthrough:build_numba_tiled",
+            peer=True,
+        ),
+        Provider(
             "triton",
             "peer: a Triton matmul applying the epilog to its fp32 accumulator (bias gradients of D as per-tile "
             "partial sums plus one small kernel, of A or B inside the K loop), autotuned per workload",
@@ -134,6 +162,9 @@ AUTOTUNED = "fused-autotuned"
 UNFUSED = "unfused"
 TRITON = "triton"
 TORCH_COMPILE = "torch-compile"
+# The seed walkthrough's rungs (shared/seeds/004), and the forward epilogs its numba kernels fuse.
+WALKTHROUGH = ("einsum", "numba-naive", "numba-tiled")
+WALKTHROUGH_EPILOGS = ("DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU_BIAS", "RELU_AUX_BIAS")
 GEMM = "gemm"
 CONTROL_OF_TEXTBOOK = "blog"
 CONTROL_OF_UNFUSED = "two-pass"

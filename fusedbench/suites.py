@@ -22,7 +22,17 @@ from fusedbench.epilogs import EPILOGS
 from fusedbench.errors import FusedbenchError
 from fusedbench.mlp_settings import DEFAULT_EPOCHS
 from fusedbench.model import CellKey
-from fusedbench.providers import CONTROL_OF_UNFUSED, FUSED, LADDER, PROVIDERS, TORCH_COMPILE, TRITON, UNFUSED
+from fusedbench.providers import (
+    CONTROL_OF_UNFUSED,
+    FUSED,
+    LADDER,
+    PROVIDERS,
+    TORCH_COMPILE,
+    TRITON,
+    UNFUSED,
+    WALKTHROUGH,
+    WALKTHROUGH_EPILOGS,
+)
 from fusedbench.shapes import SHAPE_SETS, shape_set
 from fusedbench.workloads import Workload, build_workloads
 
@@ -48,6 +58,7 @@ BLOG_REVISION = "2: textbook in the blog's layout and statements; unfused passes
 CELLS_REVISION = "4: unfused DRELU_BGRAD / DGELU_BGRAD in one pass"
 PEERS_REVISION = "1: the ladder and the triton peer, compile and autotune before timing"
 COMPILED_REVISION = "1: torch.compile max-autotune without CUDA graphs beside fused and unfused, compiled before timing"
+WALKTHROUGH_REVISION = "1: einsum and the numba kernels beside fused and unfused, skipped past half a second a call"
 ASV_VERSIONS = {
     "GemmCeiling": "2a00b4b7e29bb04968bb39009d43a695117a7af8f6d44716e2cbebe053d54ec8",
     "CopyCeiling": "7ccc417e886a6e0f014a37ecb1a23fa2d47425ccbbe76aee6f8ac768719d7b37",
@@ -76,6 +87,10 @@ ASV_VERSIONS = {
     **dict.fromkeys(("Fp16SeedPeers", "Fp16MemboundPeers", "Bf16SeedPeers", "Bf16MemboundPeers"), PEERS_REVISION),
     **dict.fromkeys(
         ("Fp16SeedCompiled", "Fp16MemboundCompiled", "Bf16SeedCompiled", "Bf16MemboundCompiled"), COMPILED_REVISION
+    ),
+    **dict.fromkeys(
+        ("Fp16SeedWalkthrough", "Fp16MemboundWalkthrough", "Fp32SeedWalkthrough", "Fp32MemboundWalkthrough"),
+        WALKTHROUGH_REVISION,
     ),
     "TwoPass": "1: unfused's one-pass backward against the two passes it replaced",
     "MlpStep": "1: wall clock and kernel time of one verified training step, fp32 masters, loss summed over the batch",
@@ -123,6 +138,7 @@ def _group(dtype: str, shapes: str, epilogs=None, providers=None, name: str | No
 
 _TIMED_SETS = ("seed", "llm", "membound")  # "small" is for correctness only
 _PEER_DTYPES, _PEER_SHAPES = ("fp16", "bf16"), ("seed", "membound")
+_WALKTHROUGH_DTYPES = ("fp16", "fp32")  # what its numba kernels take
 
 # Every group any suite runs. "Quick" repeats five fp16 seed cells under their own class name,
 # so a quick run never mixes with a default run's samples of the same cell.
@@ -152,14 +168,27 @@ GROUPS: dict[str, BenchmarkGroup] = {
             for dtype in _PEER_DTYPES
             for shapes in _PEER_SHAPES
         ),
+        # The seed walkthrough's einsum and numba kernels beside fused and unfused, on its forward epilogs; the
+        # kernels skip the cells where a call would take seconds (the seed shape), naming the time they measured.
+        *(
+            _group(
+                dtype,
+                shapes,
+                WALKTHROUGH_EPILOGS,
+                (UNFUSED, FUSED, *WALKTHROUGH),
+                f"{dtype.capitalize()}{shapes.capitalize()}Walkthrough",
+            )
+            for dtype in _WALKTHROUGH_DTYPES
+            for shapes in _PEER_SHAPES
+        ),
         # unfused's one-pass backward against the two passes it replaced, where the passes are most of the time.
         _group("fp16", "membound", ("DRELU_BGRAD", "DGELU_BGRAD"), (UNFUSED, CONTROL_OF_UNFUSED), name="TwoPass"),
     )
 }
-PEER_GROUPS = tuple(name for name in GROUPS if name.endswith(("Peers", "Compiled")))
-# Groups that time a peer beside fused and unfused alone: not a workload's ladder (analysis.ladder_cells), each
+PEER_GROUPS = tuple(name for name in GROUPS if name.endswith(("Peers", "Compiled", "Walkthrough")))
+# Groups that time peers beside fused and unfused alone: not a workload's ladder (analysis.ladder_cells), each
 # peer's ratios paired within its group (report.peers).
-PEER_ONLY_GROUPS = frozenset(name for name in GROUPS if name.endswith("Compiled"))
+PEER_ONLY_GROUPS = frozenset(name for name in GROUPS if name.endswith(("Compiled", "Walkthrough")))
 # The benchmark versions whose unfused runs DRELU_BGRAD / DGELU_BGRAD in one pass (every earlier cells revision
 # ran two): what its passes move depends on it (EpilogSpec.unfused_extra_bytes).
 ONE_PASS_BACKWARD_VERSIONS = frozenset(

@@ -1,5 +1,5 @@
-"""On the GPU: the peers (Triton's matmul with the epilog in its accumulator, torch.compile's Inductor) and unfused's
-one-pass backward."""
+"""On the GPU: the peers (the seed walkthrough's einsum and numba kernels, Triton's matmul with the epilog in its
+accumulator, torch.compile's Inductor) and unfused's one-pass backward."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import pytest
 from fusedbench.check import run_check
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import epilog_spec
+from fusedbench.errors import Skipped
 from fusedbench.gpu.arrays import POISON_BYTE, poison_next_allocations, to_host
 from fusedbench.gpu.checking import run_poisoned
-from fusedbench.gpu.operands import make_operands
+from fusedbench.gpu.operands import Operands, make_operands
 from fusedbench.gpu.provenance import kernel_provenance
 from fusedbench.gpu.providers import prepare_provider
 from fusedbench.model import Status
-from fusedbench.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED
+from fusedbench.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED, WALKTHROUGH_EPILOGS
 from fusedbench.reference import reference_outputs
 from fusedbench.shapes import shape_set
 from fusedbench.verify import verify_outputs
@@ -37,6 +38,12 @@ def test_every_peer_cell_of_the_small_check_passes(peers_check):
         key = cell.key
         if key.provider == CONTROL_OF_UNFUSED and key.epilog not in ("DRELU_BGRAD", "DGELU_BGRAD"):
             assert cell.status is Status.UNSUPPORTED and "only for DRELU_BGRAD" in cell.reason, cell
+        elif key.provider.startswith("numba") and key.epilog not in WALKTHROUGH_EPILOGS:
+            assert cell.status is Status.UNSUPPORTED and "the walkthrough's forward epilogs" in cell.reason, cell
+        elif key.provider.startswith("numba") and key.dtype not in ("fp32", "fp16"):
+            assert cell.status is Status.UNSUPPORTED and "runs fp32 and fp16" in cell.reason, cell
+        elif key.provider == "einsum" and key.dtype == "fp8":
+            assert cell.status is Status.UNSUPPORTED, cell  # torch's einsum has no float8 product
         elif key.dtype == "fp8" and key.shape != "(128,64)x(64,96)" and key.provider != "triton":
             assert "divisible by 16" in cell.reason, cell  # cuBLASLt's and torch's fp8 need multiples of 16
         elif key.dtype == "fp8" and key.epilog in ("BGRADA", "BGRADB") and key.provider == UNFUSED:
@@ -137,3 +144,29 @@ def test_torch_compile_is_timed_as_max_autotune_compiled_and_verified_before(gpu
 def test_inductor_runs_the_backward_in_one_pass_after_the_gemm(gpu_stack):
     _, kernels = compiled_kernels(gpu_stack, "DRELU_BGRAD", "fp16", seed=9)
     assert len(kernels) == 2 and kernels[1].startswith("triton_red_fused"), kernels  # dReLU and the sum, one kernel
+
+
+def test_a_numba_kernel_fuses_the_epilog_and_the_mask_into_its_one_kernel(gpu_stack):
+    workload = Workload(epilog_spec("RELU_AUX_BIAS"), dtype_spec("fp16"), 1003, 200, 520)  # partial blocks, bytes
+    operands = make_operands(gpu_stack, workload, seed=10)
+    for provider in ("numba-naive", "numba-tiled"):
+        prepared = prepare_provider(provider, gpu_stack, operands)
+        try:
+            outputs, _ = run_poisoned(prepared, operands.framework)
+            host = {name: to_host(value) for name, value in outputs.items()}
+            kernels = kernel_provenance(prepared.run, lambda: None)["kernels"]
+        finally:
+            prepared.release()
+        reference = reference_outputs(workload.epilog, operands.reference_inputs())
+        assert all(check.ok for check in verify_outputs(host, reference, workload.dtype.tolerance)), provider
+        assert len(kernels) == 1 and "32x32" in prepared.provenance["algorithm"], (provider, kernels)
+
+
+def test_a_numba_cell_that_would_take_seconds_is_skipped_with_the_time_it_measured(gpu_stack):
+    seed = Workload(epilog_spec("BIAS"), dtype_spec("fp32"), *shape_set("seed")[0].mkn)
+    operands = Operands(seed, "cupy", gpu_stack.cupy, a=None, b=None, result=None)  # skipped before any is read
+    with pytest.raises(Skipped) as skipped:
+        prepare_provider("numba-naive", gpu_stack, operands)
+    reason = skipped.value.reason
+    assert "numba-naive would take about" in reason and "ms at (1024,1024)x(1024,1024) on this GPU" in reason, reason
+    assert "8192x its multiply-adds" in reason, reason

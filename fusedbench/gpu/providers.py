@@ -282,27 +282,22 @@ def build_two_pass(stack: GpuStack, operands: Operands) -> PreparedProvider:
     return build_unfused(stack, operands, one_pass=False)
 
 
-class _Textbook:
-    """The seed blog's naive code, statement for statement, on operands laid out as the blog lays them out.
+class Textbook:
+    """The seed blog's naive code, statement for statement, after a product that returns a new y each call.
 
-    `Matmul(weights, x)` (or `Matmul(weights.T, grad)`, `spec.textbook_layout`) planned once with
-    no epilog, `y = mm.execute()` (a new result each call, in A's memory order), then one array
-    statement per step: `y += bias[:, None]`, `y[y < 0] = 0`, `y[mask] = 0` with the blog's
-    boolean `mask = (t1 < 0)`, `sum(y, axis=1)`. Where the blog has no snippet (GELU, its
-    derivative, saved aux, BGRADA / BGRADB) the same style; bf16 and fp8 the same statements in
-    torch. fp8 multiplies only in the TN layout, so there the operands stay as the suite has them.
+    The textbook provider's product is `Matmul(weights, x)` (or `Matmul(weights.T, grad)`,
+    `spec.textbook_layout`) planned once with no epilog, `y = mm.execute()` (a new result each call, in A's
+    memory order), on operands copied into the blog's layout; the einsum peer's is einsum on the operands as
+    they lie. Then one array statement per step: `y += bias[:, None]`, `y[y < 0] = 0`, `y[mask] = 0` with the
+    blog's boolean `mask = (t1 < 0)`, `sum(y, axis=1)`. Where the blog has no snippet (GELU, its derivative,
+    saved aux, BGRADA / BGRADB) the same style; bf16 and fp8 the same statements in torch.
     """
 
-    def __init__(self, stack: GpuStack, operands: Operands):
+    def __init__(self, operands: Operands, product: Callable[[], Any], a: Any, b: Any):
         self.spec = spec = operands.workload.epilog
-        dtype, m = operands.workload.dtype, operands.workload.m
+        self.product, self.a, self.b = product, a, b
         self.xp = operands.xp
-        layout = "TN" if dtype.operand_itemsize == 1 else spec.textbook_layout
-        self.a = in_order(operands.a, row_major=layout[0] == "T")
-        self.b = in_order(operands.b, row_major=layout[1] == "T")
-        options, scales = _matmul_options(stack, dtype, inplace=False)
-        self.matmul = stack.nvmath_advanced.Matmul(self.a, self.b, quantization_scales=scales, options=options)
-        self.matmul.plan()
+        m = operands.workload.m
         self.bias = operands.bias
         # t1, the pre-activation, as the forward pass left it: a row-major (M, N) array.
         self.negative = None if operands.relu_negative is None else in_order(operands.relu_negative, row_major=True)
@@ -324,7 +319,7 @@ class _Textbook:
 
     def run(self) -> dict[str, Any]:
         spec, xp = self.spec, self.xp
-        y = self.matmul.execute()
+        y = self.product()
         outputs = {"result": y}
         if spec.bias:
             y += self.bias[:, None]
@@ -350,9 +345,17 @@ class _Textbook:
 
 
 def build_textbook(stack: GpuStack, operands: Operands) -> PreparedProvider:
-    textbook = _Textbook(stack, operands)
-    chosen = {"algorithm": describe_algorithm(textbook.matmul.algorithms[0]), "chosen_by": "heuristic"}
-    return PreparedProvider(textbook.run, (), textbook.fresh_outputs, release=textbook.matmul.free, provenance=chosen)
+    """The blog's code in its layout; fp8 multiplies only in the TN layout, so there the operands stay as they are."""
+    dtype = operands.workload.dtype
+    layout = "TN" if dtype.operand_itemsize == 1 else operands.workload.epilog.textbook_layout
+    a = in_order(operands.a, row_major=layout[0] == "T")
+    b = in_order(operands.b, row_major=layout[1] == "T")
+    options, scales = _matmul_options(stack, dtype, inplace=False)
+    matmul = stack.nvmath_advanced.Matmul(a, b, quantization_scales=scales, options=options)
+    matmul.plan()
+    textbook = Textbook(operands, matmul.execute, a, b)
+    chosen = {"algorithm": describe_algorithm(matmul.algorithms[0]), "chosen_by": "heuristic"}
+    return PreparedProvider(textbook.run, (), textbook.fresh_outputs, release=matmul.free, provenance=chosen)
 
 
 def build_torch_peer(stack: GpuStack, operands: Operands) -> PreparedProvider:

@@ -1,8 +1,8 @@
 """The report's section on the peers suite: the alternatives to cuBLASLt's epilogs, timed beside the ladder.
 
 From each machine's newest run of each of the peers suite's groups (`fusedbench run --suite peers`): the triton
-groups time the whole ladder, torch-compile's groups fused and unfused beside it (each peer's ratios paired
-within its own group, joined per workload by `analysis.peers_speedups`). Per dtype the
+groups time the whole ladder, torch-compile's and the seed walkthrough's groups fused and unfused beside them
+(each peer's ratios paired within its own group, joined per workload by `analysis.peers_speedups`). Per dtype the
 epilog x shape heatmap with a view per peer (fused over the peer: above 1x cuBLASLt's epilog is faster) and
 the provider ladder with the peers on it; a table of each peer's time over fused and over unfused, with the
 shapes where it beats both and what compiling and autotuning it cost; and the TwoPass control, unfused's
@@ -120,7 +120,11 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
         "applying the epilog to its fp32 accumulator, autotuned per workload (compiling and autotuning happen "
         "before the timing; their seconds are in the table). <b>torch-compile</b>, timed beside fused and unfused "
         "in groups of its own (its ratios paired within those): the epilog written as torch code and compiled by "
-        "torch.compile in max-autotune mode, without the CUDA graphs no other provider gets. <b>unfused</b> runs "
+        "torch.compile in max-autotune mode, without the CUDA graphs no other provider gets. The seed walkthrough's "
+        "rungs, in groups of their own at fp16 and fp32 on its six forward epilogs: <b>einsum</b> then the "
+        "textbook's statements, and its numba CUDA kernels with the epilog fused, <b>numba-naive</b> (one thread "
+        "an output) and <b>numba-tiled</b> (shared-memory tiles), skipped where a call would take seconds. "
+        "<b>unfused</b> runs "
         "DRELU_BGRAD / DGELU_BGRAD as the training stacks do: the plain GEMM, then one pass applying dReLU / dGELU "
         "and reducing the bias gradient; the TwoPass control times it against the two passes it replaced. A "
         "heatmap's peer view is fused over the peer: above 1x cuBLASLt's epilog is faster, below 1x the peer is.</p>",
