@@ -10,7 +10,7 @@ from fusedbench.check import run_check
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import epilog_spec
 from fusedbench.errors import Skipped
-from fusedbench.gpu.arrays import POISON_BYTE, poison_next_allocations, to_host
+from fusedbench.gpu.arrays import POISON_BYTE, poison_next_allocations, poisoning_cupy_pool, synchronize, to_host
 from fusedbench.gpu.checking import run_poisoned
 from fusedbench.gpu.operands import Operands, make_operands
 from fusedbench.gpu.provenance import kernel_provenance
@@ -117,6 +117,23 @@ def test_torch_poisoning_covers_what_the_caching_allocator_hands_out_next(gpu_st
         assert bool((block == POISON_BYTE).all())
 
 
+def test_every_block_cupys_pool_hands_out_inside_the_poisoning_is_poisoned(gpu_stack):
+    """What einsum's temporaries take cannot leave its output in unpoisoned memory: each block is poisoned as it is
+    handed out, and its range recorded."""
+    cupy = gpu_stack.cupy
+    taken = [cupy.ones(n, dtype=cupy.uint8) for n in (4096, 1 << 20)]  # freed into the pool, holding ones
+    del taken
+    with poisoning_cupy_pool() as handed_out:
+        blocks = [cupy.empty(n, dtype=cupy.uint8) for n in (4096, 1 << 20, 777)]
+    synchronize()
+    for block in blocks:
+        start = block.data.ptr
+        assert any(low <= start and start + block.nbytes <= high for low, high in handed_out)
+        assert bool((block == POISON_BYTE).all())
+    cupy.empty(64, dtype=cupy.uint8)
+    assert len(handed_out) == 3  # one a block, and none once outside
+
+
 def compiled_kernels(gpu_stack, epilog: str, dtype: str, seed: int):
     """The torch-compile peer prepared as a timed cell (max-autotune) for a small workload: its provenance and the
     kernels one call launches (CUPTI)."""
@@ -141,9 +158,14 @@ def test_torch_compile_is_timed_as_max_autotune_compiled_and_verified_before(gpu
     assert 1 <= len(kernels) <= 3, kernels  # the GEMM, and Inductor's kernels for what it did not fuse into it
 
 
-def test_inductor_runs_the_backward_in_one_pass_after_the_gemm(gpu_stack):
+def test_inductor_runs_the_backward_after_the_gemm_and_sums_in_a_kernel_of_its_own(gpu_stack):
+    """Which kernels autotuning picks varies by machine and run (cuBLAS and one reduction applying dReLU as it sums
+    on an H100 at cad4196; a GEMM template, the mask's unpacking and a two-stage sum at a69b4db): the GEMM comes
+    first, and Inductor's own Triton kernels after it sum the bias gradient."""
     _, kernels = compiled_kernels(gpu_stack, "DRELU_BGRAD", "fp16", seed=9)
-    assert len(kernels) == 2 and kernels[1].startswith("triton_red_fused"), kernels  # dReLU and the sum, one kernel
+    after = kernels[1:]
+    assert 1 <= len(after) <= 3 and all(name.startswith("triton_") for name in after), kernels
+    assert any(name.startswith(("triton_red_fused", "triton_per_fused")) for name in after), kernels
 
 
 def test_a_numba_kernel_fuses_the_epilog_and_the_mask_into_its_one_kernel(gpu_stack):

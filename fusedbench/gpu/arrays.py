@@ -7,6 +7,8 @@ dtype of the same width (cupy has no bfloat16 or float8).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -133,6 +135,28 @@ def poison_next_allocations(framework: str, sizes: list[int]) -> list[tuple[int,
     ranges = [(data_ptr(block), data_ptr(block) + block.nbytes) for block in blocks]
     del blocks
     return ranges
+
+
+@contextlib.contextmanager
+def poisoning_cupy_pool() -> Iterator[list[tuple[int, int]]]:
+    """Inside, every block cupy's pool hands out (on this thread) is poisoned first; yields the (start, end) of each,
+    as they come. A library that allocates temporaries beside its outputs (einsum) may take the blocks
+    `poison_next_allocations` poisoned for its outputs first: poisoned at hand-out, an output lies in poison all the
+    same."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    handed_out: list[tuple[int, int]] = []
+
+    def malloc(size: int):
+        memory = pool.malloc(size)
+        if size:
+            _poison_bytes(memory.ptr, size)
+            handed_out.append((memory.ptr, memory.ptr + size))
+        return memory
+
+    with cupy.cuda.using_allocator(malloc):
+        yield handed_out
 
 
 def _free_torch_blocks(snapshot: list[dict]):

@@ -6,12 +6,21 @@ nvmath allocates inside execute(), so an element a kernel never writes cannot pa
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from fusedbench.epilogs import Epilog
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
-from fusedbench.gpu.arrays import data_ptr, nbytes, poison, poison_next_allocations, synchronize, to_host
+from fusedbench.gpu.arrays import (
+    data_ptr,
+    nbytes,
+    poison,
+    poison_next_allocations,
+    poisoning_cupy_pool,
+    synchronize,
+    to_host,
+)
 from fusedbench.gpu.operands import make_operands
 from fusedbench.gpu.providers import PreparedProvider, prepare_provider
 from fusedbench.model import Cell, CellKey, Status
@@ -25,15 +34,18 @@ def run_poisoned(prepared: PreparedProvider, framework: str) -> tuple[dict[str, 
     """Poison every output, run once, and prove the library-allocated outputs were poisoned too.
 
     `framework` is the operands' (cupy or torch); a provider whose outputs come from another allocator says
-    which (`PreparedProvider.allocator`). Returns the outputs and, for each output the library allocated, its
-    address, which lay in poisoned memory.
+    which (`PreparedProvider.allocator`). cupy's pool also poisons every block it hands out during the run. Returns
+    the outputs and, for each output the library allocated, its address, which lay in poisoned memory.
     """
     for buffer in prepared.owned_outputs:
         poison(buffer)
     names = list(prepared.library_outputs)
-    poisoned = poison_next_allocations(prepared.allocator or framework, [prepared.library_outputs[n] for n in names])
-    outputs = prepared.run()
-    synchronize()
+    allocator = prepared.allocator or framework
+    poisoned = poison_next_allocations(allocator, [prepared.library_outputs[n] for n in names])
+    with poisoning_cupy_pool() if allocator == "cupy" else contextlib.nullcontext([]) as handed_out:
+        outputs = prepared.run()
+        synchronize()
+    poisoned += handed_out
     landed = {name: data_ptr(outputs[name]) for name in names}
     for name, pointer in landed.items():
         end = pointer + nbytes(outputs[name])

@@ -35,6 +35,12 @@ from fusedbench.gpu.providers import PreparedProvider, Textbook, aux_buffer
 from fusedbench.providers import WALKTHROUGH_EPILOGS
 from fusedbench.shapes import shape_label
 
+# numba-cuda 0.30 (in maintenance mode, its last release) registers an overload of np.row_stack, which numpy 2.5
+# removed, while compiling its first kernel: numpy's own alias of vstack is put back where it is missing
+# (NVIDIA/numba-cuda#907, closed unfixed).
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
 try:  # a module global: numba's simulator swaps it for its own in the kernels it runs (the tests)
     from numba import cuda
 except ImportError as missing:
