@@ -62,6 +62,7 @@ def make_kernel(jit: Callable, spec: EpilogSpec, *, tiled: bool, tile: int = TIL
     has_bias, activation, saves_aux = spec.bias, _ACTIVATIONS[spec.activation], spec.saves_aux
     zero, half, one = np.float32(0), np.float32(0.5), np.float32(1)
     gelu_scale, gelu_cubic = np.float32(_GELU_SCALE), np.float32(0.044715)
+    padded = tile + 1  # a shared array's shape must be a constant of the closure, not an expression in the kernel
 
     @jit(device=True)
     def finish(acc, d, bias, aux, bits, i, j, inside):
@@ -98,8 +99,8 @@ def make_kernel(jit: Callable, spec: EpilogSpec, *, tiled: bool, tile: int = TIL
 
     @jit
     def tiled_kernel(a, b, d, bias, aux):
-        tile_a = cuda.shared.array((tile, tile + 1), np.float32)
-        tile_b = cuda.shared.array((tile, tile + 1), np.float32)
+        tile_a = cuda.shared.array((tile, padded), np.float32)
+        tile_b = cuda.shared.array((tile, padded), np.float32)
         bits = cuda.shared.array((tile, tile), np.uint8)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
         row, column = cuda.blockIdx.x * tile, cuda.blockIdx.y * tile
