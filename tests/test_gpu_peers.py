@@ -134,11 +134,10 @@ def test_every_block_cupys_pool_hands_out_inside_the_poisoning_is_poisoned(gpu_s
     assert len(handed_out) == 3  # one a block, and none once outside
 
 
-def compiled_kernels(gpu_stack, epilog: str, dtype: str, seed: int):
-    """The torch-compile peer prepared as a timed cell (max-autotune) for a small workload: its provenance and the
+def verified_kernels(gpu_stack, provider: str, operands):
+    """`provider` prepared as a timed cell, run once poisoned and verified against float64: its provenance and the
     kernels one call launches (CUPTI)."""
-    operands = make_operands(gpu_stack, Workload(epilog_spec(epilog), dtype_spec(dtype), 512, 256, 384), seed)
-    prepared = prepare_provider("torch-compile", gpu_stack, operands)
+    prepared = prepare_provider(provider, gpu_stack, operands)
     try:
         outputs, _ = run_poisoned(prepared, operands.framework)
         host = {name: to_host(value) for name, value in outputs.items()}
@@ -146,8 +145,14 @@ def compiled_kernels(gpu_stack, epilog: str, dtype: str, seed: int):
     finally:
         prepared.release()
     reference = reference_outputs(operands.workload.epilog, operands.reference_inputs())
-    assert all(check.ok for check in verify_outputs(host, reference, operands.workload.dtype.tolerance))
+    assert all(check.ok for check in verify_outputs(host, reference, operands.workload.dtype.tolerance)), provider
     return prepared.provenance, [k["name"] for k in kernels]
+
+
+def compiled_kernels(gpu_stack, epilog: str, dtype: str, seed: int):
+    """The torch-compile peer (max-autotune) on a small workload: `verified_kernels`."""
+    operands = make_operands(gpu_stack, Workload(epilog_spec(epilog), dtype_spec(dtype), 512, 256, 384), seed)
+    return verified_kernels(gpu_stack, "torch-compile", operands)
 
 
 def test_torch_compile_is_timed_as_max_autotune_compiled_and_verified_before(gpu_stack):
@@ -172,16 +177,8 @@ def test_a_numba_kernel_fuses_the_epilog_and_the_mask_into_its_one_kernel(gpu_st
     workload = Workload(epilog_spec("RELU_AUX_BIAS"), dtype_spec("fp16"), 1003, 200, 520)  # partial blocks, bytes
     operands = make_operands(gpu_stack, workload, seed=10)
     for provider in ("numba-naive", "numba-tiled"):
-        prepared = prepare_provider(provider, gpu_stack, operands)
-        try:
-            outputs, _ = run_poisoned(prepared, operands.framework)
-            host = {name: to_host(value) for name, value in outputs.items()}
-            kernels = kernel_provenance(prepared.run, lambda: None)["kernels"]
-        finally:
-            prepared.release()
-        reference = reference_outputs(workload.epilog, operands.reference_inputs())
-        assert all(check.ok for check in verify_outputs(host, reference, workload.dtype.tolerance)), provider
-        assert len(kernels) == 1 and "32x32" in prepared.provenance["algorithm"], (provider, kernels)
+        provenance, kernels = verified_kernels(gpu_stack, provider, operands)
+        assert len(kernels) == 1 and "32x32" in provenance["algorithm"], (provider, kernels)
 
 
 def test_a_numba_cell_that_would_take_seconds_is_skipped_with_the_time_it_measured(gpu_stack):
