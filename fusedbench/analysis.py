@@ -161,8 +161,9 @@ def speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.Data
 
 def peers_speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.DataFrame:
     """`speedups` of the peers suite's cells, with the columns of each peer timed in a group of its own beside fused
-    and unfused (torch-compile's) joined to its workload's row: its time and its ratios, paired within its group;
-    every other column the ladder group's."""
+    and unfused (torch-compile's, the walkthrough's) joined to its workload's row: its time and its ratios, paired
+    within its group; every other column the ladder group's, or, for a workload no ladder group timed (the
+    walkthrough's fp32), its own group's."""
     table = speedups(cells, detail)
     ok = cells[cells["status"] == OK]
     alone = ok[ok["group"].isin(PEER_ONLY_GROUPS)]
@@ -174,7 +175,11 @@ def peers_speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> p
     own = pd.concat(owns).groupby(workload, sort=False).first()
     peers = [peer for peer in PEERS if peer in set(alone["provider"])]
     columns = [c for c in own.columns for p in peers if c == p or c.startswith((f"{p}_", f"over_{p}"))]
-    return table.set_index(workload).drop(columns=columns).join(own[columns], how="outer").reset_index()
+    ladder = table.set_index(workload)
+    joined = ladder.drop(columns=columns).join(own[columns], how="outer")
+    unladdered = own.index.difference(ladder.index)  # timed by no ladder group (fp32): their own group's row whole
+    joined.loc[unladdered] = own.loc[unladdered, joined.columns]
+    return joined.reset_index()
 
 
 def _workload_table(ok: pd.DataFrame, detail: pd.DataFrame | None) -> pd.DataFrame:

@@ -85,7 +85,7 @@ PROVIDERS: dict[str, Provider] = {
             "einsum",
             "peer, the seed walkthrough's second rung: the product as einsum('ik,kj->ij') on the operands as they "
             "lie (cupy's, or torch's), then the textbook's epilog statements",
-            "#bc6c25",
+            "#3a86ff",
             ("cupy", "torch"),
             "fusedbench.gpu.walkthrough:build_einsum",
             peer=True,
@@ -95,7 +95,7 @@ PROVIDERS: dict[str, Provider] = {
             "peer, the seed walkthrough's numba CUDA kernel: one thread an output looping over K into an fp32 "
             "accumulator, the forward epilog applied before its one store (fp32 and fp16; skipped where a call "
             "would take seconds)",
-            "#606c38",
+            "#a0522d",
             ("numba", "numba_cuda"),
             "fusedbench.gpu.walkthrough:build_numba_naive",
             peer=True,
@@ -104,7 +104,7 @@ PROVIDERS: dict[str, Provider] = {
             "numba-tiled",
             "peer: numba-naive with 32x32 tiles of A and B staged through shared memory, the next rung a numba user "
             "climbs",
-            "#283618",
+            "#606c38",
             ("numba", "numba_cuda"),
             "fusedbench.gpu.walkthrough:build_numba_tiled",
             peer=True,

@@ -516,7 +516,9 @@ def _row(cell: Cell, group: str, time: float, stat) -> dict:
         "gemm_ratio_high": math.nan,
         "kernels": len(kernels) if kernels else math.nan,
         "kernel_names": " + ".join(name for name, _ in kernels),
-        "algorithm": f"{algorithm} ({cell.provenance.get('chosen_by', '?')})" if algorithm else "",
+        "algorithm": f"{algorithm} ({chosen})"
+        if algorithm and (chosen := cell.provenance.get("chosen_by"))
+        else algorithm or "",
         "compile_s": _number(cell.provenance.get("compile_s")),
         "autotune_s": _number(cell.provenance.get("autotune_s")),
         **dict.fromkeys(["regret", "regret_low", "regret_high", "fidelity", "fidelity_low", "fidelity_high"], math.nan),

@@ -449,6 +449,18 @@ def test_a_dropdown_of_many_choices_stays_inside_its_figure():
     assert figure.layout.margin.t >= 160 and figure.layout.height >= figure.layout.margin.t + 30 * 14 + 60
 
 
+def test_a_dropdowns_margin_leaves_the_plot_its_height():
+    """A six-epilog heatmap with a two-view dropdown: the figure grows by what the margin grew, so its rows keep
+    the room their labels need (squeezed, plotly drops every other label)."""
+    import plotly.graph_objects as go
+
+    from fusedbench.report.figures import LEAN_TEMPLATE, add_dropdown
+
+    figure = go.Figure(layout={"height": 366, "template": LEAN_TEMPLATE})
+    add_dropdown(figure, ["a", "b"], [{}] * 2, [{}] * 2)
+    assert figure.layout.height - figure.layout.margin.t == 366 - LEAN_TEMPLATE.layout.margin.t
+
+
 def test_dtypes_timed_at_one_shape_share_one_epilog_by_dtype_view(results):
     from fusedbench.report import dtype_views
 

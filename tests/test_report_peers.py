@@ -16,8 +16,9 @@ from fusedbench.analysis import ladder_cells, peers_speedups, speedups
 from fusedbench.records import GroupRecord
 from fusedbench.report import key_figures, newest_by_group, render_report
 from fusedbench.report.figures import heatmap_views, ladder_figure
-from fusedbench.report.peers import in_peers_suite, peer_rows, two_pass_rows
+from fusedbench.report.peers import in_peers_suite, peer_rows, peers_beside, two_pass_rows
 from fusedbench.results import load_results
+from fusedbench.suites import PEER_ONLY_GROUPS
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "h200-141gb"
@@ -200,3 +201,51 @@ def test_each_groups_newest_run_is_its_last_recorded_one_whatever_the_other_grou
              (("X", "A"), ("Y", "A"), ("X", "B"))]  # fmt: skip
     cells = pd.DataFrame({"machine": "gpu", "group": ["A", "A", "B"], "commit": ["X", "Y", "X"]})
     assert newest_by_group(cells, rerun, "gpu") == {"A": "Y", "B": "X"}
+
+
+WALKTHROUGH_RUN = "6158b610"
+
+
+@pytest.fixture(scope="module")
+def walkthrough(tmp_path_factory):
+    """The H200's triton run beside its walkthrough and fp16 Compiled run (6158b61): the peers suite's groups only."""
+    target = tmp_path_factory.mktemp("walkthrough") / "results"
+    (target / MACHINE).mkdir(parents=True)
+    shutil.copy(ROOT / "results" / "benchmarks.json", target)
+    shutil.copy(ROOT / "results" / MACHINE / "machine.json", target / MACHINE)
+    for commit in (PEERS_RUN, WALKTHROUGH_RUN):
+        for path in (ROOT / "results" / MACHINE).glob(f"{commit}-*"):
+            shutil.copy(path, target / MACHINE)
+    return load_results(str(target))
+
+
+def test_a_workload_only_a_peers_group_timed_keeps_that_groups_fused_and_unfused(walkthrough):
+    cells = walkthrough.cells[in_peers_suite(walkthrough.cells)]
+    table = peers_speedups(cells, walkthrough.detail.loc[cells.index])
+    numba = cells[cells["provider"].str.startswith("numba") & (cells["status"] == "ok")]
+    assert (numba["algorithm"].str.endswith("32x32 threads a block")).all()  # who chose it unrecorded: no "(?)"
+    fp32 = table[table["dtype"] == "fp32"]  # no ladder group times fp32: the walkthrough groups' own rows, whole
+    assert len(fp32) == 6 * 5 and fp32["over_unfused"].notna().all() and fp32["over_einsum"].notna().all()
+    assert fp32["over_numba-tiled"].notna().sum() == 6 * 3 and (fp32["commit"].str[:8] == WALKTHROUGH_RUN).all()
+    fp16 = table[table["dtype"] == "fp16"].set_index(["epilog", "shape"])  # the ladder group's, beside the peers'
+    assert (fp16["commit"].str[:8] == PEERS_RUN).all() and fp16["over_einsum"].notna().sum() == 6 * 5
+    current = cells[cells["commit"].str[:8] == WALKTHROUGH_RUN]
+    drawn = peers_beside(ladder_cells(cells), current)
+    assert set(drawn[drawn["dtype"] == "fp16"]["provider"]) == {"einsum", "numba-naive", "numba-tiled", "torch-compile"}
+    assert {"fused", "unfused", "einsum"} <= set(drawn[drawn["dtype"] == "fp32"]["provider"])
+
+
+def test_the_walkthrough_rungs_are_drawn_capped_and_their_skips_explained(walkthrough):
+    page = render_report(walkthrough)
+    peers_section = page[page.index("<h2 id='peers'>") :]
+    assert f'id="{MACHINE}-peers-fp32-heatmap"' in peers_section and f'id="{MACHINE}-peers-fp32-ladder"' in page
+    assert "numba-naive would take about" in peers_section  # the skipped cells' reasons, in the peers section
+    assert "the median over the shapes it ran and (their range)" in peers_section
+    cells = walkthrough.cells[in_peers_suite(walkthrough.cells)]
+    ladder = ladder_cells(cells)
+    ladder = pd.concat([ladder, peers_beside(ladder, cells[cells["group"].isin(PEER_ONLY_GROUPS)])])
+    fp16 = ladder_figure(ladder, walkthrough.ceilings, machine=MACHINE, dtypes=["fp16"])
+    traces = {trace.name: trace for trace in fp16.data}
+    assert traces["numba-naive"].mode == "markers+text" and traces["fused"].mode == "markers"
+    top = fp16.layout.yaxis.range[1]
+    assert top < 20 and max(y for y in traces["numba-tiled"].y if y is not None) <= top  # drawn at the top, capped

@@ -195,7 +195,7 @@ def build_numba(stack: GpuStack, operands: Operands, *, tiled: bool) -> Prepared
 
     threads = f"{TILE}x{TILE} threads a block"
     described = f"{TILE}x{TILE} tiles in shared memory, {threads}" if tiled else f"one thread an output, {threads}"
-    return PreparedProvider(run, tuple(outputs.values()), provenance={"algorithm": described})
+    return PreparedProvider(run, tuple(outputs.values()), provenance={"algorithm": described, "chosen_by": "fixed"})
 
 
 def build_numba_naive(stack: GpuStack, operands: Operands) -> PreparedProvider:

@@ -19,7 +19,7 @@ from fusedbench.analysis import indistinct, machine_pairs, with_shape
 from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.model import Status
-from fusedbench.providers import BASELINES, LADDER, PEERS, PROVIDERS
+from fusedbench.providers import BASELINES, LADDER, PEERS, PROVIDERS, WALKTHROUGH
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value
@@ -54,6 +54,9 @@ SPEEDUP_TICKS = [0.25, 0.35, 0.5, 0.71, 1, 1.41, 2, 2.83, 4, 8, 16, 32, 64]
 # A cell's history: % from its median over the commits shown, clipped at +-HISTORY_RANGE_PCT.
 HISTORY_RANGE_PCT = 20.0
 TEXTBOOK = "textbook"
+# Drawn at the ladder's top with their value written where far above the rest: the textbook, and the seed
+# walkthrough's rungs (tens to hundreds of times fused's time), which would otherwise flatten every other point.
+CAPPED = (TEXTBOOK, *WALKTHROUGH)
 UNPAIRED = " (this run did not pair samples by round: no interval)"
 LADDER_HEADROOM = 1.15  # the ladder's axis ends this far above the highest non-textbook interval
 
@@ -271,19 +274,21 @@ def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], lay
         {"label": label, "method": "update", "args": [restyle, layout]}
         for label, restyle, layout in zip(labels, restyles, layouts, strict=True)
     ]
-    top = max(figure.layout.margin.t or 0, 160)  # the title in its middle, above the dropdown
+    before = figure.layout.margin.t or LEAN_TEMPLATE.layout.margin.t
+    top = max(before, 160)  # the title in its middle, above the dropdown
     figure.update_layout(
         updatemenus=[{"buttons": buttons, "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"}],
         margin={"t": top},
-        # tall enough for the open list (about 30 px a choice) to stay inside the figure, where it can be clicked
-        height=max(figure.layout.height or 450, top + 30 * len(labels) + 60),
+        # the plot keeps the height it had under the smaller margin (a heatmap's rows their labels), and the figure
+        # is tall enough for the open list (about 30 px a choice) to stay inside it, where it can be clicked
+        height=max((figure.layout.height or 450) + top - before, top + 30 * len(labels) + 60),
     )
 
 
 def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, capped: bool) -> dict:
     """One provider's points at one shape: time over the floor, its 99% CI as error bars, its time in ms for the
-    hover. Where `capped` (the textbook, often far above the rest) a point above `top` is drawn at the top as an
-    up-triangle with its value written, and the hover reads (ms, ratio)."""
+    hover. Where `capped` (the textbook or a walkthrough rung, often far above the rest) a point above `top` is drawn
+    at the top as an up-triangle with its value written, and the hover reads (ms, ratio)."""
     over = (part["time_s"] / floor).to_numpy()
     beyond = (over > top) if capped else np.zeros(len(over), dtype=bool)
     return {
@@ -301,8 +306,8 @@ def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, capped: bo
 def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
     """Every provider's time over its workload's floor per epilog, one shape (of one of `dtypes`) at a time, a
     dropdown picking it, on a linear axis: 1 is the floor, marked under each epilog (in ms where the run
-    measured no ceilings). A textbook far above the rest is drawn at the axis' top with its value written; the
-    hover gives each provider's time and the floor's.
+    measured no ceilings). A textbook or walkthrough rung far above the rest is drawn at the axis' top with its
+    value written; the hover gives each provider's time and the floor's.
 
     The traces are drawn once; each shape is a restyle of their numbers (no per-shape copies of the traces)."""
     rows = cells[(cells["machine"] == machine) & cells["dtype"].isin(dtypes) & (cells["status"] == OK)]
@@ -327,10 +332,10 @@ def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, 
         highest = [
             float(np.nanmax(part["ci_high_s"] / unit)) * LADDER_HEADROOM
             for p, part in parts.items()
-            if p != TEXTBOOK and part["ci_high_s"].notna().any()
+            if p not in CAPPED and part["ci_high_s"].notna().any()
         ]
         top = max([2.0 if measured else 0.0, *highest])
-        points = [_ladder_points(parts[p], unit, top, capped=p == TEXTBOOK) for p in providers]
+        points = [_ladder_points(parts[p], unit, top, capped=p in CAPPED) for p in providers]
         restyle = {key: [point[key] for point in points] for key in points[0]}
         if measured:  # the floor's trace comes first: at 1, its time in ms for the hover
             floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3)}
@@ -356,7 +361,7 @@ def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, 
             name=provider,
             x=epilogs,
             y=first.get("y"),
-            mode="markers+text" if provider == TEXTBOOK else "markers",
+            mode="markers+text" if provider in CAPPED else "markers",
             text=first.get("text"),
             textposition="bottom center",
             marker={"color": PROVIDERS[provider].color, "size": 9, "symbol": first.get("marker.symbol")},
@@ -371,7 +376,7 @@ def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, 
             hovertemplate=provider
             + (
                 ": %{customdata[0]:.4g} ms, %{customdata[1]:.3g}"
-                if provider == TEXTBOOK
+                if provider in CAPPED
                 else ": %{customdata:.4g} ms, %{y:.3g}"
             )
             + ratio

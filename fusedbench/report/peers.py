@@ -20,7 +20,7 @@ import pandas as pd
 from fusedbench.analysis import OK, ladder_cells, paired_ratios, peers_speedups
 from fusedbench.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED
 from fusedbench.report.figures import heatmap_views, ladder_figure
-from fusedbench.report.tables import anchor, folded, table_html
+from fusedbench.report.tables import anchor, folded, not_run_table, table_html
 from fusedbench.shapes import shape_label
 from fusedbench.suites import PEER_ONLY_GROUPS, SUITES
 
@@ -61,6 +61,15 @@ def peer_rows(table: pd.DataFrame, cells: pd.DataFrame, peer: str) -> pd.DataFra
             }
         )
     return pd.DataFrame(rows)
+
+
+def peers_beside(ladder: pd.DataFrame, own: pd.DataFrame) -> pd.DataFrame:
+    """The cells of the groups that time peers beside fused and unfused alone (`own`) to draw on the ladders: the
+    peers' own, beside the ladder group's providers, and every provider's where no ladder group timed the workload
+    (the walkthrough's fp32)."""
+    workload = ["dtype", "epilog", "m", "k", "n"]
+    laddered = own.set_index(workload).index.isin(ladder.set_index(workload).index)
+    return own[own["provider"].isin(PEERS) | ~laddered]
 
 
 def _runs(newest: dict[str, str]) -> dict[str, list[str]]:
@@ -115,8 +124,9 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
         return []
     parts = [
         heading(2, "peers", "Peers: other ways to fuse the epilog, on the same cells"),
-        "<p>The peers suite times each peer on the blog's shape and the memory-bound ones, at fp16 and bf16, every "
-        "result verified against float64 first. <b>triton</b>, timed beside the whole ladder: a Triton matmul "
+        "<p>The peers suite times each peer on the blog's shape and the memory-bound ones, at fp16 and bf16 (the "
+        "seed walkthrough's rungs at fp16 and fp32), every result verified against float64 first. "
+        "<b>triton</b>, timed beside the whole ladder: a Triton matmul "
         "applying the epilog to its fp32 accumulator, autotuned per workload (compiling and autotuning happen "
         "before the timing; their seconds are in the table). <b>torch-compile</b>, timed beside fused and unfused "
         "in groups of its own (its ratios paired within those): the epilog written as torch code and compiled by "
@@ -133,8 +143,7 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
         current = cells[(cells["machine"] == machine) & (cells["commit"] == cells["group"].map(newest))]
         table = peers_speedups(current, detail.loc[current.index])
         ladder = ladder_cells(current)
-        alone = current[current["group"].isin(PEER_ONLY_GROUPS) & current["provider"].isin(PEERS)]
-        ladder = pd.concat([ladder, alone])  # torch-compile on the ladder beside the triton group's providers
+        ladder = pd.concat([ladder, peers_beside(ladder, current[current["group"].isin(PEER_ONLY_GROUPS)])])
         runs = ", ".join(f"{html.escape(commit[:8])} ({', '.join(groups)})" for commit, groups in _runs(newest).items())
         parts.append(
             heading(3, anchor(machine, "peers"), f"{machine}: the peers") + f"<p class='muted'>commits {runs}</p>"
@@ -147,8 +156,15 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
         for peer in PEERS:
             rows = peer_rows(table, ladder, peer)
             if not rows.empty:
-                summary = f"{peer}: its time over fused and over unfused, per dtype and epilog ({len(rows)} rows)"
+                summary = (
+                    f"{peer}: its time over fused and over unfused, per dtype and epilog, the median over the shapes "
+                    f"it ran and (their range) ({len(rows)} rows)"
+                )
                 parts.append(folded(summary, table_html(rows), len(rows)))
+        parts.append(
+            "<p>The cells of these groups that did not run, and why (a numba cell past half a second a "
+            "call is skipped with the time its probe measured):</p>" + not_run_table(current)
+        )
         control = two_pass_rows(current, detail)
         if not control.empty:
             summary = "the one-pass backward (unfused) against the two passes it replaced (the TwoPass control)"
