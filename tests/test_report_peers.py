@@ -249,3 +249,11 @@ def test_the_walkthrough_rungs_are_drawn_capped_and_their_skips_explained(walkth
     assert traces["numba-naive"].mode == "markers+text" and traces["fused"].mode == "markers"
     top = fp16.layout.yaxis.range[1]
     assert top < 20 and max(y for y in traces["numba-tiled"].y if y is not None) <= top  # drawn at the top, capped
+    heights = {name: max(y for y in traces[name].y if y is not None) for name in ("einsum", "numba-tiled")}
+    assert heights["einsum"] > heights["numba-tiled"]  # each capped rung a step lower: their numbers apart
+    table = peers_speedups(cells, walkthrough.detail.loc[cells.index])
+    views = heatmap_views(table, machine=MACHINE, dtypes=["fp32"]).layout.updatemenus[0].buttons
+    # fp32 is timed by the walkthrough's groups only: no textbook and no GEMM there, so no view of either
+    assert [b["label"] for b in views] == [
+        f"fused over {p}" for p in ("unfused", "einsum", "numba-naive", "numba-tiled")
+    ]

@@ -174,7 +174,7 @@ def build_numba(stack: GpuStack, operands: Operands, *, tiled: bool) -> Prepared
     scale = workload.m * workload.k * workload.n / math.prod(PROBE_SHAPE)
     if probe * scale > CALL_LIMIT_S:
         raise Skipped(
-            f"{name} would take about {probe * scale:.1f} s a call here, over the walkthrough's {CALL_LIMIT_S} s: one "
+            f"{name} would take about {probe * scale:.2g} s a call here, over the walkthrough's {CALL_LIMIT_S} s: one "
             f"call took {probe * 1e3:.2f} ms at {shape_label(*PROBE_SHAPE)} on this GPU, and this cell has "
             f"{scale:.0f}x its multiply-adds"
         )

@@ -19,7 +19,7 @@ from fusedbench.analysis import indistinct, machine_pairs, with_shape
 from fusedbench.dtypes import DTYPES
 from fusedbench.epilogs import EPILOGS
 from fusedbench.model import Status
-from fusedbench.providers import BASELINES, LADDER, PEERS, PROVIDERS, WALKTHROUGH
+from fusedbench.providers import BASELINES, LADDER, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value
@@ -57,6 +57,7 @@ TEXTBOOK = "textbook"
 # Drawn at the ladder's top with their value written where far above the rest: the textbook, and the seed
 # walkthrough's rungs (tens to hundreds of times fused's time), which would otherwise flatten every other point.
 CAPPED = (TEXTBOOK, *WALKTHROUGH)
+CAPPED_STEP = 0.07  # of the axis, between the capped providers' rows of numbers
 UNPAIRED = " (this run did not pair samples by round: no interval)"
 LADDER_HEADROOM = 1.15  # the ladder's axis ends this far above the highest non-textbook interval
 
@@ -245,15 +246,21 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str]) 
 
 def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
     """One epilog x shape figure for a machine and dtypes, its views a dropdown: fused over unfused (shown
-    first), over the textbook, over each peer the run timed, and the epilog's cost. Only the view shown is drawn,
-    so a page of many stays quick to open."""
+    first), over the textbook, over each peer the run timed, and the epilog's cost; a view whose numbers no cell
+    has (the textbook and the GEMM at fp32, timed by the walkthrough's groups only) is left out. Only the view
+    shown is drawn, so a page of many stays quick to open."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
-    timed = [peer for peer in PEERS if f"over_{peer}" in rows and rows[f"over_{peer}"].notna().any()]
+
+    def timed(column: str) -> bool:
+        return column in rows and rows[column].notna().any()
+
+    others = [name for name in (*reversed(BASELINES), *PEERS) if name != UNFUSED and timed(f"over_{name}")]
     views = {
         f"fused over {baseline}": speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline=baseline)
-        for baseline in (*reversed(BASELINES), *timed)
+        for baseline in (UNFUSED, *others)
     }
-    views["epilog cost"] = epilog_cost_figure(table, machine=machine, dtypes=dtypes)
+    if timed("epilog_cost"):
+        views["epilog cost"] = epilog_cost_figure(table, machine=machine, dtypes=dtypes)
     figure = go.Figure(views["fused over unfused"])
     figure.data = []
     owner = []
@@ -285,14 +292,17 @@ def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], lay
     )
 
 
-def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, capped: bool) -> dict:
+def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, level: int | None) -> dict:
     """One provider's points at one shape: time over the floor, its 99% CI as error bars, its time in ms for the
-    hover. Where `capped` (the textbook or a walkthrough rung, often far above the rest) a point above `top` is drawn
-    at the top as an up-triangle with its value written, and the hover reads (ms, ratio)."""
+    hover. A provider that is drawn capped (the textbook or a walkthrough rung, often far above the rest; `level`:
+    its place in CAPPED) has a point above `top` drawn near the top as an up-triangle with its value written, each
+    such provider a step lower than the one before, so that their numbers do not overwrite each other; its hover
+    reads (ms, ratio)."""
     over = (part["time_s"] / floor).to_numpy()
+    capped = level is not None
     beyond = (over > top) if capped else np.zeros(len(over), dtype=bool)
     return {
-        "y": rounded(np.where(beyond, top * 0.97, over), 3),
+        "y": rounded(np.where(beyond, top * (0.97 - CAPPED_STEP * (level or 0)), over), 3),
         "error_y.array": rounded(np.where(beyond, np.nan, part["ci_high_s"] / floor - over), 2),
         "error_y.arrayminus": rounded(np.where(beyond, np.nan, over - part["ci_low_s"] / floor), 2),
         "customdata": [rounded(pair) for pair in zip(part["time_s"] * 1e3, over, strict=True)]
@@ -335,7 +345,7 @@ def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, 
             if p not in CAPPED and part["ci_high_s"].notna().any()
         ]
         top = max([2.0 if measured else 0.0, *highest])
-        points = [_ladder_points(parts[p], unit, top, capped=p in CAPPED) for p in providers]
+        points = [_ladder_points(parts[p], unit, top, CAPPED.index(p) if p in CAPPED else None) for p in providers]
         restyle = {key: [point[key] for point in points] for key in points[0]}
         if measured:  # the floor's trace comes first: at 1, its time in ms for the hover
             floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3)}
