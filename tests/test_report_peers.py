@@ -25,17 +25,22 @@ MACHINE = "h200-141gb"
 PEERS_RUN, DEFAULT_RUN = "28888e2a", "c8c600be"
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """A results folder with the H200's default run and its later peers run (a fraction of results/: fast)."""
+def committed_runs(tmp_path_factory, *commits: str):
+    """A results folder with the H200's runs at these commits (a fraction of results/: fast), loaded."""
     target = tmp_path_factory.mktemp("peers") / "results"
     (target / MACHINE).mkdir(parents=True)
     shutil.copy(ROOT / "results" / "benchmarks.json", target)
     shutil.copy(ROOT / "results" / MACHINE / "machine.json", target / MACHINE)
-    for commit in (DEFAULT_RUN, PEERS_RUN):
+    for commit in commits:
         for path in (ROOT / "results" / MACHINE).glob(f"{commit}-*"):
             shutil.copy(path, target / MACHINE)
     return load_results(str(target))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """The H200's default run and its later peers run."""
+    return committed_runs(tmp_path_factory, DEFAULT_RUN, PEERS_RUN)
 
 
 @pytest.fixture(scope="module")
@@ -209,14 +214,7 @@ WALKTHROUGH_RUN = "6158b610"
 @pytest.fixture(scope="module")
 def walkthrough(tmp_path_factory):
     """The H200's triton run beside its walkthrough and fp16 Compiled run (6158b61): the peers suite's groups only."""
-    target = tmp_path_factory.mktemp("walkthrough") / "results"
-    (target / MACHINE).mkdir(parents=True)
-    shutil.copy(ROOT / "results" / "benchmarks.json", target)
-    shutil.copy(ROOT / "results" / MACHINE / "machine.json", target / MACHINE)
-    for commit in (PEERS_RUN, WALKTHROUGH_RUN):
-        for path in (ROOT / "results" / MACHINE).glob(f"{commit}-*"):
-            shutil.copy(path, target / MACHINE)
-    return load_results(str(target))
+    return committed_runs(tmp_path_factory, PEERS_RUN, WALKTHROUGH_RUN)
 
 
 def test_a_workload_only_a_peers_group_timed_keeps_that_groups_fused_and_unfused(walkthrough):
