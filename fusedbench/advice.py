@@ -19,8 +19,8 @@ The rule, in order:
   call, no intermediate in memory, no measurable loss;
 - where the peers suite timed a peer (`triton`) in the class and the advised call over the peer lies wholly
   above 1 / LOSS (the peer is faster by more than the noise between equals), the peer: its name is the
-  advice, the advised call's figure stays in the evidence. torch-compile, timed in groups of its own beside
-  fused and unfused only (no workload's ladder), is not weighed.
+  advice, the advised call's figure stays in the evidence. The peers timed in groups of their own beside
+  fused and unfused only (torch-compile, the seed walkthrough's rungs: no workload's ladder) are not weighed.
 Where the fused call launches more than one kernel, the evidence says so (fused API, unfused execution).
 Machines of tuned runs (`fusedbench run --tune`) are left out unless named with --machine.
 """

@@ -165,6 +165,7 @@ TORCH_COMPILE = "torch-compile"
 # The seed walkthrough's rungs (shared/seeds/004), and the forward epilogs its numba kernels fuse.
 WALKTHROUGH = ("einsum", "numba-naive", "numba-tiled")
 WALKTHROUGH_EPILOGS = ("DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU_BIAS", "RELU_AUX_BIAS")
+WALKTHROUGH_DTYPES = ("fp16", "fp32")  # fp16 with fp32 accumulation
 GEMM = "gemm"
 CONTROL_OF_TEXTBOOK = "blog"
 CONTROL_OF_UNFUSED = "two-pass"

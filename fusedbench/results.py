@@ -500,7 +500,7 @@ def _row(cell: Cell, group: str, time: float, stat) -> dict:
     itemsizes = dtype_spec(key.dtype).operand_itemsize, dtype_spec(key.dtype).result_itemsize
     described = cell.to_json(samples=False) | {"group": group}  # the key, status and reason in the model's own form
     kernels = kernel_times(cell)
-    algorithm = cell.provenance.get("algorithm")
+    algorithm, chosen_by = cell.provenance.get("algorithm"), cell.provenance.get("chosen_by")
     return {column: described[column] for column in COLUMNS[: COLUMNS.index("reason") + 1]} | {
         "time_s": time if cell.ok else math.nan,
         "ci_low_s": _number(stat.get("ci_99_a")) if stat and cell.ok else math.nan,
@@ -516,9 +516,7 @@ def _row(cell: Cell, group: str, time: float, stat) -> dict:
         "gemm_ratio_high": math.nan,
         "kernels": len(kernels) if kernels else math.nan,
         "kernel_names": " + ".join(name for name, _ in kernels),
-        "algorithm": f"{algorithm} ({chosen})"
-        if algorithm and (chosen := cell.provenance.get("chosen_by"))
-        else algorithm or "",
+        "algorithm": f"{algorithm} ({chosen_by})" if algorithm and chosen_by else algorithm or "",
         "compile_s": _number(cell.provenance.get("compile_s")),
         "autotune_s": _number(cell.provenance.get("autotune_s")),
         **dict.fromkeys(["regret", "regret_low", "regret_high", "fidelity", "fidelity_low", "fidelity_high"], math.nan),

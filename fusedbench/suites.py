@@ -31,6 +31,7 @@ from fusedbench.providers import (
     TRITON,
     UNFUSED,
     WALKTHROUGH,
+    WALKTHROUGH_DTYPES,
     WALKTHROUGH_EPILOGS,
 )
 from fusedbench.shapes import SHAPE_SETS, shape_set
@@ -126,9 +127,12 @@ class BenchmarkGroup:
         return ASV_VERSIONS[self.name]
 
 
-def _group(dtype: str, shapes: str, epilogs=None, providers=None, name: str | None = None) -> BenchmarkGroup:
+def _group(
+    dtype: str, shapes: str, epilogs=None, providers=None, name: str | None = None, kind: str = ""
+) -> BenchmarkGroup:
+    """A group named after its dtype and shapes (and `kind`, a peers group's: Fp16SeedPeers), unless `name`d."""
     return BenchmarkGroup(
-        name=name or f"{dtype.capitalize()}{shapes.capitalize()}",
+        name=name or f"{dtype.capitalize()}{shapes.capitalize()}{kind}",
         dtype=dtype,
         shape_set=shapes,
         epilogs=tuple(epilogs or (spec.name for spec in EPILOGS.values())),
@@ -138,7 +142,6 @@ def _group(dtype: str, shapes: str, epilogs=None, providers=None, name: str | No
 
 _TIMED_SETS = ("seed", "llm", "membound")  # "small" is for correctness only
 _PEER_DTYPES, _PEER_SHAPES = ("fp16", "bf16"), ("seed", "membound")
-_WALKTHROUGH_DTYPES = ("fp16", "fp32")  # what its numba kernels take
 
 # Every group any suite runs. "Quick" repeats five fp16 seed cells under their own class name,
 # so a quick run never mixes with a default run's samples of the same cell.
@@ -152,33 +155,22 @@ GROUPS: dict[str, BenchmarkGroup] = {
         # The triton peer beside the whole ladder, on the shapes where fusion matters most and the blog's: as large
         # a group as the ladder's own, so that the report reads a workload's ladder from one group.
         *(
-            _group(dtype, shapes, providers=(*LADDER, TRITON), name=f"{dtype.capitalize()}{shapes.capitalize()}Peers")
+            _group(dtype, shapes, providers=(*LADDER, TRITON), kind="Peers")
             for dtype in _PEER_DTYPES
             for shapes in _PEER_SHAPES
         ),
         # torch.compile beside fused and unfused only, on the same cells: max-autotune costs seconds of compiling
         # a cell (a median of 3-4 on an H100 at cad4196, up to 18 for a group's first), so its groups run on their own.
         *(
-            _group(
-                dtype,
-                shapes,
-                providers=(UNFUSED, FUSED, TORCH_COMPILE),
-                name=f"{dtype.capitalize()}{shapes.capitalize()}Compiled",
-            )
+            _group(dtype, shapes, providers=(UNFUSED, FUSED, TORCH_COMPILE), kind="Compiled")
             for dtype in _PEER_DTYPES
             for shapes in _PEER_SHAPES
         ),
         # The seed walkthrough's einsum and numba kernels beside fused and unfused, on its forward epilogs; the
         # kernels skip the cells where a call would take seconds (the seed shape), naming the time they measured.
         *(
-            _group(
-                dtype,
-                shapes,
-                WALKTHROUGH_EPILOGS,
-                (UNFUSED, FUSED, *WALKTHROUGH),
-                f"{dtype.capitalize()}{shapes.capitalize()}Walkthrough",
-            )
-            for dtype in _WALKTHROUGH_DTYPES
+            _group(dtype, shapes, WALKTHROUGH_EPILOGS, (UNFUSED, FUSED, *WALKTHROUGH), kind="Walkthrough")
+            for dtype in WALKTHROUGH_DTYPES
             for shapes in _PEER_SHAPES
         ),
         # unfused's one-pass backward against the two passes it replaced, where the passes are most of the time.

@@ -8,7 +8,7 @@ import pytest
 
 from fusedbench.dtypes import dtype_spec
 from fusedbench.epilogs import EPILOGS, Epilog, relu_aux_shape
-from fusedbench.providers import FUSED, PEERS, UNFUSED, WALKTHROUGH, WALKTHROUGH_EPILOGS
+from fusedbench.providers import FUSED, PEERS, UNFUSED, WALKTHROUGH, WALKTHROUGH_DTYPES, WALKTHROUGH_EPILOGS
 from fusedbench.reference import ReferenceInputs, reference_outputs
 from fusedbench.suites import GROUPS, PEER_ONLY_GROUPS, SUITES
 from fusedbench.verify import verify_outputs
@@ -42,7 +42,7 @@ def run_kernel(epilog: Epilog, dtype: str, *, tiled: bool, seed: int = 0):
 @pytest.mark.parametrize("tiled", [False, True], ids=["naive", "tiled"])
 @pytest.mark.parametrize("epilog", WALKTHROUGH_EPILOGS)
 def test_each_kernel_computes_its_epilog_within_the_check_tolerance(epilog, tiled):
-    for dtype in walkthrough.KERNEL_DTYPES:
+    for dtype in WALKTHROUGH_DTYPES:
         outputs, inputs = run_kernel(Epilog[epilog], dtype, tiled=tiled)
         reference = reference_outputs(EPILOGS[Epilog[epilog]], inputs)
         checks = verify_outputs(outputs, reference, dtype_spec(dtype).tolerance)

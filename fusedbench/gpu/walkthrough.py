@@ -27,19 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from fusedbench.epilogs import Activation, Epilog, EpilogSpec
+from fusedbench.epilogs import EPILOGS, Activation, Epilog, EpilogSpec
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
 from fusedbench.gpu.operands import Operands
 from fusedbench.gpu.providers import PreparedProvider, Textbook, aux_buffer
-from fusedbench.providers import WALKTHROUGH_EPILOGS
+from fusedbench.providers import WALKTHROUGH_DTYPES, WALKTHROUGH_EPILOGS
 from fusedbench.shapes import shape_label
-
-# numba-cuda 0.30 (in maintenance mode, its last release) registers an overload of np.row_stack, which numpy 2.5
-# removed, while compiling its first kernel: numpy's own alias of vstack is put back where it is missing
-# (NVIDIA/numba-cuda#907, closed unfixed).
-if not hasattr(np, "row_stack"):
-    np.row_stack = np.vstack
 
 try:  # a module global: numba's simulator swaps it for its own in the kernels it runs (the tests)
     from numba import cuda
@@ -47,7 +41,6 @@ except ImportError as missing:
     cuda, _MISSING = None, missing
 
 KERNEL_EPILOGS = frozenset(Epilog[name] for name in WALKTHROUGH_EPILOGS)
-KERNEL_DTYPES = ("fp32", "fp16")
 TILE = 32  # threads along each side of a block, and the side of a shared-memory tile
 PROBE_SHAPE = (1024, 1024, 1024)  # (M, K, N) of the call timed to estimate a cell's
 CALL_LIMIT_S = 0.5  # a cell times about 15 calls: at most a few seconds a cell
@@ -127,9 +120,14 @@ def launch_grid(m: int, n: int, tile: int = TILE) -> tuple[tuple[int, int], tupl
 
 
 def _numba_cuda():
-    """numba's CUDA module, or Skipped with the install that brings it."""
+    """numba's CUDA module, ready to compile on the GPU, or Skipped with the install that brings it."""
     if cuda is None:
         raise Skipped(f"the numba peers need numba-cuda ({_MISSING}); install fusedbench[cu12] or fusedbench[cu13]")
+    # numba-cuda 0.30 (in maintenance mode, its last release) registers an overload of np.row_stack, which numpy
+    # 2.5 removed, while compiling its first kernel: numpy's own alias of vstack is put back where it is missing
+    # (NVIDIA/numba-cuda#907, closed unfixed).
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
     return cuda
 
 
@@ -141,8 +139,6 @@ def _compiled(spec: EpilogSpec, tiled: bool) -> Callable:
 @functools.cache
 def _probe_seconds(stack: GpuStack, dtype: str, tiled: bool) -> float:
     """One call of the DEFAULT kernel at PROBE_SHAPE (after one that compiles it), timed with CUDA events."""
-    from fusedbench.epilogs import EPILOGS
-
     cupy, numba_cuda = stack.cupy, _numba_cuda()
     m, k, n = PROBE_SHAPE
     a = cupy.ones((m, k), dtype=dtype)
@@ -167,7 +163,7 @@ def build_numba(stack: GpuStack, operands: Operands, *, tiled: bool) -> Prepared
     if spec.epilog not in KERNEL_EPILOGS:
         fused = ", ".join(e.name for e in sorted(KERNEL_EPILOGS))
         raise Unsupported(f"{name} fuses the walkthrough's forward epilogs only ({fused}), not {spec.name}")
-    if workload.dtype.name not in KERNEL_DTYPES:
+    if workload.dtype.name not in WALKTHROUGH_DTYPES:
         raise Unsupported(f"{name} runs fp32 and fp16 (fp32 accumulation), not {workload.dtype.name}")
     numba_cuda = _numba_cuda()
     probe = _probe_seconds(stack, workload.dtype.operand, tiled)
