@@ -191,3 +191,24 @@ class Fp32SeedWalkthrough(_Cells):
 class Fp32MemboundWalkthrough(_Cells):
     def setup_cache(self):
         return _measure("Fp32MemboundWalkthrough")
+
+
+# CUTLASS's epilogue visitor trees beside fused and unfused: their nvcc minutes in groups of their own.
+class Fp16SeedCutlass(_Cells):
+    def setup_cache(self):
+        return _measure("Fp16SeedCutlass")
+
+
+class Fp16MemboundCutlass(_Cells):
+    def setup_cache(self):
+        return _measure("Fp16MemboundCutlass")
+
+
+class Bf16SeedCutlass(_Cells):
+    def setup_cache(self):
+        return _measure("Bf16SeedCutlass")
+
+
+class Bf16MemboundCutlass(_Cells):
+    def setup_cache(self):
+        return _measure("Bf16MemboundCutlass")

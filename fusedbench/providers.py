@@ -130,6 +130,17 @@ PROVIDERS: dict[str, Provider] = {
             peer=True,
         ),
         Provider(
+            "cutlass-evt",
+            "peer: a CUTLASS 3 Hopper GEMM (TMA, warp-specialized) whose epilogue is an epilogue visitor tree "
+            "traced from the epilog written in Python (nvidia-cutlass's interface) and compiled by nvcc; the bias "
+            "gradient a reduction finished in the kernel; no ReLU bit-mask, no operand sums",
+            "#00b4d8",
+            ("cutlass_cppgen",),
+            "fusedbench.gpu.cutlass_evt:build_cutlass_evt",
+            peer=True,
+            precompile="fusedbench.gpu.cutlass_evt:precompile",
+        ),
+        Provider(
             "two-pass",
             "control: unfused's DRELU_BGRAD / DGELU_BGRAD as before the one-pass backward (cells revision 3): the "
             "derivative pass, then a row sum that reads D again",
@@ -162,6 +173,22 @@ AUTOTUNED = "fused-autotuned"
 UNFUSED = "unfused"
 TRITON = "triton"
 TORCH_COMPILE = "torch-compile"
+CUTLASS_EVT = "cutlass-evt"
+# The epilogs an epilogue visitor tree computes: not cuBLASLt's ReLU bit-mask (EVT nodes load and store whole
+# elements), nor the operand sums (made in the main loop).
+CUTLASS_EVT_EPILOGS = (
+    "DEFAULT",
+    "RELU",
+    "BIAS",
+    "RELU_BIAS",
+    "GELU",
+    "GELU_AUX",
+    "GELU_BIAS",
+    "GELU_AUX_BIAS",
+    "DGELU",
+    "DGELU_BGRAD",
+)
+CUTLASS_EVT_DTYPES = ("fp16", "bf16")  # fp32 accumulation
 # The seed walkthrough's rungs (shared/seeds/004), and the forward epilogs its numba kernels fuse.
 WALKTHROUGH = ("einsum", "numba-naive", "numba-tiled")
 WALKTHROUGH_EPILOGS = ("DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU_BIAS", "RELU_AUX_BIAS")

@@ -16,8 +16,8 @@ import numpy as np
 
 from fusedbench.epilogs import Activation, Derivative, EpilogSpec, Summed, relu_aux_shape
 
-_SQRT_2_OVER_PI = np.sqrt(2.0 / np.pi)
-_GELU_CUBIC = 0.044715
+SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
+GELU_CUBIC = 0.044715
 
 
 def relu(x: np.ndarray) -> np.ndarray:
@@ -27,14 +27,14 @@ def relu(x: np.ndarray) -> np.ndarray:
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
     """GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * x**3)))
+    return 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x**3)))
 
 
 def gelu_tanh_grad(x: np.ndarray) -> np.ndarray:
     """d/dx of gelu_tanh."""
-    inner = _SQRT_2_OVER_PI * (x + _GELU_CUBIC * x**3)
+    inner = SQRT_2_OVER_PI * (x + GELU_CUBIC * x**3)
     t = np.tanh(inner)
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_CUBIC * x * x)
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_CUBIC * x * x)
 
 
 def pack_relu_aux(mask: np.ndarray) -> np.ndarray:

@@ -24,6 +24,9 @@ from fusedbench.mlp_settings import DEFAULT_EPOCHS
 from fusedbench.model import CellKey
 from fusedbench.providers import (
     CONTROL_OF_UNFUSED,
+    CUTLASS_EVT,
+    CUTLASS_EVT_DTYPES,
+    CUTLASS_EVT_EPILOGS,
     FUSED,
     LADDER,
     PROVIDERS,
@@ -59,6 +62,9 @@ BLOG_REVISION = "2: textbook in the blog's layout and statements; unfused passes
 CELLS_REVISION = "4: unfused DRELU_BGRAD / DGELU_BGRAD in one pass"
 PEERS_REVISION = "1: the ladder and the triton peer, compile and autotune before timing"
 COMPILED_REVISION = "1: torch.compile max-autotune without CUDA graphs beside fused and unfused, compiled before timing"
+CUTLASS_REVISION = (
+    "1: CUTLASS sm90 GEMMs with the epilog as an epilogue visitor tree beside fused and unfused, compiled before timing"
+)
 WALKTHROUGH_REVISION = "1: einsum and the numba kernels beside fused and unfused, skipped past half a second a call"
 ASV_VERSIONS = {
     "GemmCeiling": "2a00b4b7e29bb04968bb39009d43a695117a7af8f6d44716e2cbebe053d54ec8",
@@ -88,6 +94,9 @@ ASV_VERSIONS = {
     **dict.fromkeys(("Fp16SeedPeers", "Fp16MemboundPeers", "Bf16SeedPeers", "Bf16MemboundPeers"), PEERS_REVISION),
     **dict.fromkeys(
         ("Fp16SeedCompiled", "Fp16MemboundCompiled", "Bf16SeedCompiled", "Bf16MemboundCompiled"), COMPILED_REVISION
+    ),
+    **dict.fromkeys(
+        ("Fp16SeedCutlass", "Fp16MemboundCutlass", "Bf16SeedCutlass", "Bf16MemboundCutlass"), CUTLASS_REVISION
     ),
     **dict.fromkeys(
         ("Fp16SeedWalkthrough", "Fp16MemboundWalkthrough", "Fp32SeedWalkthrough", "Fp32MemboundWalkthrough"),
@@ -166,6 +175,13 @@ GROUPS: dict[str, BenchmarkGroup] = {
             for dtype in _PEER_DTYPES
             for shapes in _PEER_SHAPES
         ),
+        # CUTLASS's epilogue visitor trees beside fused and unfused, on the epilogs a tree computes: a kernel takes nvcc
+        # a minute, compiled ahead in parallel (fusedbench.gpu.cutlass_evt.precompile).
+        *(
+            _group(dtype, shapes, CUTLASS_EVT_EPILOGS, (UNFUSED, FUSED, CUTLASS_EVT), kind="Cutlass")
+            for dtype in CUTLASS_EVT_DTYPES
+            for shapes in _PEER_SHAPES
+        ),
         # The seed walkthrough's einsum and numba kernels beside fused and unfused, on its forward epilogs; the
         # kernels skip the cells where a call would take seconds (the seed shape), naming the time they measured.
         *(
@@ -177,10 +193,10 @@ GROUPS: dict[str, BenchmarkGroup] = {
         _group("fp16", "membound", ("DRELU_BGRAD", "DGELU_BGRAD"), (UNFUSED, CONTROL_OF_UNFUSED), name="TwoPass"),
     )
 }
-PEER_GROUPS = tuple(name for name in GROUPS if name.endswith(("Peers", "Compiled", "Walkthrough")))
+PEER_GROUPS = tuple(name for name in GROUPS if name.endswith(("Peers", "Compiled", "Cutlass", "Walkthrough")))
 # Groups that time peers beside fused and unfused alone: not a workload's ladder (analysis.ladder_cells), each
 # peer's ratios paired within its group (report.peers).
-PEER_ONLY_GROUPS = frozenset(name for name in GROUPS if name.endswith(("Compiled", "Walkthrough")))
+PEER_ONLY_GROUPS = frozenset(name for name in GROUPS if name.endswith(("Compiled", "Cutlass", "Walkthrough")))
 # The benchmark versions whose unfused runs DRELU_BGRAD / DGELU_BGRAD in one pass (every earlier cells revision
 # ran two): what its passes move depends on it (EpilogSpec.unfused_extra_bytes).
 ONE_PASS_BACKWARD_VERSIONS = frozenset(

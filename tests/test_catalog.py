@@ -67,5 +67,13 @@ def test_a_provider_is_one_registered_unit_whose_builder_resolves_without_a_gpu(
             module, function = provider.precompile.split(":")
             assert callable(getattr(importlib.import_module(module), function))
         assert provider.color.startswith("#") and len(provider.color) == 7 and provider.description
-    assert provider_libraries(PROVIDERS) == ["nvmath-python", "cupy", "torch", "numba", "numba_cuda", "triton"]
+    assert provider_libraries(PROVIDERS) == [
+        "nvmath-python",
+        "cupy",
+        "torch",
+        "numba",
+        "numba_cuda",
+        "triton",
+        "cutlass_cppgen",
+    ]
     assert provider_libraries(["fused", "gemm"]) == ["nvmath-python"]

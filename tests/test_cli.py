@@ -28,7 +28,7 @@ def test_list_json_is_one_object_with_the_catalog(capsys):
     assert catalog["shapes"]["seed"] == [[65536, 16384, 8192]]
     assert all(len(mkn) == 3 for shapes in catalog["shapes"].values() for mkn in shapes)
     ladder = ["textbook", "unfused", "fused", "fused-autotuned", "torch", "gemm"]
-    peers = ["einsum", "numba-naive", "numba-tiled", "triton", "torch-compile"]
+    peers = ["einsum", "numba-naive", "numba-tiled", "triton", "torch-compile", "cutlass-evt"]
     assert catalog["providers"] == [*ladder, *peers, "two-pass", "blog"]
     controls = [p["name"] for p in catalog["provider_details"] if p["control"]]
     assert controls == ["two-pass", "blog"]

@@ -1,5 +1,5 @@
 """On the GPU: the peers (the seed walkthrough's einsum and numba kernels, Triton's matmul with the epilog in its
-accumulator, torch.compile's Inductor) and unfused's one-pass backward."""
+accumulator, torch.compile's Inductor, CUTLASS's epilogue visitor trees) and unfused's one-pass backward."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from fusedbench.gpu.operands import Operands, make_operands
 from fusedbench.gpu.provenance import kernel_provenance
 from fusedbench.gpu.providers import prepare_provider
 from fusedbench.model import Status
-from fusedbench.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED, WALKTHROUGH_EPILOGS
+from fusedbench.providers import CONTROL_OF_UNFUSED, CUTLASS_EVT_EPILOGS, PEERS, UNFUSED, WALKTHROUGH_EPILOGS
 from fusedbench.reference import reference_outputs
 from fusedbench.shapes import shape_set
 from fusedbench.verify import verify_outputs
@@ -42,6 +42,12 @@ def test_every_peer_cell_of_the_small_check_passes(peers_check):
             assert cell.status is Status.UNSUPPORTED and "the walkthrough's forward epilogs" in cell.reason, cell
         elif key.provider.startswith("numba") and key.dtype not in ("fp32", "fp16"):
             assert cell.status is Status.UNSUPPORTED and "runs fp32 and fp16" in cell.reason, cell
+        elif key.provider == "cutlass-evt" and key.epilog not in CUTLASS_EVT_EPILOGS:
+            assert cell.status is Status.UNSUPPORTED and "cutlass-evt: " + key.epilog in cell.reason, cell
+        elif key.provider == "cutlass-evt" and key.dtype not in ("fp16", "bf16"):
+            assert cell.status is Status.UNSUPPORTED and "builds fp16 and bf16 kernels" in cell.reason, cell
+        elif key.provider == "cutlass-evt" and key.shape == "(129,33)x(33,77)":
+            assert cell.status is Status.UNSUPPORTED and "16-byte aligned rows" in cell.reason, cell
         elif key.provider == "einsum" and key.dtype == "fp8":
             assert cell.status is Status.UNSUPPORTED, cell  # torch's einsum has no float8 product
         elif key.dtype == "fp8" and key.shape != "(128,64)x(64,96)" and key.provider != "triton":
@@ -189,3 +195,24 @@ def test_a_numba_cell_that_would_take_seconds_is_skipped_with_the_time_it_measur
     reason = skipped.value.reason
     assert "numba-naive would take about" in reason and "ms at (1024,1024)x(1024,1024) on this GPU" in reason, reason
     assert "8192x its multiply-adds" in reason, reason
+
+
+@pytest.mark.parametrize("epilog", ["GELU_AUX_BIAS", "DGELU_BGRAD"])
+def test_a_cutlass_tree_is_one_kernel_and_its_bias_gradient_is_right_on_every_call(gpu_stack, epilog):
+    """The epilog, its aux output and the bias gradient's reduction inside the GEMM's one kernel; the reduction's
+    workspace (per-tile partials, and the counters that find a column's last tile) set up once, at the builder, so
+    that the second and third calls must sum as the first did."""
+    workload = Workload(epilog_spec(epilog), dtype_spec("bf16"), 1024, 256, 1032)  # N ends inside a tile
+    operands = make_operands(gpu_stack, workload, seed=11)
+    provenance, kernels = verified_kernels(gpu_stack, "cutlass-evt", operands)
+    assert len(kernels) == 1 and "cutlass" in kernels[0].lower(), kernels
+    assert "EVT" in provenance["algorithm"] and provenance["compile_s"] > 0
+    prepared = prepare_provider("cutlass-evt", gpu_stack, operands)
+    try:
+        reference = reference_outputs(workload.epilog, operands.reference_inputs())
+        for _ in range(3):
+            host = {name: to_host(value) for name, value in prepared.run().items()}
+            checks = verify_outputs(host, reference, workload.dtype.tolerance)
+            assert all(check.ok for check in checks), [check.detail for check in checks]
+    finally:
+        prepared.release()

@@ -15,12 +15,13 @@ from fusedbench.workloads import Workload
 
 
 def test_the_peers_suite_times_triton_beside_the_ladder_and_torch_compile_beside_fused_and_unfused():
-    assert PEERS == ("einsum", "numba-naive", "numba-tiled", "triton", "torch-compile")
+    assert PEERS == ("einsum", "numba-naive", "numba-tiled", "triton", "torch-compile", "cutlass-evt")
     assert all(PROVIDERS[p].peer and not PROVIDERS[p].control for p in PEERS)
     assert not set(PEERS) & set(LADDER)  # the default suite's groups never time a peer
-    compilers = [name for name in PEER_GROUPS if not name.endswith("Walkthrough")]  # tests/test_walkthrough.py
+    # tests/test_walkthrough.py and tests/test_cutlass_evt.py check the walkthrough's and CUTLASS's groups
+    compilers = [name for name in PEER_GROUPS if not name.endswith(("Walkthrough", "Cutlass"))]
     cells = {(GROUPS[name].dtype, GROUPS[name].shape_set, GROUPS[name].providers[-1]) for name in compilers}
-    assert cells == {(d, s, p) for d in ("fp16", "bf16") for s in ("seed", "membound") for p in PEERS[-2:]}
+    assert cells == {(d, s, p) for d in ("fp16", "bf16") for s in ("seed", "membound") for p in PEERS[3:5]}
     for name in compilers:
         assert len(GROUPS[name].epilogs) == 16
         if name.endswith("Peers"):  # the ladder whole, so the report reads each workload's ladder from this group

@@ -1,0 +1,352 @@
+"""The cutlass-evt peer: a CUTLASS 3 Hopper GEMM whose epilogue is an epilogue visitor tree (EVT), built through
+nvidia-cutlass's Python interface (`cutlass_cppgen`) and compiled by nvcc for sm_90a.
+
+What a CUDA C++ user gets from CUTLASS: a warp-specialized TMA GEMM (`TILE`) whose epilogue is composed of
+visitor nodes, fused into the kernel. The epilog is written as the small Python function the interface traces
+into that tree (`evt_source`), in the frame of D's transpose, C = D^T (N x M, row-major) = B^T @ A^T, so that D
+stays column-major as every provider writes it:
+- + bias, a row broadcast in C's frame;
+- the activation: ReLU, or the tanh GELU spelled out in the tree's arithmetic (CUTLASS's own GELU is erf's);
+- GELU_AUX's pre-activation, stored as an aux output;
+- DGELU's factor, computed from the pre-activation loaded as an aux input;
+- DGELU_BGRAD's bias gradient, a reduction over C's rows finished inside the kernel (CUTLASS's Sm90RowReduction:
+  each tile's partial sums go to a workspace, and the last tile of a column adds them up): one kernel.
+
+Refused, by name: cuBLASLt's ReLU mask is a bit an element, and EVT nodes load and store whole elements
+(RELU_AUX, RELU_AUX_BIAS, DRELU, DRELU_BGRAD); BGRADA and BGRADB sum an operand, which only the main loop
+sees. fp16 and bf16 (fp32 accumulation) are built; TMA needs 16-byte aligned rows, so M and K must be multiples
+of 8.
+
+Compiling a kernel takes nvcc about a minute of one core. `precompile` runs them in parallel processes into
+CUTLASS's on-disk cache (a sqlite file in CACHE_DIR), so a machine compiles each (epilog, dtype) once; its cubins
+are the same on every sm_90 GPU, so the cache can travel with the results.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from fusedbench.epilogs import Activation, Derivative, EpilogSpec, Summed
+from fusedbench.errors import Skipped, Unsupported
+from fusedbench.gpu import GpuStack
+from fusedbench.gpu.operands import Operands
+from fusedbench.gpu.providers import PreparedProvider
+from fusedbench.providers import CUTLASS_EVT_DTYPES, CUTLASS_EVT_EPILOGS
+from fusedbench.reference import GELU_CUBIC, SQRT_2_OVER_PI
+from fusedbench.workloads import Workload
+
+CACHE_DIR = os.environ.get("FUSEDBENCH_CUTLASS_CACHE") or os.path.join(
+    os.path.expanduser("~"), ".cache", "fusedbench", "cutlass"
+)
+CACHE_FILE = "compiled_cache.db"  # the name cutlass_cppgen gives its cache, in the directory it is imported from
+ROW_BYTES = 16  # TMA's alignment of a row's start
+# The kernel every cell runs: 128 x 256 tiles (N x M of C) on two consumer warp groups that share each tile
+# (cooperative), in clusters of two along C's columns that multicast the B^T tiles they share. An H100 probe of
+# fp16 RELU_BIAS in these layouts: 518 TFLOP/s at the seed shape and 322-525 at the membound shapes, ahead of
+# 256 x 128 tiles in 2x1 clusters (489; 309-507); 128 x 256 and 128 x 128 tiles in 2x1 clusters did not compile for
+# these layouts; pingpong schedules (64 x 128, 64 x 256) compiled but were not timed to the end.
+TILE = {
+    "threadblock_shape": (128, 256, 64),
+    "cluster_shape": (1, 2, 1),
+    "kernel_schedule": "TmaWarpSpecializedCooperative",
+    "epilogue_schedule": "TmaWarpSpecializedCooperative",
+}
+# nvcc seconds of each (epilog, dtype) kernel this process compiled ahead (precompile), for the cells' provenance
+_COMPILE_SECONDS: dict[tuple[str, str], float] = {}
+
+
+def refusal(workload: Workload) -> str | None:
+    """Why this peer does not build `workload`'s cell, or None where it does."""
+    spec, dtype = workload.epilog, workload.dtype
+    if spec.name not in CUTLASS_EVT_EPILOGS:
+        return _tree_refusal(spec)
+    if dtype.name not in CUTLASS_EVT_DTYPES:
+        return f"cutlass-evt builds {' and '.join(CUTLASS_EVT_DTYPES)} kernels (fp32 accumulation), not {dtype.name}"
+    multiple = ROW_BYTES // dtype.operand_itemsize
+    if workload.m % multiple or workload.k % multiple:
+        return (
+            f"cutlass-evt: its TMA loads and stores need {ROW_BYTES}-byte aligned rows, so M and K must be multiples "
+            f"of {multiple} at {dtype.name}; {workload.shape} has M = {workload.m}, K = {workload.k}"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class EvtFunction:
+    """An epilog as the Python function cutlass_cppgen traces into a visitor tree."""
+
+    source: str
+    inputs: tuple[str, ...]  # its arguments: the accumulator, then bias and gelu_aux where the epilog reads them
+    outputs: tuple[str, ...]  # what it returns: D, then the aux output and the bias gradient by the cell's names
+
+
+def _tree_refusal(spec: EpilogSpec) -> str:
+    if spec.summed in (Summed.A, Summed.B):
+        return f"cutlass-evt: {spec.name} sums an operand, which the main loop sees and the epilogue never does"
+    return (
+        f"cutlass-evt: {spec.name} needs cuBLASLt's ReLU bit-mask, a bit an element, and EVT's nodes load and store "
+        "whole elements"
+    )
+
+
+def evt_source(spec: EpilogSpec) -> EvtFunction:
+    """The epilog in C's frame, where a bias is a row (1 x M) and the bias gradient a sum over the rows (dims 0 and
+    1 of (batch, N, M)). D may feed nothing else on sm_90 (the epilogue reuses its shared memory), so a value both
+    stored as D and summed is named twice."""
+    if spec.name not in CUTLASS_EVT_EPILOGS:
+        raise Unsupported(_tree_refusal(spec))
+    inputs, lines, x = ["accum"], [], "accum"
+    if spec.bias:
+        inputs.append("bias")
+        lines.append("pre = accum + bias")
+        x = "pre"
+    returned = []
+    if spec.saves_aux:  # GELU's pre-activation
+        lines.append(f"{spec.outputs[0]} = {x}")
+        returned.append(spec.outputs[0])
+    if spec.activation is Activation.RELU:
+        lines.append(f"value = relu({x})")
+        x = "value"
+    elif spec.activation is Activation.GELU:
+        lines.append(f"value = {x} * (0.5 + 0.5 * tanh({_gelu_inner(x)}))")
+        x = "value"
+    if spec.derivative is Derivative.DGELU:
+        inputs.append("gelu_aux")
+        lines.append(f"t = tanh({_gelu_inner('gelu_aux')})")
+        slope = f"{SQRT_2_OVER_PI!r} + {3 * GELU_CUBIC * SQRT_2_OVER_PI!r} * gelu_aux * gelu_aux"
+        lines.append(f"value = {x} * (0.5 + 0.5 * t + gelu_aux * (0.5 - 0.5 * t * t) * ({slope}))")
+        x = "value"
+    lines.append(f"D = {x}")
+    if spec.summed is Summed.RESULT:
+        lines.append(f"{spec.outputs[-1]} = sum({x}, dim=[0, 1])")
+        returned.append(spec.outputs[-1])
+    outputs = ("D", *returned)
+    body = "".join(f"    {line}\n" for line in (*lines, f"return {', '.join(outputs)}"))
+    return EvtFunction(f"def epilog({', '.join(inputs)}):\n{body}", tuple(inputs), outputs)
+
+
+def _gelu_inner(x: str) -> str:
+    """sqrt(2/pi) (x + 0.044715 x^3), as x (a + b x x): the argument of GELU's tanh."""
+    return f"{x} * ({SQRT_2_OVER_PI!r} + {GELU_CUBIC * SQRT_2_OVER_PI!r} * {x} * {x})"
+
+
+def _cutlass():
+    """cutlass_cppgen, imported so that it runs on this machine's CUDA Python, or Skipped with the install.
+
+    Two things nvidia-cutlass 4.2 (the interface's last release) needs done first:
+    - it imports the legacy modules cuda.cuda, cuda.cudart and cuda.nvrtc, which cuda-bindings 13 removed; they
+      were re-exports of cuda.bindings' driver, runtime and nvrtc, so those stand in for them where missing;
+    - its import opens its compile cache, a sqlite file, in the working directory: it is imported from CACHE_DIR.
+    """
+    if "cutlass_cppgen" in sys.modules:
+        return sys.modules["cutlass_cppgen"]
+    if importlib.util.find_spec("cutlass_cppgen") is None:
+        raise Skipped("the cutlass-evt peer needs nvidia-cutlass (cutlass_cppgen); install fusedbench[cu12] or [cu13]")
+    import cuda
+
+    if importlib.util.find_spec("cuda.cuda") is None:
+        import cuda.bindings
+        from cuda.bindings import driver, nvrtc, runtime
+
+        for name, module in (("cuda", driver), ("cudart", runtime), ("nvrtc", nvrtc)):
+            sys.modules[f"cuda.{name}"] = module
+            setattr(cuda, name, module)
+        cuda.__version__ = cuda.bindings.__version__  # checked against nvcc's
+    os.makedirs(CACHE_DIR, exist_ok=True)
+    with contextlib.chdir(CACHE_DIR):
+        import cutlass_cppgen
+        import cutlass_cppgen.backend.compiler
+
+    cutlass_cppgen.backend.compiler.CACHE_FILE = os.path.join(CACHE_DIR, CACHE_FILE)
+    return cutlass_cppgen
+
+
+def _nvcc() -> str:
+    """Where the CUDA toolkit is (cutlass_cppgen compiles with its nvcc), or Skipped saying how to point at one."""
+    home = os.environ.get("CUDA_INSTALL_PATH")
+    nvcc = os.path.join(home, "bin", "nvcc") if home else shutil.which("nvcc")
+    if not nvcc or not os.path.exists(nvcc):
+        raise Skipped(
+            "the cutlass-evt peer compiles with nvcc, and none is on PATH; install the CUDA toolkit or set "
+            "CUDA_INSTALL_PATH"
+        )
+    return nvcc
+
+
+def traced_epilogue(cutlass, spec: EpilogSpec, dtype: str, n: int, m: int, cc: int = 90):
+    """The epilog's visitor tree, traced for C (n x m) in `dtype`: the example tensors fix the problem's extents,
+    so a tree is traced for each shape (the kernel it compiles to is the same)."""
+    from cutlass_cppgen.backend.evt.frontend import PythonASTFrontend
+
+    function = evt_source(spec)
+    element = {"fp16": cutlass.DataType.f16, "bf16": cutlass.DataType.bf16}[dtype]
+
+    def tensor(*shape):
+        return cutlass.Tensor(element=element, shape=shape, layout_tag=cutlass.LayoutType.RowMajor)
+
+    shapes = {"accum": (n, m), "D": (n, m), "bias": (1, m), "gelu_aux": (n, m), "dgelu_bgrad": (m,)}
+    examples = {name: tensor(*shapes[name]) for name in (*function.inputs, *function.outputs)}
+
+    class Traced(PythonASTFrontend):
+        # the interface's own tracing of a source string fails in 4.2 (its module forgot to import ast), and a
+        # callable's source is read from a file, which a generated function has not got
+        def parse(self, example_inputs):
+            self.example_inputs = example_inputs
+            self.ast = ast.parse(function.source)
+            self.visit(self.ast)
+
+    visitor = Traced(cc)
+    visitor.trace(examples)
+    return visitor
+
+
+def _plan(cutlass, spec: EpilogSpec, dtype: str, n: int, m: int):
+    """A GEMM plan for C = B^T (N x K, row-major) @ A^T (K x M, column-major) with the epilog's visitor tree."""
+    from cutlass_library import EpilogueScheduleType, KernelScheduleType
+
+    plan = cutlass.op.Gemm(
+        element={"fp16": cutlass.DataType.f16, "bf16": cutlass.DataType.bf16}[dtype],
+        element_accumulator=cutlass.DataType.f32,
+        layout_A=cutlass.LayoutType.RowMajor,
+        layout_B=cutlass.LayoutType.ColumnMajor,
+        layout_C=cutlass.LayoutType.RowMajor,
+    )
+    plan.epilogue_visitor = traced_epilogue(cutlass, spec, dtype, n, m)
+    plan.tile_description = {
+        "threadblock_shape": list(TILE["threadblock_shape"]),
+        "cluster_shape": list(TILE["cluster_shape"]),
+        "kernel_schedule": KernelScheduleType[TILE["kernel_schedule"]],
+        "epilogue_schedule": EpilogueScheduleType[TILE["epilogue_schedule"]],
+    }
+    return plan
+
+
+def describe_tile() -> str:
+    """The kernel's configuration in a line, for the provenance."""
+    m, n, k = TILE["threadblock_shape"]
+    cluster = "x".join(map(str, TILE["cluster_shape"]))
+    return f"{m}x{n}x{k} tiles, {cluster} clusters, {TILE['kernel_schedule']}"
+
+
+def build_cutlass_evt(stack: GpuStack, operands: Operands, *, timed: bool = True) -> PreparedProvider:
+    """The CUTLASS GEMM with the epilog as its visitor tree, compiled (or found in the cache) for this workload."""
+    workload = operands.workload
+    spec, dtype, m, n = workload.epilog, workload.dtype.name, workload.m, workload.n
+    reason = refusal(workload)
+    if reason:
+        raise Unsupported(reason)
+    _nvcc()
+    cutlass = _cutlass()
+    plan = _plan(cutlass, spec, dtype, n, m)
+    names = evt_source(spec).outputs
+    result_t = operands.result.T  # C, the (N x M) row-major view of D
+    visitor_args: dict[str, Any] = {"D": result_t}
+    outputs: dict[str, Any] = {"result": operands.result}
+    if spec.bias:
+        visitor_args["bias"] = operands.bias.reshape(1, m)
+    if spec.derivative is Derivative.DGELU:
+        visitor_args["gelu_aux"] = operands.gelu_aux.T  # M is a multiple of 8: no padded rows
+    if spec.saves_aux:
+        outputs[names[1]] = operands.empty_result_like()
+        visitor_args[names[1]] = outputs[names[1]].T
+    if spec.summed is Summed.RESULT:
+        outputs[names[-1]] = operands.empty_vector(m)
+        visitor_args[names[-1]] = outputs[names[-1]]
+    started = time.perf_counter()
+    with contextlib.chdir(CACHE_DIR):  # where nvcc's error files land
+        # A' = B^T (N x K), B' = A^T (K x M); the first call compiles (or loads the cubin) and runs once. Never
+        # synchronized through the interface: its sync() frees the workspace the row reduction keeps using.
+        arguments = plan.run(operands.b.T, operands.a.T, result_t, result_t, visitor_args=visitor_args, sync=False)
+    first_s = time.perf_counter() - started
+    operation = plan.operation
+
+    def run():
+        operation.run(arguments)
+        return outputs
+
+    provenance = {
+        "algorithm": f"CUTLASS {cutlass.__version__} EVT, {describe_tile()}: {operation.procedural_name()}",
+        "chosen_by": "fixed",
+        # nvcc's seconds where precompile built the kernel, else what the first call took (compiling, or loading
+        # the cubin from the cache)
+        "compile_s": round(_COMPILE_SECONDS.get((spec.name, dtype), first_s), 3),
+    }
+    return PreparedProvider(run, tuple(outputs.values()), provenance=provenance, release=arguments.free)
+
+
+def _compile_one(epilog: str, dtype: str) -> dict[str, Any]:
+    """Compile one (epilog, dtype) kernel into CACHE_DIR's cache without running it (a precompile process's
+    work): its nvcc seconds, or the error."""
+    from fusedbench.epilogs import epilog_spec
+
+    try:
+        cutlass = _cutlass()
+        plan = _plan(cutlass, epilog_spec(epilog), dtype, 4096, 4096)
+        alignment = ROW_BYTES // 2
+        started = time.perf_counter()
+        with contextlib.chdir(CACHE_DIR):
+            plan.compile(alignment_A=alignment, alignment_B=alignment, alignment_C=alignment)
+        return {"seconds": time.perf_counter() - started}
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
+
+
+def precompile(workloads: list[Workload], *, timed: bool) -> None:
+    """Compile every kernel the workloads' cells need, one process each (nvcc takes a minute of one core, and a
+    peers group needs up to 20), into CACHE_DIR's cache. Each process compiles into a cache of its own, merged
+    here: the cache is one sqlite file. A kernel that fails to compile is left to its builder, which meets the
+    error in its own cell."""
+    jobs = sorted(
+        {(w.epilog.name, w.dtype.name) for w in workloads if refusal(w) is None} - set(_COMPILE_SECONDS),
+    )
+    if not jobs or importlib.util.find_spec("cutlass_cppgen") is None:
+        return
+    try:
+        _nvcc()
+        cutlass = _cutlass()
+    except Skipped:
+        return  # each builder says why
+    code = f"from {__name__} import _compile_one; import json, sys; print(json.dumps(_compile_one(*sys.argv[1:])))"
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="fusedbench-cutlass-") as folder:
+
+        def compile_apart(index: int, job: tuple[str, str]) -> dict[str, Any]:
+            environment = {**os.environ, "FUSEDBENCH_CUTLASS_CACHE": os.path.join(folder, str(index))}
+            done = subprocess.run([sys.executable, "-c", code, *job], env=environment, capture_output=True, text=True)
+            lines = done.stdout.strip().splitlines()
+            if done.returncode or not lines:
+                return {"error": f"exit {done.returncode}: {' '.join(done.stderr.split())[-300:]}"}
+            return json.loads(lines[-1])
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            outcomes = list(pool.map(compile_apart, range(len(jobs)), jobs))
+        for index, (job, outcome) in enumerate(zip(jobs, outcomes, strict=True)):
+            if "error" in outcome:
+                failed.append(f"{'/'.join(job)}: {outcome['error']}")
+                continue
+            _merge_cache(os.path.join(folder, str(index), CACHE_FILE), cutlass.backend.compiler.CACHE_FILE)
+            _COMPILE_SECONDS[job] = outcome["seconds"]
+    if failed:
+        print(f"cutlass precompile: {len(failed)} of {len(jobs)} kernels not compiled ahead: {failed[0]}",
+              file=sys.stderr)  # fmt: skip
+
+
+def _merge_cache(source: str, target: str) -> None:
+    """Copy a compiling process's kernels into the cache this process loads from."""
+    with contextlib.closing(sqlite3.connect(target)) as connection:
+        connection.execute("ATTACH DATABASE ? AS compiled", (source,))
+        connection.execute("INSERT OR IGNORE INTO compiled_operations SELECT * FROM compiled.compiled_operations")
+        connection.commit()
