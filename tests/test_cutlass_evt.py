@@ -34,20 +34,20 @@ needs_cutlass = pytest.mark.skipif(
 
 def run_source(name: str, seed: int = 0):
     """The epilog's traced function run by numpy in float64 in C's frame, (batch, N, M) as the tracer sees it, with
-    the interface's relu, tanh and sum; returns its outputs under the cell's names, in D's frame, and the
-    reference's inputs."""
+    the interface's relu and tanh; returns its outputs under the cell's names, in D's frame, and the reference's
+    inputs."""
     spec, rng = epilog_spec(name), np.random.default_rng(seed)
     a, b = rng.standard_normal((M, K)), rng.standard_normal((K, N))
-    inputs = ReferenceInputs(a=a, b=b, bias=rng.standard_normal(M) * 2, gelu_pre=rng.standard_normal((M, N)) * 2)
+    inputs = ReferenceInputs(a=a, b=b, bias=rng.standard_normal(M) * 2)
     function = cutlass_evt.evt_source(spec)
-    arguments = {"accum": (a @ b).T[None], "bias": inputs.bias[None, None, :], "gelu_aux": inputs.gelu_pre.T[None]}
-    scope = {"relu": lambda x: np.maximum(x, 0.0), "tanh": np.tanh, "sum": lambda x, dim: x.sum(axis=tuple(dim))}
+    arguments = {"accum": (a @ b).T[None], "bias": inputs.bias[None, None, :]}
+    scope = {"relu": lambda x: np.maximum(x, 0.0), "tanh": np.tanh}
     exec(function.source, scope)  # our own generated source: the string CUTLASS parses
     returned = scope["epilog"](**{name: arguments[name] for name in function.inputs})
     returned = returned if isinstance(returned, tuple) else (returned,)
     outputs = {}
     for output, value in zip(function.outputs, returned, strict=True):
-        outputs["result" if output == "D" else output] = value[0].T if value.ndim == 3 else value
+        outputs["result" if output == "D" else output] = value[0].T
     return outputs, inputs
 
 
@@ -60,20 +60,15 @@ def test_each_traced_function_computes_its_epilog(name):
     assert all(check.ok for check in checks), [(check.name, check.detail) for check in checks if not check.ok]
 
 
-def test_the_bias_gradient_is_summed_over_the_tokens_and_the_value_stored_as_d_feeds_nothing_else():
-    function = cutlass_evt.evt_source(epilog_spec("DGELU_BGRAD"))
-    assert function.outputs == ("D", "dgelu_bgrad")
-    lines = function.source.splitlines()
-    assert "    D = value" in lines and "    dgelu_bgrad = sum(value, dim=[0, 1])" in lines
-    assert not any("(D" in line or " D " in line.replace("    D = ", "") for line in lines[1:])
-
-
 @pytest.mark.parametrize("name", REFUSED)
 def test_what_no_visitor_tree_computes_is_refused_by_name(name):
     spec = epilog_spec(name)
     reason = cutlass_evt.refusal(Workload(spec, dtype_spec("fp16"), M, K, N))
-    expected = "sums an operand" if spec.summed in (Summed.A, Summed.B) else "ReLU bit-mask"
-    assert reason.startswith(f"cutlass-evt: {name} ") and expected in reason
+    if name in cutlass_evt.LIBRARY_FAULTS:  # what the H100 showed of nvidia-cutlass 4.2
+        expected = "aborts the process" if name == "DEFAULT" else "does not compile"
+    else:
+        expected = "sums an operand" if spec.summed in (Summed.A, Summed.B) else "ReLU bit-mask"
+    assert reason.startswith(f"cutlass-evt: {name}") and expected in reason
     with pytest.raises(Unsupported, match=expected):
         cutlass_evt.evt_source(spec)
 
@@ -114,7 +109,8 @@ def test_a_refused_cell_is_refused_before_anything_is_compiled(monkeypatch, tmp_
 @pytest.mark.parametrize("dtype", CUTLASS_EVT_DTYPES)
 @pytest.mark.parametrize("name", CUTLASS_EVT_EPILOGS)
 def test_cutlass_traces_each_function_into_an_sm90_visitor_tree(name, dtype):
-    """Tracing runs the interface's checks of the tree for sm_90 (a D that feeds another node is refused there)."""
+    """Tracing runs the interface's checks of the tree for sm_90 (a D that feeds another node is refused there, for
+    one)."""
     cutlass = cutlass_evt._cutlass()
     visitor = cutlass_evt.traced_epilogue(cutlass, epilog_spec(name), dtype, N, M)
     outputs = cutlass_evt.evt_source(epilog_spec(name)).outputs
@@ -126,13 +122,15 @@ def test_cutlass_s_compile_cache_opens_in_the_cache_directory_not_where_it_is_im
     cache, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
-        "from fusedbench.gpu import cutlass_evt; cutlass = cutlass_evt._cutlass(); "
-        "print(cutlass.backend.compiler.CACHE_FILE)"
+        "from fusedbench.gpu import cutlass_evt; cutlass = cutlass_evt._cutlass(); import cutlass_library; "
+        "print(cutlass.backend.compiler.CACHE_FILE, hasattr(cutlass_library, 'generator'))"
     )
     environment = {**os.environ, "FUSEDBENCH_CUTLASS_CACHE": str(cache)}
-    done = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=environment, capture_output=True, text=True)
+    # "-m" among the arguments, as under `pytest -m gpu`: cutlass_library would leave out its generator
+    command = [sys.executable, "-c", code, "-m", "gpu"]
+    done = subprocess.run(command, cwd=elsewhere, env=environment, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == str(cache / "compiled_cache.db")
+    assert done.stdout.split() == [str(cache / "compiled_cache.db"), "True"]
     assert os.listdir(elsewhere) == [] and (cache / "compiled_cache.db").exists()
     # a compiling process's cache merged into it: its kernels kept, the ones already there left alone
     other = tmp_path / "other.db"

@@ -7,15 +7,12 @@ into that tree (`evt_source`), in the frame of D's transpose, C = D^T (N x M, ro
 stays column-major as every provider writes it:
 - + bias, a row broadcast in C's frame;
 - the activation: ReLU, or the tanh GELU spelled out in the tree's arithmetic (CUTLASS's own GELU is erf's);
-- GELU_AUX's pre-activation, stored as an aux output;
-- DGELU's factor, computed from the pre-activation loaded as an aux input;
-- DGELU_BGRAD's bias gradient, a reduction over C's rows finished inside the kernel (CUTLASS's Sm90RowReduction:
-  each tile's partial sums go to a workspace, and the last tile of a column adds them up): one kernel.
+- GELU_AUX's pre-activation, stored as an aux output.
 
 Refused, by name: cuBLASLt's ReLU mask is a bit an element, and EVT nodes load and store whole elements
 (RELU_AUX, RELU_AUX_BIAS, DRELU, DRELU_BGRAD); BGRADA and BGRADB sum an operand, which only the main loop
-sees. fp16 and bf16 (fp32 accumulation) are built; TMA needs 16-byte aligned rows, so M and K must be multiples
-of 8.
+sees; and the trees nvidia-cutlass 4.2 builds wrong on sm_90 (`LIBRARY_FAULTS`: DEFAULT, DGELU, DGELU_BGRAD). fp16
+and bf16 (fp32 accumulation) are built; TMA needs 16-byte aligned rows, so M and K must be multiples of 8.
 
 Compiling a kernel takes nvcc about a minute of one core. `precompile` runs them in parallel processes into
 CUTLASS's on-disk cache (a sqlite file in CACHE_DIR), so a machine compiles each (epilog, dtype) once; its cubins
@@ -39,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from fusedbench.epilogs import Activation, Derivative, EpilogSpec, Summed
+from fusedbench.epilogs import Activation, EpilogSpec, Summed
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
 from fusedbench.gpu.operands import Operands
@@ -64,6 +61,18 @@ TILE = {
     "kernel_schedule": "TmaWarpSpecializedCooperative",
     "epilogue_schedule": "TmaWarpSpecializedCooperative",
 }
+# What nvidia-cutlass 4.2 does with the trees of these epilogs on sm_90, as an H100 showed (2026-11-22).
+LIBRARY_FAULTS = {
+    "DEFAULT": (
+        "its tree is the accumulator stored as D, with no node between, and nvidia-cutlass 4.2 builds that kernel's "
+        "TMA arguments wrong: its host code aborts the process (an assertion on a descriptor's stride)"
+    ),
+    "DGELU": (
+        "its tree loads the pre-activation through an aux-load node, and nvidia-cutlass 4.2's sm_90 visitor for it "
+        "does not compile (nvcc: no cutlass::plus for the loaded fragments)"
+    ),
+}
+LIBRARY_FAULTS["DGELU_BGRAD"] = LIBRARY_FAULTS["DGELU"]
 # nvcc seconds of each (epilog, dtype) kernel this process compiled ahead (precompile), for the cells' provenance
 _COMPILE_SECONDS: dict[tuple[str, str], float] = {}
 
@@ -89,11 +98,13 @@ class EvtFunction:
     """An epilog as the Python function cutlass_cppgen traces into a visitor tree."""
 
     source: str
-    inputs: tuple[str, ...]  # its arguments: the accumulator, then bias and gelu_aux where the epilog reads them
-    outputs: tuple[str, ...]  # what it returns: D, then the aux output and the bias gradient by the cell's names
+    inputs: tuple[str, ...]  # its arguments: the accumulator, then the bias where the epilog adds one
+    outputs: tuple[str, ...]  # what it returns: D, then the aux output under the cell's name for it
 
 
 def _tree_refusal(spec: EpilogSpec) -> str:
+    if spec.name in LIBRARY_FAULTS:
+        return f"cutlass-evt: {spec.name}: {LIBRARY_FAULTS[spec.name]}"
     if spec.summed in (Summed.A, Summed.B):
         return f"cutlass-evt: {spec.name} sums an operand, which the main loop sees and the epilogue never does"
     return (
@@ -103,9 +114,7 @@ def _tree_refusal(spec: EpilogSpec) -> str:
 
 
 def evt_source(spec: EpilogSpec) -> EvtFunction:
-    """The epilog in C's frame, where a bias is a row (1 x M) and the bias gradient a sum over the rows (dims 0 and
-    1 of (batch, N, M)). D may feed nothing else on sm_90 (the epilogue reuses its shared memory), so a value both
-    stored as D and summed is named twice."""
+    """The epilog in C's frame, where a bias is a row (1 x M)."""
     if spec.name not in CUTLASS_EVT_EPILOGS:
         raise Unsupported(_tree_refusal(spec))
     inputs, lines, x = ["accum"], [], "accum"
@@ -113,29 +122,18 @@ def evt_source(spec: EpilogSpec) -> EvtFunction:
         inputs.append("bias")
         lines.append("pre = accum + bias")
         x = "pre"
-    returned = []
+    outputs = ["D"]
     if spec.saves_aux:  # GELU's pre-activation
         lines.append(f"{spec.outputs[0]} = {x}")
-        returned.append(spec.outputs[0])
+        outputs.append(spec.outputs[0])
     if spec.activation is Activation.RELU:
-        lines.append(f"value = relu({x})")
-        x = "value"
+        lines.append(f"D = relu({x})")
     elif spec.activation is Activation.GELU:
-        lines.append(f"value = {x} * (0.5 + 0.5 * tanh({_gelu_inner(x)}))")
-        x = "value"
-    if spec.derivative is Derivative.DGELU:
-        inputs.append("gelu_aux")
-        lines.append(f"t = tanh({_gelu_inner('gelu_aux')})")
-        slope = f"{SQRT_2_OVER_PI!r} + {3 * GELU_CUBIC * SQRT_2_OVER_PI!r} * gelu_aux * gelu_aux"
-        lines.append(f"value = {x} * (0.5 + 0.5 * t + gelu_aux * (0.5 - 0.5 * t * t) * ({slope}))")
-        x = "value"
-    lines.append(f"D = {x}")
-    if spec.summed is Summed.RESULT:
-        lines.append(f"{spec.outputs[-1]} = sum({x}, dim=[0, 1])")
-        returned.append(spec.outputs[-1])
-    outputs = ("D", *returned)
+        lines.append(f"D = {x} * (0.5 + 0.5 * tanh({_gelu_inner(x)}))")
+    else:
+        lines.append(f"D = {x}")
     body = "".join(f"    {line}\n" for line in (*lines, f"return {', '.join(outputs)}"))
-    return EvtFunction(f"def epilog({', '.join(inputs)}):\n{body}", tuple(inputs), outputs)
+    return EvtFunction(f"def epilog({', '.join(inputs)}):\n{body}", tuple(inputs), tuple(outputs))
 
 
 def _gelu_inner(x: str) -> str:
@@ -146,9 +144,11 @@ def _gelu_inner(x: str) -> str:
 def _cutlass():
     """cutlass_cppgen, imported so that it runs on this machine's CUDA Python, or Skipped with the install.
 
-    Two things nvidia-cutlass 4.2 (the interface's last release) needs done first:
+    Three things nvidia-cutlass 4.2 (the interface's last release) needs done first:
     - it imports the legacy modules cuda.cuda, cuda.cudart and cuda.nvrtc, which cuda-bindings 13 removed; they
       were re-exports of cuda.bindings' driver, runtime and nvrtc, so those stand in for them where missing;
+    - cutlass_library leaves out its kernel generator, which the interface needs, when "-m" is among the process's
+      arguments (meant for `python -m cutlass_library.generator`, it also hits `pytest -m gpu`): it is imported;
     - its import opens its compile cache, a sqlite file, in the working directory: it is imported from CACHE_DIR.
     """
     if "cutlass_cppgen" in sys.modules:
@@ -165,6 +165,8 @@ def _cutlass():
             sys.modules[f"cuda.{name}"] = module
             setattr(cuda, name, module)
         cuda.__version__ = cuda.bindings.__version__  # checked against nvcc's
+    import cutlass_library.generator  # noqa: F401 - see above
+
     os.makedirs(CACHE_DIR, exist_ok=True)
     with contextlib.chdir(CACHE_DIR):
         import cutlass_cppgen
@@ -197,7 +199,7 @@ def traced_epilogue(cutlass, spec: EpilogSpec, dtype: str, n: int, m: int, cc: i
     def tensor(*shape):
         return cutlass.Tensor(element=element, shape=shape, layout_tag=cutlass.LayoutType.RowMajor)
 
-    shapes = {"accum": (n, m), "D": (n, m), "bias": (1, m), "gelu_aux": (n, m), "dgelu_bgrad": (m,)}
+    shapes = {"accum": (n, m), "D": (n, m), "bias": (1, m), "gelu_aux": (n, m)}
     examples = {name: tensor(*shapes[name]) for name in (*function.inputs, *function.outputs)}
 
     class Traced(PythonASTFrontend):
@@ -257,18 +259,13 @@ def build_cutlass_evt(stack: GpuStack, operands: Operands, *, timed: bool = True
     outputs: dict[str, Any] = {"result": operands.result}
     if spec.bias:
         visitor_args["bias"] = operands.bias.reshape(1, m)
-    if spec.derivative is Derivative.DGELU:
-        visitor_args["gelu_aux"] = operands.gelu_aux.T  # M is a multiple of 8: no padded rows
-    if spec.saves_aux:
+    if spec.saves_aux:  # cuBLASLt's GELU aux is D's shape where M is a multiple of 8
         outputs[names[1]] = operands.empty_result_like()
         visitor_args[names[1]] = outputs[names[1]].T
-    if spec.summed is Summed.RESULT:
-        outputs[names[-1]] = operands.empty_vector(m)
-        visitor_args[names[-1]] = outputs[names[-1]]
     started = time.perf_counter()
     with contextlib.chdir(CACHE_DIR):  # where nvcc's error files land
         # A' = B^T (N x K), B' = A^T (K x M); the first call compiles (or loads the cubin) and runs once. Never
-        # synchronized through the interface: its sync() frees the workspace the row reduction keeps using.
+        # synchronized through the interface: its sync() frees the arguments' device buffers.
         arguments = plan.run(operands.b.T, operands.a.T, result_t, result_t, visitor_args=visitor_args, sync=False)
     first_s = time.perf_counter() - started
     operation = plan.operation
