@@ -17,10 +17,12 @@ The rule, in order:
   kernel both ways);
 - otherwise the judged call: `fuse` or `fuse-autotuned`. An interval across 1 is advice to fuse: one
   call, no intermediate in memory, no measurable loss;
-- where the peers suite timed a peer (`triton`) in the class and the advised call over the peer lies wholly
-  above 1 / LOSS (the peer is faster by more than the noise between equals), the peer: its name is the
-  advice, the advised call's figure stays in the evidence. The peers timed in groups of their own beside
-  fused and unfused only (torch-compile, the seed walkthrough's rungs: no workload's ladder) are not weighed.
+- where the peers suite timed a peer in the class and the advised call over the peer lies wholly above
+  1 / LOSS (the peer is faster by more than the noise between equals), the peer: its name is the advice, the
+  advised call's figure stays in the evidence. A peer timed beside the ladder (`triton`) is paired with the
+  ladder's cells; one timed in a group of its own beside fused and unfused only (torch-compile, cutlass-evt,
+  the seed walkthrough's rungs: `PEER_ONLY_GROUPS`) with the advised call as that group timed it, so it is
+  weighed where the advice is fuse or unfused (those groups time no autotuned call).
 Where the fused call launches more than one kernel, the evidence says so (fused API, unfused execution).
 Machines of tuned runs (`fusedbench run --tune`) are left out unless named with --machine.
 """
@@ -41,7 +43,7 @@ from fusedbench.errors import FusedbenchError
 from fusedbench.model import Status
 from fusedbench.providers import AUTOTUNED, FUSED, PEERS, UNFUSED
 from fusedbench.results import ResultSet, select_cells
-from fusedbench.suites import GROUPS
+from fusedbench.suites import GROUPS, PEER_ONLY_GROUPS
 from fusedbench.tuning import gpu_machine
 
 SHAPE_CLASSES = {
@@ -76,26 +78,41 @@ class Advice(enum.Enum):
     UNFUSED = "unfused"
 
 
-def newest_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
-    """Each machine's newest measurement of every ladder workload, all its providers from that one run: within a
-    run one group per workload (`analysis.ladder_cells`: no control, of Quick and Fp16Seed the larger), across
-    runs the one asv started last. Only runs timed in paired rounds count: advice needs their intervals."""
+def _paired_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
+    """The cells of runs timed in paired rounds (advice needs their intervals), on the named machines or on every
+    machine but those of tuned runs (a tuned run degrades a provider on purpose: advised on only by name)."""
     cells = results.cells.join(results.detail[["started_ms", "raw", "paired"]])
     if machines:
         cells = select_cells(cells, machines=machines)
-    else:  # a tuned run degrades a provider on purpose: advice from it only where asked for by name
+    else:
         cells = cells[[gpu_machine(machine) == machine for machine in cells["machine"]]]
-    cells = ladder_cells(cells[cells["paired"].astype(bool)])
+    return cells[cells["paired"].astype(bool)]
+
+
+def _newest(cells: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """Of each `key`'s cells, those of the run asv started last, with each cell's shape class."""
+    started = cells.groupby(["machine", "group", "commit"])["started_ms"].transform("max").fillna(0)
+    newest = cells.assign(run_started=started).sort_values(["run_started", "commit"], kind="stable")
+    cells = newest[newest["commit"] == newest.groupby(key)["commit"].transform("last")]
+    return cells.assign(shape_class=[GROUPS[group].shape_set for group in cells["group"]])
+
+
+def newest_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
+    """Each machine's newest measurement of every ladder workload, all its providers from that one run: within a
+    run one group per workload (`analysis.ladder_cells`: no control, of Quick and Fp16Seed the larger), across
+    runs the one asv started last."""
+    cells = ladder_cells(_paired_cells(results, machines))
     if cells.empty:
         raise FusedbenchError(
             "no ladder results timed in paired rounds to advise from; `fusedbench run` on a GPU machine writes them"
         )
-    started = cells.groupby(["machine", "group", "commit"])["started_ms"].transform("max").fillna(0)
-    workload = ["machine", "dtype", "epilog", "m", "k", "n"]  # all of a workload's providers from one run
-    newest = cells.assign(run_started=started).sort_values(["run_started", "commit"], kind="stable")
-    chosen = newest.groupby(workload)["commit"].transform("last")
-    cells = newest[newest["commit"] == chosen]
-    return cells.assign(shape_class=[GROUPS[group].shape_set for group in cells["group"]])
+    return _newest(cells, ["machine", "dtype", "epilog", "m", "k", "n"])  # a workload's providers from one run
+
+
+def peer_only_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
+    """The newest run of each peers group that times its peers beside fused and unfused alone (PEER_ONLY_GROUPS)."""
+    cells = _paired_cells(results, machines)
+    return _newest(cells[cells["group"].isin(PEER_ONLY_GROUPS)], ["machine", "group"])
 
 
 def _series(cells: pd.DataFrame, numerator: str, denominator: str) -> list[np.ndarray]:
@@ -131,8 +148,9 @@ def _not_timed(cells: pd.DataFrame) -> str:
     return "no fused and unfused cells were timed together"
 
 
-def advise_class(cells: pd.DataFrame, draws: np.ndarray) -> dict:
-    """The advice for one (machine, dtype, epilog, shape class) from its cells (all shapes of the class)."""
+def advise_class(cells: pd.DataFrame, draws: np.ndarray, alone: pd.DataFrame | None = None) -> dict:
+    """The advice for one (machine, dtype, epilog, shape class) from its ladder cells (all shapes of the class), and
+    the class's cells of the groups that time peers alone (`alone`), where there are any."""
     fused = _class_ratio(_series(cells, UNFUSED, FUSED), draws)
     tuned = _class_ratio(_series(cells, UNFUSED, AUTOTUNED), draws)
     regret = _class_ratio(_series(cells, FUSED, AUTOTUNED), draws)
@@ -163,27 +181,31 @@ def advise_class(cells: pd.DataFrame, draws: np.ndarray) -> dict:
             gain = f"saves {-slower:.0%}"
         notes.insert(0, f"fusion {gain}")
     found = {"advice": advice, "ratio": judged, "shapes": shapes, "kernels": kernels, "regret": regret}
-    return found | _faster_peer(cells, draws, UNFUSED if advice is Advice.UNFUSED else provider, notes)
+    advised = UNFUSED if advice is Advice.UNFUSED else provider
+    return found | _faster_peer(cells if alone is None else pd.concat([cells, alone]), draws, advised, notes)
 
 
 def _faster_peer(cells: pd.DataFrame, draws: np.ndarray, advised: str, notes: list[str]) -> dict:
     """The advice's last step: the fastest peer that beats the `advised` provider by more than the noise between
-    equals (its name becomes the advice, unfused over it the ratio); else the ladder's advice as it stands."""
+    equals (its name becomes the advice, unfused over it the ratio); else the ladder's advice as it stands. Each
+    peer is paired within the groups that timed it."""
     best = None
     for peer in PEERS:
-        over_peer = _class_ratio(_series(cells, advised, peer), draws)
-        if not math.isnan(over_peer[1]) and over_peer[1] > 1 / LOSS and (best is None or over_peer[0] > best[1][0]):
-            best = (peer, over_peer)
+        mine = cells[cells["group"].isin(cells.loc[cells["provider"] == peer, "group"])]
+        over_peer = _class_ratio(_series(mine, advised, peer), draws)
+        if not math.isnan(over_peer[1]) and over_peer[1] > 1 / LOSS and (best is None or over_peer[0] > best[2][0]):
+            best = (peer, mine, over_peer)
     if best is None:
         return {"why": "; ".join(notes)}
-    peer, over_peer = best
+    peer, mine, over_peer = best
     notes.insert(0, f"{peer} is {over_peer[0] - 1:.0%} faster than {advised} (the ladder's advice)")
-    kernels = cells[(cells["provider"] == peer) & (cells["status"] == OK)]["kernels"].max()
+    kernels = mine[(mine["provider"] == peer) & (mine["status"] == OK)]["kernels"].max()
     return {
         "advice": peer,  # its evidence is the peer's own: unfused over it, its shapes and kernels
-        "ratio": _class_ratio(_series(cells, UNFUSED, peer), draws),
-        "shapes": len(_series(cells, UNFUSED, peer)),
+        "ratio": _class_ratio(_series(mine, UNFUSED, peer), draws),
+        "shapes": len(_series(mine, UNFUSED, peer)),
         "kernels": math.nan if pd.isna(kernels) else int(kernels),
+        "commits": set(mine["commit"]),
         "why": "; ".join(notes),
     }
 
@@ -191,7 +213,9 @@ def _faster_peer(cells: pd.DataFrame, draws: np.ndarray, advised: str, notes: li
 def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd.DataFrame:
     """The policy table (COLUMNS), a row per machine, dtype, epilog and shape class, in catalog order."""
     cells = newest_cells(results, list(machines))
-    longest = max((len(r) for r in cells["raw"]), default=1) or 1
+    alone = peer_only_cells(results, list(machines)).set_index(["machine", "dtype", "epilog", "shape_class"])
+    alone = alone.sort_index()
+    longest = max((len(r) for r in (*cells["raw"], *alone["raw"])), default=1) or 1
     draws = np.random.default_rng(seed).random((BOOTSTRAP, longest))
     rows = []
     order = ["machine", "dtype", "epilog", "shape_class"]
@@ -204,9 +228,10 @@ def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd
         order, key=lambda column: column.map(catalog[column.name].index) if column.name in catalog else column
     )
     for (machine, dtype, epilog, shape_class), part in cells.groupby(order, sort=False):
-        found = advise_class(part, draws)
+        key = (machine, dtype, epilog, shape_class)
+        found = advise_class(part, draws, alone.loc[[key]].reset_index() if key in alone.index else None)
         ratio, regret = found["ratio"], found.get("regret", (math.nan,) * 3)
-        commits = sorted(set(part["commit"]))
+        commits = sorted(set(part["commit"]) | found.get("commits", set()))
         rows.append(
             {
                 "machine": machine,

@@ -193,6 +193,28 @@ def test_a_peer_clearly_faster_than_the_ladders_advice_is_advised_by_name():
     assert advice.advice == "triton" and advice.why.startswith("triton is 11% faster than fused")
 
 
+def test_a_peer_timed_in_a_group_of_its_own_is_weighed_against_the_advice_as_that_group_timed_it():
+    """cutlass-evt times beside fused and unfused only: its class is paired within its group, whose fused ran
+    slower than the ladder's (another run, another clock); a peer faster there than that group's fused is advised,
+    with the group's commit in the row."""
+    ladder = run({"GELU_AUX_BIAS": {"unfused": 1.5e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3}})
+    alone = run(
+        {"GELU_AUX_BIAS": {"unfused": 1.8e-3, "fused": 1.2e-3, "cutlass-evt": 1.0e-3}}, group="Fp16MemboundCutlass"
+    )
+    alone.cells["commit"] = "d" * 40
+    (advice,) = advise(merged(ladder, alone)).itertuples()
+    assert advice.advice == "cutlass-evt" and advice.ratio == pytest.approx(1.8, rel=0.01)  # its group's unfused
+    assert advice.why.startswith("cutlass-evt is 20% faster than fused (the ladder's advice)")
+    assert advice.commit == "cccccccc,dddddddd" and advice.shapes == 4
+    slower = run(
+        {"GELU_AUX_BIAS": {"unfused": 1.4e-3, "fused": 0.9e-3, "cutlass-evt": 0.95e-3}}, group="Fp16MemboundCutlass"
+    )
+    (advice,) = advise(merged(ladder, slower)).itertuples()  # faster than the ladder's fused, but not its group's
+    assert advice.advice == "fuse" and advice.commit == "cccccccc"
+    with pytest.raises(FusedbenchError, match="no ladder results"):  # a group of peers alone advises nothing
+        advise(alone)
+
+
 def test_a_peer_within_the_noise_or_slower_leaves_the_ladders_advice():
     for triton in (0.995e-3, 1.3e-3):  # 0.5% faster is not told from even; slower never wins
         times = {"RELU_BIAS": {"unfused": 1.5e-3, "fused": 1.0e-3, "fused-autotuned": 1.0e-3, "triton": triton}}

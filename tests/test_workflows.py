@@ -50,8 +50,8 @@ def test_the_gpu_job_installs_with_the_readme_command_and_alerts_only_on_pull_re
 
 
 def test_the_alert_step_run_on_the_committed_results_is_green_and_writes_the_summary(tmp_path):
-    """The step as the workflow runs it, from the checkout's root: on the H100's newest run (6158b61, the first of
-    the walkthrough groups), green with nothing to compare, and so on 28888e2 (the first of the triton groups);
+    """The step as the workflow runs it, from the checkout's root: on the H100's newest run (63e2c10, the first of
+    the cutlass groups), green with nothing to compare, and so on 28888e2 (the first of the triton groups);
     on c8c600b (revision 3 of every group but Blog), green, Blog compared and the rest named incomparable; on
     77f3acc (the first run of revision 2, which changed them all), green with nothing to compare; and with the
     newest run of the A/A quick runs as the candidate, compared with the nearest earlier one, green."""
@@ -67,7 +67,7 @@ def test_the_alert_step_run_on_the_committed_results_is_green_and_writes_the_sum
     assert result.returncode == 0, result.stdout + result.stderr
     assert (
         "no alert: nothing to compare" in result.stdout
-        and "Fp16MemboundWalkthrough, Fp16SeedWalkthrough" in result.stderr
+        and "Bf16MemboundCutlass, Bf16SeedCutlass, Fp16MemboundCutlass, Fp16SeedCutlass" in result.stderr
     )
     summary.unlink()
     result = subprocess.run(["bash", "-e", "-c", alert["run"] + " --candidate 28888e2"], cwd=ROOT, env=env,
