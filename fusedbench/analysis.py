@@ -161,22 +161,26 @@ def speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.Data
 
 def peers_speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> pd.DataFrame:
     """`speedups` of the peers suite's cells, with the columns of each peer timed in a group of its own beside fused
-    and unfused (torch-compile's, the walkthrough's) joined to its workload's row: its time and its ratios, paired
-    within its group; every other column the ladder group's, or, for a workload no ladder group timed (the
-    walkthrough's fp32), its own group's."""
+    and unfused (torch-compile's, cutlass-evt's, the walkthrough's) joined to its workload's row: its time, its
+    ratios, paired within its group, and that group's fused time; every other column the ladder group's, or, for a
+    workload no ladder group timed (the walkthrough's fp32), its own group's."""
     table = speedups(cells, detail)
     ok = cells[cells["status"] == OK]
     alone = ok[ok["group"].isin(PEER_ONLY_GROUPS)]
     if alone.empty:
         return table
     workload = ["machine", "dtype", "epilog", "shape", "size", "intensity"]
-    # the groups hold other workloads (or other peers): a row per workload, each peer's columns from its group
-    owns = [_workload_table(with_shape(part), detail) for _, part in alone.groupby("group", sort=False)]
+    # the groups hold other workloads (or other peers): a row per workload, each peer's columns from its group, with
+    # the fused time its ratios are paired with there (`{peer}_paired_fused`: another run's than the ladder's fused)
+    owns = []
+    for _, part in alone.groupby("group", sort=False):
+        own = _workload_table(with_shape(part), detail)
+        owns.append(own.assign(**{f"{peer}_paired_fused": own[FUSED] for peer in set(part["provider"]) & set(PEERS)}))
     own = pd.concat(owns).groupby(workload, sort=False).first()
     peers = [peer for peer in PEERS if peer in set(alone["provider"])]
     columns = [c for c in own.columns for p in peers if c == p or c.startswith((f"{p}_", f"over_{p}"))]
     ladder = table.set_index(workload)
-    joined = ladder.drop(columns=columns).join(own[columns], how="outer")
+    joined = ladder.drop(columns=columns, errors="ignore").join(own[columns], how="outer")
     unladdered = own.index.difference(ladder.index)  # timed by no ladder group (fp32): their own group's row whole
     joined.loc[unladdered] = own.loc[unladdered, joined.columns]
     return joined.reset_index()

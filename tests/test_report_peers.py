@@ -15,7 +15,7 @@ import pytest
 from fusedbench.analysis import ladder_cells, peers_speedups, speedups
 from fusedbench.records import GroupRecord
 from fusedbench.report import key_figures, newest_by_group, render_report
-from fusedbench.report.figures import heatmap_views, ladder_figure
+from fusedbench.report.figures import heatmap_views, ladder_figure, speedup_heatmap
 from fusedbench.report.peers import in_peers_suite, peer_rows, peers_beside, two_pass_rows
 from fusedbench.results import load_results
 from fusedbench.suites import PEER_ONLY_GROUPS
@@ -167,6 +167,12 @@ def test_a_peer_timed_in_a_group_of_its_own_joins_each_workloads_row_paired_with
     assert np.allclose(membound["over_torch-compile"], 2 / 1.5 * membound["over_triton"], rtol=1e-6)
     assert np.allclose(membound["over_torch-compile_low"], 2 / 1.5 * membound["over_triton_low"], rtol=1e-6)
     assert np.allclose(membound["torch-compile"], 2 * membound["triton"])
+    # the fused its ratios pair with is its own group's, and the heatmap's hover gives that one, not the ladder's
+    assert np.allclose(membound["torch-compile_paired_fused"], 1.5 * membound["fused"])
+    view = speedup_heatmap(table, machine=MACHINE, dtypes=["fp16"], baseline="torch-compile").data[0]
+    shown = [cell for row in view.customdata for cell in row if cell is not None and not np.isnan(cell[0])]
+    paired_ms = sorted(1e3 * membound["torch-compile_paired_fused"])  # the hover's 4 significant digits
+    assert len(shown) == 80 and np.allclose(sorted(cell[0] for cell in shown), paired_ms, rtol=5e-4)
     # every other column is the ladder group's own, never filled in from the other group
     alone = cells[cells["commit"] != COMPILED_RUN]
     ladder = speedups(alone, with_compiled.detail.loc[alone.index]).set_index(["dtype", "epilog", "shape"])

@@ -185,7 +185,9 @@ def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtypes: list[str], bas
     """Epilog x shape (x dtype, where several are given), fused's speedup over `baseline`, the value written in
     each cell, on the shared colour range; greyed where the paired interval includes 1x."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
-    rows = _in_ms(_columns(rows), ["fused", baseline])
+    # a peer timed in groups of its own is paired with the fused of its group's run, which the hover shows
+    fused = f"{baseline}_paired_fused" if f"{baseline}_paired_fused" in rows else "fused"
+    rows = _in_ms(_columns(rows), [fused, baseline])
     unclear = rows[indistinct(rows, baseline)]
     greyed = frozenset(zip(unclear["epilog"], unclear["column"], strict=True))
     speedup = f"over_{baseline}"
@@ -204,7 +206,7 @@ def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtypes: list[str], bas
         hover=f"fused %{{customdata[0]:.4g}} ms, {baseline} %{{customdata[1]:.4g}} ms<br>"
         "speedup %{customdata[2]:.3f}x"
         + (", paired 95% interval %{customdata[3]:.3f}-%{customdata[4]:.3f}" if paired else UNPAIRED),
-        hover_columns=["fused_ms", f"{baseline}_ms", speedup, f"{speedup}_low", f"{speedup}_high"][
+        hover_columns=[f"{fused}_ms", f"{baseline}_ms", speedup, f"{speedup}_low", f"{speedup}_high"][
             : 5 if paired else 3
         ],
         greyed=greyed,

@@ -134,6 +134,13 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
         "rungs, in groups of their own at fp16 and fp32 on its six forward epilogs: <b>einsum</b> then the "
         "textbook's statements, and its numba CUDA kernels with the epilog fused, <b>numba-naive</b> (one thread "
         "an output) and <b>numba-tiled</b> (shared-memory tiles), skipped where a call would take seconds. "
+        "<b>cutlass-evt</b>, in groups of its own: a CUTLASS 3 Hopper GEMM whose epilogue is an epilogue visitor "
+        "tree (EVT) traced from the epilog written in Python and compiled by nvcc, on the seven epilogs its trees "
+        "compute (RELU, BIAS, RELU_BIAS, GELU, GELU_AUX, GELU_BIAS, GELU_AUX_BIAS; not cuBLASLt's ReLU bit-mask, "
+        "the operand sums, nor the three trees nvidia-cutlass 4.2 builds wrong: DEFAULT, DGELU, DGELU_BGRAD), so "
+        "its other epilogs are n/a. A peer timed in groups of its own is paired with those groups' fused, in "
+        "another run than the ladder's: its heatmap view, hover and table give that pairing, while the ladder "
+        "draws its time beside the ladder run's. "
         "<b>unfused</b> runs "
         "DRELU_BGRAD / DGELU_BGRAD as the training stacks do: the plain GEMM, then one pass applying dReLU / dGELU "
         "and reducing the bias gradient; the TwoPass control times it against the two passes it replaced. A "
@@ -160,7 +167,7 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
                     f"{peer}: its time over fused and over unfused, per dtype and epilog, the median over the shapes "
                     f"it ran and (their range) ({len(rows)} rows)"
                 )
-                parts.append(folded(summary, table_html(rows), len(rows)))
+                parts.append(folded(summary, table_html(rows, "long-names"), len(rows)))
         parts.append(
             "<p>The cells of these groups that did not run, and why (a numba cell past half a second a "
             "call is skipped with the time its probe measured):</p>" + not_run_table(current)
