@@ -118,7 +118,7 @@ def test_cutlass_traces_each_function_into_an_sm90_visitor_tree(name, dtype):
 
 
 @needs_cutlass
-def test_cutlass_s_compile_cache_opens_in_the_cache_directory_not_where_it_is_imported(tmp_path):
+def test_cutlass_s_compile_cache_opens_in_the_cache_directory_not_where_it_is_imported(tmp_path, monkeypatch):
     cache, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
@@ -146,6 +146,16 @@ def test_cutlass_s_compile_cache_opens_in_the_cache_directory_not_where_it_is_im
     with sqlite3.connect(cache / "compiled_cache.db") as connection:
         rows = connection.execute("SELECT op_key, op_name FROM compiled_operations ORDER BY op_key").fetchall()
     assert rows == [("kept", "a"), ("new", "c")]
+    # a compiling process starts from a copy of the cache, so it finds what the machine compiled before
+    monkeypatch.setattr(cutlass_evt, "CACHE_DIR", str(cache))
+    (tmp_path / "work").mkdir()
+    with sqlite3.connect(cutlass_evt._cache_copy(str(tmp_path / "work"), "0") + "/compiled_cache.db") as connection:
+        assert connection.execute("SELECT op_key FROM compiled_operations ORDER BY op_key").fetchall() == [
+            ("kept",),
+            ("new",),
+        ]
+    monkeypatch.setattr(cutlass_evt, "CACHE_DIR", str(tmp_path / "none yet"))
+    assert os.listdir(cutlass_evt._cache_copy(str(tmp_path / "work"), "1")) == []
 
 
 def test_the_cutlass_groups_time_the_trees_beside_fused_and_unfused_in_the_peers_suite():

@@ -243,7 +243,7 @@ def describe_tile() -> str:
     return f"{m}x{n}x{k} tiles, {cluster} clusters, {TILE['kernel_schedule']}"
 
 
-def build_cutlass_evt(stack: GpuStack, operands: Operands, *, timed: bool = True) -> PreparedProvider:
+def build_cutlass_evt(stack: GpuStack, operands: Operands) -> PreparedProvider:
     """The CUTLASS GEMM with the epilog as its visitor tree, compiled (or found in the cache) for this workload."""
     workload = operands.workload
     spec, dtype, m, n = workload.epilog, workload.dtype.name, workload.m, workload.n
@@ -287,12 +287,13 @@ def build_cutlass_evt(stack: GpuStack, operands: Operands, *, timed: bool = True
 def _compile_one(epilog: str, dtype: str) -> dict[str, Any]:
     """Compile one (epilog, dtype) kernel into CACHE_DIR's cache without running it (a precompile process's
     work): its nvcc seconds, or the error."""
+    from fusedbench.dtypes import dtype_spec
     from fusedbench.epilogs import epilog_spec
 
     try:
         cutlass = _cutlass()
         plan = _plan(cutlass, epilog_spec(epilog), dtype, 4096, 4096)
-        alignment = ROW_BYTES // 2
+        alignment = ROW_BYTES // dtype_spec(dtype).operand_itemsize  # what plan.run finds for aligned rows
         started = time.perf_counter()
         with contextlib.chdir(CACHE_DIR):
             plan.compile(alignment_A=alignment, alignment_B=alignment, alignment_C=alignment)
@@ -303,9 +304,9 @@ def _compile_one(epilog: str, dtype: str) -> dict[str, Any]:
 
 def precompile(workloads: list[Workload], *, timed: bool) -> None:
     """Compile every kernel the workloads' cells need, one process each (nvcc takes a minute of one core, and a
-    peers group needs up to 20), into CACHE_DIR's cache. Each process compiles into a cache of its own, merged
-    here: the cache is one sqlite file. A kernel that fails to compile is left to its builder, which meets the
-    error in its own cell."""
+    peers group needs up to 14), into CACHE_DIR's cache. Each process works in a copy of the cache, so a kernel
+    the machine compiled before is found there in a second, and its copy is merged back here: the cache is one
+    sqlite file. A kernel that fails to compile is left to its builder, which meets the error in its own cell."""
     jobs = sorted(
         {(w.epilog.name, w.dtype.name) for w in workloads if refusal(w) is None} - set(_COMPILE_SECONDS),
     )
@@ -321,7 +322,7 @@ def precompile(workloads: list[Workload], *, timed: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="fusedbench-cutlass-") as folder:
 
         def compile_apart(index: int, job: tuple[str, str]) -> dict[str, Any]:
-            environment = {**os.environ, "FUSEDBENCH_CUTLASS_CACHE": os.path.join(folder, str(index))}
+            environment = {**os.environ, "FUSEDBENCH_CUTLASS_CACHE": _cache_copy(folder, str(index))}
             done = subprocess.run([sys.executable, "-c", code, *job], env=environment, capture_output=True, text=True)
             lines = done.stdout.strip().splitlines()
             if done.returncode or not lines:
@@ -339,6 +340,15 @@ def precompile(workloads: list[Workload], *, timed: bool) -> None:
     if failed:
         print(f"cutlass precompile: {len(failed)} of {len(jobs)} kernels not compiled ahead: {failed[0]}",
               file=sys.stderr)  # fmt: skip
+
+
+def _cache_copy(folder: str, name: str) -> str:
+    """A cache directory under `folder` holding a copy of CACHE_DIR's cache, for one compiling process."""
+    copy = os.path.join(folder, name)
+    os.makedirs(copy)
+    if os.path.exists(os.path.join(CACHE_DIR, CACHE_FILE)):
+        shutil.copyfile(os.path.join(CACHE_DIR, CACHE_FILE), os.path.join(copy, CACHE_FILE))
+    return copy
 
 
 def _merge_cache(source: str, target: str) -> None:
