@@ -175,9 +175,10 @@ TRITON = "triton"
 TORCH_COMPILE = "torch-compile"
 CUTLASS_EVT = "cutlass-evt"
 # The epilogs the cutlass-evt peer's visitor trees compute: not cuBLASLt's ReLU bit-mask (EVT nodes load and store
-# whole elements), nor the operand sums (made in the main loop), nor the three whose trees nvidia-cutlass 4.2 builds
-# wrong on sm_90 (fusedbench.gpu.cutlass_evt.LIBRARY_FAULTS).
-CUTLASS_EVT_EPILOGS = ("RELU", "BIAS", "RELU_BIAS", "GELU", "GELU_AUX", "GELU_BIAS", "GELU_AUX_BIAS")
+# whole elements), nor the operand sums (made in the main loop).
+CUTLASS_EVT_EPILOGS = (
+    "DEFAULT", "RELU", "BIAS", "RELU_BIAS", "GELU", "GELU_AUX", "GELU_BIAS", "GELU_AUX_BIAS", "DGELU", "DGELU_BGRAD",
+)  # fmt: skip
 CUTLASS_EVT_DTYPES = ("fp16", "bf16")  # fp32 accumulation
 # The seed walkthrough's rungs (shared/seeds/004), and the forward epilogs its numba kernels fuse.
 WALKTHROUGH = ("einsum", "numba-naive", "numba-tiled")

@@ -197,10 +197,12 @@ def test_a_numba_cell_that_would_take_seconds_is_skipped_with_the_time_it_measur
     assert "8192x its multiply-adds" in reason, reason
 
 
-def test_a_cutlass_tree_is_one_kernel_and_right_on_every_call(gpu_stack):
-    """The bias, the GELU and its aux output inside the GEMM's one kernel, launched again and again from the
-    arguments the builder made once."""
-    workload = Workload(epilog_spec("GELU_AUX_BIAS"), dtype_spec("bf16"), 1024, 256, 1032)  # N ends inside a tile
+@pytest.mark.parametrize(("name", "dtype"), [("GELU_AUX_BIAS", "bf16"), ("DGELU_BGRAD", "fp16"), ("DEFAULT", "fp16")])
+def test_a_cutlass_tree_is_one_kernel_and_right_on_every_call(gpu_stack, name, dtype):
+    """The bias, the GELU and its aux output (or the GELU derivative and the bias gradient's row reduction, which
+    must not add onto the last call's) inside the GEMM's one kernel, launched again and again from the arguments
+    the builder made once; and DEFAULT's tree, written around nvidia-cutlass 4.2's abort."""
+    workload = Workload(epilog_spec(name), dtype_spec(dtype), 1024, 256, 1032)  # N ends inside a tile
     operands = make_operands(gpu_stack, workload, seed=11)
     provenance, kernels = verified_kernels(gpu_stack, "cutlass-evt", operands)
     assert len(kernels) == 1 and "cutlass" in kernels[0].lower(), kernels

@@ -7,12 +7,17 @@ into that tree (`evt_source`), in the frame of D's transpose, C = D^T (N x M, ro
 stays column-major as every provider writes it:
 - + bias, a row broadcast in C's frame;
 - the activation: ReLU, or the tanh GELU spelled out in the tree's arithmetic (CUTLASS's own GELU is erf's);
-- GELU_AUX's pre-activation, stored as an aux output.
+- GELU_AUX's pre-activation, stored as an aux output;
+- DGELU's derivative of the pre-activation it loads through an aux-load node, and DGELU_BGRAD's bias gradient, a
+  row reduction the kernel finishes itself.
 
 Refused, by name: cuBLASLt's ReLU mask is a bit an element, and EVT nodes load and store whole elements
 (RELU_AUX, RELU_AUX_BIAS, DRELU, DRELU_BGRAD); BGRADA and BGRADB sum an operand, which only the main loop
-sees; and the trees nvidia-cutlass 4.2 builds wrong on sm_90 (`LIBRARY_FAULTS`: DEFAULT, DGELU, DGELU_BGRAD). fp16
-and bf16 (fp32 accumulation) are built; TMA needs 16-byte aligned rows, so M and K must be multiples of 8.
+sees. fp16 and bf16 (fp32 accumulation) are built; TMA needs 16-byte aligned rows, so M and K must be multiples
+of 8.
+
+Two trees are written around faults of nvidia-cutlass 4.2 (the interface's last release): DEFAULT's, and DGELU's
+(see `evt_source`).
 
 Compiling a kernel takes nvcc about a minute of one core. `precompile` runs them in parallel processes into
 CUTLASS's on-disk cache (a sqlite file in CACHE_DIR), so a machine compiles each (epilog, dtype) once; its cubins
@@ -36,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from fusedbench.epilogs import Activation, EpilogSpec, Summed
+from fusedbench.epilogs import Activation, Derivative, EpilogSpec, Summed
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
 from fusedbench.gpu.operands import Operands
@@ -61,18 +66,6 @@ TILE = {
     "kernel_schedule": "TmaWarpSpecializedCooperative",
     "epilogue_schedule": "TmaWarpSpecializedCooperative",
 }
-# What nvidia-cutlass 4.2 does with the trees of these epilogs on sm_90, as an H100 showed (2026-11-22).
-LIBRARY_FAULTS = {
-    "DEFAULT": (
-        "its tree is the accumulator stored as D, with no node between, and nvidia-cutlass 4.2 builds that kernel's "
-        "TMA arguments wrong: its host code aborts the process (an assertion on a descriptor's stride)"
-    ),
-    "DGELU": (
-        "its tree loads the pre-activation through an aux-load node, and nvidia-cutlass 4.2's sm_90 visitor for it "
-        "does not compile (nvcc: no cutlass::plus for the loaded fragments)"
-    ),
-}
-LIBRARY_FAULTS["DGELU_BGRAD"] = LIBRARY_FAULTS["DGELU"]
 # nvcc seconds of each (epilog, dtype) kernel this process compiled ahead (precompile), for the cells' provenance
 _COMPILE_SECONDS: dict[tuple[str, str], float] = {}
 
@@ -103,8 +96,6 @@ class EvtFunction:
 
 
 def _tree_refusal(spec: EpilogSpec) -> str:
-    if spec.name in LIBRARY_FAULTS:
-        return f"cutlass-evt: {spec.name}: {LIBRARY_FAULTS[spec.name]}"
     if spec.summed in (Summed.A, Summed.B):
         return f"cutlass-evt: {spec.name} sums an operand, which the main loop sees and the epilogue never does"
     return (
@@ -114,7 +105,18 @@ def _tree_refusal(spec: EpilogSpec) -> str:
 
 
 def evt_source(spec: EpilogSpec) -> EvtFunction:
-    """The epilog in C's frame, where a bias is a row (1 x M)."""
+    """The epilog in C's frame, where a bias is a row (1 x M) and a bias gradient a sum over C's rows (dims 0 and 1
+    of (batch, N, M)).
+
+    Written around two faults of nvidia-cutlass 4.2 on sm_90:
+    - DEFAULT's bare `D = accum` gets a zero-size argument struct where the C++ one takes a byte, so the arguments
+      after it land 8 bytes off and the host code aborts the process on a TMA descriptor's stride (seen on an H100):
+      D = accum * 1.0, a multiply as CUTLASS's default epilogue does with alpha;
+    - where a value feeds several nodes, its pass that merges them into one DAG node gives that node a single output
+      and drops the edges of every other merged node that leaves it, so DGELU's `0.5 + 0.5 t + x (...)` compiled to a
+      plus of one argument: the derivative is one multiply_add(x, ..., 0.5 + 0.5 t), which every use of x reaches.
+    D may feed nothing else on sm_90 (the epilogue reuses its shared memory), so a value both stored as D and summed
+    is named twice."""
     if spec.name not in CUTLASS_EVT_EPILOGS:
         raise Unsupported(_tree_refusal(spec))
     inputs, lines, x = ["accum"], [], "accum"
@@ -127,11 +129,21 @@ def evt_source(spec: EpilogSpec) -> EvtFunction:
         lines.append(f"{spec.outputs[0]} = {x}")
         outputs.append(spec.outputs[0])
     if spec.activation is Activation.RELU:
-        lines.append(f"D = relu({x})")
+        value = f"relu({x})"
     elif spec.activation is Activation.GELU:
-        lines.append(f"D = {x} * (0.5 + 0.5 * tanh({_gelu_inner(x)}))")
+        value = f"{x} * (0.5 + 0.5 * tanh({_gelu_inner(x)}))"
+    elif spec.derivative is Derivative.DGELU:
+        inputs.append("gelu_aux")
+        lines.append(f"t = tanh({_gelu_inner('gelu_aux')})")
+        slope = f"{SQRT_2_OVER_PI!r} + {3 * GELU_CUBIC * SQRT_2_OVER_PI!r} * gelu_aux * gelu_aux"
+        value = f"{x} * multiply_add(gelu_aux, (0.5 - 0.5 * t * t) * ({slope}), 0.5 + 0.5 * t)"
     else:
-        lines.append(f"D = {x}")
+        value = f"{x} * 1.0" if x == "accum" else x
+    if spec.summed is Summed.RESULT:
+        lines += [f"value = {value}", "D = value", f"{spec.outputs[-1]} = sum(value, dim=[0, 1])"]
+        outputs.append(spec.outputs[-1])
+    else:
+        lines.append(f"D = {value}")
     body = "".join(f"    {line}\n" for line in (*lines, f"return {', '.join(outputs)}"))
     return EvtFunction(f"def epilog({', '.join(inputs)}):\n{body}", tuple(inputs), tuple(outputs))
 
@@ -172,8 +184,14 @@ def _cutlass():
         import cutlass_cppgen
         import cutlass_cppgen.backend.compiler
 
-    cutlass_cppgen.backend.compiler.CACHE_FILE = os.path.join(CACHE_DIR, CACHE_FILE)
+    # the module's global, which its loads and inserts read (`cutlass_cppgen.backend.compiler` is not the module
+    # but its ArtifactManager instance, where an attribute of that name changes nothing)
+    sys.modules["cutlass_cppgen.backend.compiler"].CACHE_FILE = _cache_file()
     return cutlass_cppgen
+
+
+def _cache_file() -> str:
+    return os.path.join(CACHE_DIR, CACHE_FILE)
 
 
 def _nvcc() -> str:
@@ -196,11 +214,14 @@ def traced_epilogue(cutlass, spec: EpilogSpec, dtype: str, n: int, m: int, cc: i
     function = evt_source(spec)
     element = {"fp16": cutlass.DataType.f16, "bf16": cutlass.DataType.bf16}[dtype]
 
-    def tensor(*shape):
-        return cutlass.Tensor(element=element, shape=shape, layout_tag=cutlass.LayoutType.RowMajor)
+    def tensor(name, *shape):
+        # the bias gradient in fp32: the row reduction's global step instantiates an atomicAdd, which CUTLASS's
+        # 16-bit types have not got
+        kind = cutlass.DataType.f32 if name == "dgelu_bgrad" else element
+        return cutlass.Tensor(element=kind, shape=shape, layout_tag=cutlass.LayoutType.RowMajor)
 
-    shapes = {"accum": (n, m), "D": (n, m), "bias": (1, m), "gelu_aux": (n, m)}
-    examples = {name: tensor(*shapes[name]) for name in (*function.inputs, *function.outputs)}
+    shapes = {"accum": (n, m), "D": (n, m), "bias": (1, m), "gelu_aux": (n, m), "dgelu_bgrad": (m,)}
+    examples = {name: tensor(name, *shapes[name]) for name in (*function.inputs, *function.outputs)}
 
     class Traced(PythonASTFrontend):
         # the interface's own tracing of a source string fails in 4.2 (its module forgot to import ast), and a
@@ -259,9 +280,14 @@ def build_cutlass_evt(stack: GpuStack, operands: Operands) -> PreparedProvider:
     outputs: dict[str, Any] = {"result": operands.result}
     if spec.bias:
         visitor_args["bias"] = operands.bias.reshape(1, m)
+    if spec.derivative is Derivative.DGELU:  # (N, M) row-major: M is a multiple of 8, so no padded rows
+        visitor_args["gelu_aux"] = operands.gelu_aux.T
     if spec.saves_aux:  # cuBLASLt's GELU aux is D's shape where M is a multiple of 8
         outputs[names[1]] = operands.empty_result_like()
         visitor_args[names[1]] = outputs[names[1]].T
+    if spec.summed is Summed.RESULT:  # in fp32 (see traced_epilogue)
+        outputs[names[-1]] = operands.empty_vector(m, operands.xp.float32)
+        visitor_args[names[-1]] = outputs[names[-1]]
     started = time.perf_counter()
     with contextlib.chdir(CACHE_DIR):  # where nvcc's error files land
         # A' = B^T (N x K), B' = A^T (K x M); the first call compiles (or loads the cubin) and runs once. Never
@@ -314,7 +340,7 @@ def precompile(workloads: list[Workload], *, timed: bool) -> None:
         return
     try:
         _nvcc()
-        cutlass = _cutlass()
+        _cutlass()
     except Skipped:
         return  # each builder says why
     code = f"from {__name__} import _compile_one; import json, sys; print(json.dumps(_compile_one(*sys.argv[1:])))"
@@ -335,7 +361,7 @@ def precompile(workloads: list[Workload], *, timed: bool) -> None:
             if "error" in outcome:
                 failed.append(f"{'/'.join(job)}: {outcome['error']}")
                 continue
-            _merge_cache(os.path.join(folder, str(index), CACHE_FILE), cutlass.backend.compiler.CACHE_FILE)
+            _merge_cache(os.path.join(folder, str(index), CACHE_FILE), _cache_file())
             _COMPILE_SECONDS[job] = outcome["seconds"]
     if failed:
         print(f"cutlass precompile: {len(failed)} of {len(jobs)} kernels not compiled ahead: {failed[0]}",
@@ -346,8 +372,8 @@ def _cache_copy(folder: str, name: str) -> str:
     """A cache directory under `folder` holding a copy of CACHE_DIR's cache, for one compiling process."""
     copy = os.path.join(folder, name)
     os.makedirs(copy)
-    if os.path.exists(os.path.join(CACHE_DIR, CACHE_FILE)):
-        shutil.copyfile(os.path.join(CACHE_DIR, CACHE_FILE), os.path.join(copy, CACHE_FILE))
+    if os.path.exists(_cache_file()):
+        shutil.copyfile(_cache_file(), os.path.join(copy, CACHE_FILE))
     return copy
 
 

@@ -44,8 +44,9 @@ class Operands:
             self.framework, self.xp, rows or self.workload.m, self.workload.n, dtype or self.result.dtype
         )
 
-    def empty_vector(self, length: int) -> Any:
-        return self.xp.empty(length, dtype=self.result.dtype, **_device(self.framework))
+    def empty_vector(self, length: int, dtype: Any = None) -> Any:
+        """A new (length,) buffer in D's dtype, or `dtype`."""
+        return self.xp.empty(length, dtype=dtype or self.result.dtype, **_device(self.framework))
 
     def reference_inputs(self) -> ReferenceInputs:
         """The same inputs on the host, in float64, for the reference."""
