@@ -44,6 +44,7 @@ from typing import Any
 from fusedbench.epilogs import Activation, Derivative, EpilogSpec, Summed
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.gpu import GpuStack
+from fusedbench.gpu.arrays import data_ptr, nbytes
 from fusedbench.gpu.operands import Operands
 from fusedbench.gpu.providers import PreparedProvider
 from fusedbench.providers import CUTLASS_EVT_DTYPES, CUTLASS_EVT_EPILOGS
@@ -285,9 +286,11 @@ def build_cutlass_evt(stack: GpuStack, operands: Operands) -> PreparedProvider:
     if spec.saves_aux:  # cuBLASLt's GELU aux is D's shape where M is a multiple of 8
         outputs[names[1]] = operands.empty_result_like()
         visitor_args[names[1]] = outputs[names[1]].T
+    summed = []
     if spec.summed is Summed.RESULT:  # in fp32 (see traced_epilogue)
         outputs[names[-1]] = operands.empty_vector(m, operands.xp.float32)
         visitor_args[names[-1]] = outputs[names[-1]]
+        summed.append(outputs[names[-1]])
     started = time.perf_counter()
     with contextlib.chdir(CACHE_DIR):  # where nvcc's error files land
         # A' = B^T (N x K), B' = A^T (K x M); the first call compiles (or loads the cubin) and runs once. Never
@@ -297,6 +300,10 @@ def build_cutlass_evt(stack: GpuStack, operands: Operands) -> PreparedProvider:
     operation = plan.operation
 
     def run():
+        # the row reduction adds each tile's sums onto its output with atomics, so the output starts at zero: CUTLASS's
+        # C++ adapter sets it so on each launch (the reduction's initialize_workspace), which the interface skips
+        for vector in summed:
+            stack.cupy.cuda.runtime.memsetAsync(data_ptr(vector), 0, nbytes(vector), 0)  # the GEMM's stream, 0
         operation.run(arguments)
         return outputs
 
