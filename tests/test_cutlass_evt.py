@@ -156,8 +156,21 @@ def test_cutlass_s_compile_cache_opens_in_the_cache_directory_not_where_it_is_im
             ("kept",),
             ("new",),
         ]
+    assert cutlass_evt._cached_kernels() == 2  # a compiling process tells nvcc's work from a load by this count
     monkeypatch.setattr(cutlass_evt, "CACHE_DIR", str(tmp_path / "none yet"))
     assert os.listdir(cutlass_evt._cache_copy(str(tmp_path / "work"), "1")) == []
+    assert cutlass_evt._cached_kernels() == 0
+
+
+def test_nvcc_s_seconds_are_read_back_and_a_broken_record_is_no_record(monkeypatch, tmp_path):
+    monkeypatch.setattr(cutlass_evt, "CACHE_DIR", str(tmp_path))
+    record = tmp_path / cutlass_evt.NVCC_SECONDS_FILE
+    assert cutlass_evt._recorded_nvcc_seconds() == {}
+    record.write_text('{"BIAS/fp16/128x256x64 tiles, 1x2x1 clusters, TmaWarpSpecializedCooperative": 61.5}')
+    assert cutlass_evt._recorded_nvcc_seconds() == {cutlass_evt._kernel_name("BIAS", "fp16"): 61.5}
+    for broken in ("{", "[1, 2]", '{"BIAS/fp16": "slow"}'):
+        record.write_text(broken)
+        assert cutlass_evt._recorded_nvcc_seconds() == {}, broken
 
 
 def test_the_cutlass_groups_time_the_trees_beside_fused_and_unfused_in_the_peers_suite():

@@ -43,6 +43,7 @@ from typing import Any
 
 from fusedbench.epilogs import Activation, Derivative, EpilogSpec, Summed
 from fusedbench.errors import Skipped, Unsupported
+from fusedbench.files import write_text_atomically
 from fusedbench.gpu import GpuStack
 from fusedbench.gpu.arrays import data_ptr, nbytes
 from fusedbench.gpu.operands import Operands
@@ -55,6 +56,9 @@ CACHE_DIR = os.environ.get("FUSEDBENCH_CUTLASS_CACHE") or os.path.join(
     os.path.expanduser("~"), ".cache", "fusedbench", "cutlass"
 )
 CACHE_FILE = "compiled_cache.db"  # the name cutlass_cppgen gives its cache, in the directory it is imported from
+# nvcc's seconds for each kernel in the cache, as it took when it was compiled: a later run loads the kernel in a
+# hundredth of a second, and a run's own check compiles the kernels its timing then loads
+NVCC_SECONDS_FILE = "nvcc_seconds.json"
 ROW_BYTES = 16  # TMA's alignment of a row's start
 # The kernel every cell runs: 128 x 256 tiles (N x M of C) on two consumer warp groups that share each tile
 # (cooperative), in clusters of two along C's columns that multicast the B^T tiles they share. An H100 probe of
@@ -67,7 +71,7 @@ TILE = {
     "kernel_schedule": "TmaWarpSpecializedCooperative",
     "epilogue_schedule": "TmaWarpSpecializedCooperative",
 }
-# nvcc seconds of each (epilog, dtype) kernel this process compiled ahead (precompile), for the cells' provenance
+# nvcc seconds of each (epilog, dtype) kernel precompile found or compiled, for the cells' provenance
 _COMPILE_SECONDS: dict[tuple[str, str], float] = {}
 
 
@@ -310,8 +314,8 @@ def build_cutlass_evt(stack: GpuStack, operands: Operands) -> PreparedProvider:
     provenance = {
         "algorithm": f"CUTLASS {cutlass.__version__} EVT, {describe_tile()}: {operation.procedural_name()}",
         "chosen_by": "fixed",
-        # nvcc's seconds where precompile built the kernel, else what the first call took (compiling, or loading
-        # the cubin from the cache)
+        # what nvcc took to build the kernel on this machine, where precompile found it recorded, else what the first
+        # call took (compiling, or loading the cubin from the cache)
         "compile_s": round(_COMPILE_SECONDS.get((spec.name, dtype), first_s), 3),
     }
     return PreparedProvider(run, tuple(outputs.values()), provenance=provenance, release=arguments.free)
@@ -319,7 +323,7 @@ def build_cutlass_evt(stack: GpuStack, operands: Operands) -> PreparedProvider:
 
 def _compile_one(epilog: str, dtype: str) -> dict[str, Any]:
     """Compile one (epilog, dtype) kernel into CACHE_DIR's cache without running it (a precompile process's
-    work): its nvcc seconds, or the error."""
+    work): its seconds and whether nvcc ran (the kernel was not in the cache), or the error."""
     from fusedbench.dtypes import dtype_spec
     from fusedbench.epilogs import epilog_spec
 
@@ -327,10 +331,10 @@ def _compile_one(epilog: str, dtype: str) -> dict[str, Any]:
         cutlass = _cutlass()
         plan = _plan(cutlass, epilog_spec(epilog), dtype, 4096, 4096)
         alignment = ROW_BYTES // dtype_spec(dtype).operand_itemsize  # what plan.run finds for aligned rows
-        started = time.perf_counter()
+        cached, started = _cached_kernels(), time.perf_counter()
         with contextlib.chdir(CACHE_DIR):
             plan.compile(alignment_A=alignment, alignment_B=alignment, alignment_C=alignment)
-        return {"seconds": time.perf_counter() - started}
+        return {"seconds": time.perf_counter() - started, "compiled": _cached_kernels() > cached}
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
 
@@ -339,7 +343,8 @@ def precompile(workloads: list[Workload], *, timed: bool) -> None:
     """Compile every kernel the workloads' cells need, one process each (nvcc takes a minute of one core, and a
     peers group needs up to 14), into CACHE_DIR's cache. Each process works in a copy of the cache, so a kernel
     the machine compiled before is found there in a second, and its copy is merged back here: the cache is one
-    sqlite file. A kernel that fails to compile is left to its builder, which meets the error in its own cell."""
+    sqlite file. What nvcc took for each kernel it built is recorded beside it (NVCC_SECONDS_FILE). A kernel that
+    fails to compile is left to its builder, which meets the error in its own cell."""
     jobs = sorted(
         {(w.epilog.name, w.dtype.name) for w in workloads if refusal(w) is None} - set(_COMPILE_SECONDS),
     )
@@ -351,7 +356,7 @@ def precompile(workloads: list[Workload], *, timed: bool) -> None:
     except Skipped:
         return  # each builder says why
     code = f"from {__name__} import _compile_one; import json, sys; print(json.dumps(_compile_one(*sys.argv[1:])))"
-    failed = []
+    failed, recorded = [], _recorded_nvcc_seconds()
     with tempfile.TemporaryDirectory(prefix="fusedbench-cutlass-") as folder:
 
         def compile_apart(index: int, job: tuple[str, str]) -> dict[str, Any]:
@@ -369,10 +374,36 @@ def precompile(workloads: list[Workload], *, timed: bool) -> None:
                 failed.append(f"{'/'.join(job)}: {outcome['error']}")
                 continue
             _merge_cache(os.path.join(folder, str(index), CACHE_FILE), _cache_file())
-            _COMPILE_SECONDS[job] = outcome["seconds"]
+            if outcome["compiled"]:
+                recorded[_kernel_name(*job)] = outcome["seconds"]
+            _COMPILE_SECONDS[job] = recorded.get(_kernel_name(*job), outcome["seconds"])
+        write_text_atomically(os.path.join(CACHE_DIR, NVCC_SECONDS_FILE), json.dumps(recorded, indent=1) + "\n")
     if failed:
         print(f"cutlass precompile: {len(failed)} of {len(jobs)} kernels not compiled ahead: {failed[0]}",
               file=sys.stderr)  # fmt: skip
+
+
+def _kernel_name(epilog: str, dtype: str) -> str:
+    return f"{epilog}/{dtype}/{describe_tile()}"
+
+
+def _recorded_nvcc_seconds() -> dict[str, float]:
+    """NVCC_SECONDS_FILE's record; empty where it is missing or unreadable (the seconds are provenance only)."""
+    try:
+        with open(os.path.join(CACHE_DIR, NVCC_SECONDS_FILE)) as file:
+            recorded = json.load(file)
+        return {str(name): float(seconds) for name, seconds in recorded.items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def _cached_kernels() -> int:
+    """How many kernels this process's cache holds (none before its first compile creates the table)."""
+    try:
+        with contextlib.closing(sqlite3.connect(_cache_file())) as connection:
+            return connection.execute("SELECT COUNT(*) FROM compiled_operations").fetchone()[0]
+    except sqlite3.Error:
+        return 0
 
 
 def _cache_copy(folder: str, name: str) -> str:
