@@ -81,3 +81,12 @@ def test_the_walkthrough_groups_time_its_rungs_beside_fused_and_unfused_on_its_e
         assert GROUPS[name].providers == (UNFUSED, FUSED, *WALKTHROUGH) and name in PEER_ONLY_GROUPS
         assert GROUPS[name].epilogs == WALKTHROUGH_EPILOGS and name in SUITES["peers"]
     assert set(WALKTHROUGH) <= set(PEERS)
+
+
+def test_numba_s_hint_about_small_grids_is_off_once_a_numba_peer_is_built(monkeypatch):
+    """A cell's shape sets its grid, and under `filterwarnings = error` numba's low-occupancy hint failed every small
+    numba cell of the every-peer check on an H200."""
+    config = pytest.importorskip("numba.cuda.core.config")
+    monkeypatch.setattr(config, "CUDA_LOW_OCCUPANCY_WARNINGS", 1)
+    walkthrough._numba_cuda()
+    assert config.CUDA_LOW_OCCUPANCY_WARNINGS == 0
