@@ -16,8 +16,9 @@ Refused, by name: cuBLASLt's ReLU mask is a bit an element, and EVT nodes load a
 sees. fp16 and bf16 (fp32 accumulation) are built; TMA needs 16-byte aligned rows, so M and K must be multiples
 of 8.
 
-Two trees are written around faults of nvidia-cutlass 4.2 (the interface's last release): DEFAULT's, and DGELU's
-(see `evt_source`).
+DEFAULT's and DGELU's trees are written around faults of nvidia-cutlass 4.2, the interface's last release
+(`evt_source`); so is DGELU_BGRAD's bias gradient, reduced into fp32 (`traced_epilogue`) and zeroed before each
+launch (`build_cutlass_evt`).
 
 Compiling a kernel takes nvcc about a minute of one core. `precompile` runs them in parallel processes into
 CUTLASS's on-disk cache (a sqlite file in CACHE_DIR), so a machine compiles each (epilog, dtype) once; its cubins
@@ -96,8 +97,8 @@ class EvtFunction:
     """An epilog as the Python function cutlass_cppgen traces into a visitor tree."""
 
     source: str
-    inputs: tuple[str, ...]  # its arguments: the accumulator, then the bias where the epilog adds one
-    outputs: tuple[str, ...]  # what it returns: D, then the aux output under the cell's name for it
+    inputs: tuple[str, ...]  # its arguments: the accumulator, then the bias and DGELU's pre-activation where used
+    outputs: tuple[str, ...]  # what it returns: D, then GELU's aux output or the bias gradient, by the cell's names
 
 
 def _tree_refusal(spec: EpilogSpec) -> str:
@@ -217,7 +218,7 @@ def traced_epilogue(cutlass, spec: EpilogSpec, dtype: str, n: int, m: int, cc: i
     from cutlass_cppgen.backend.evt.frontend import PythonASTFrontend
 
     function = evt_source(spec)
-    element = {"fp16": cutlass.DataType.f16, "bf16": cutlass.DataType.bf16}[dtype]
+    element = _element(cutlass, dtype)
 
     def tensor(name, *shape):
         # the bias gradient in fp32: the row reduction's global step instantiates an atomicAdd, which CUTLASS's
@@ -241,12 +242,16 @@ def traced_epilogue(cutlass, spec: EpilogSpec, dtype: str, n: int, m: int, cc: i
     return visitor
 
 
+def _element(cutlass, dtype: str):
+    return {"fp16": cutlass.DataType.f16, "bf16": cutlass.DataType.bf16}[dtype]
+
+
 def _plan(cutlass, spec: EpilogSpec, dtype: str, n: int, m: int):
     """A GEMM plan for C = B^T (N x K, row-major) @ A^T (K x M, column-major) with the epilog's visitor tree."""
     from cutlass_library import EpilogueScheduleType, KernelScheduleType
 
     plan = cutlass.op.Gemm(
-        element={"fp16": cutlass.DataType.f16, "bf16": cutlass.DataType.bf16}[dtype],
+        element=_element(cutlass, dtype),
         element_accumulator=cutlass.DataType.f32,
         layout_A=cutlass.LayoutType.RowMajor,
         layout_B=cutlass.LayoutType.ColumnMajor,
