@@ -169,6 +169,22 @@ def test_torch_compile_is_timed_as_max_autotune_compiled_and_verified_before(gpu
     assert 1 <= len(kernels) <= 3, kernels  # the GEMM, and Inductor's kernels for what it did not fuse into it
 
 
+def test_inductors_hint_to_turn_tf32_on_does_not_refuse_an_fp32_cell(gpu_stack):
+    """Inductor gives its hint once a process, on the first fp32 graph it compiles (which one depended on the order
+    of a check's cells): given again here, with warnings errors as pytest makes them."""
+    from torch._inductor import compile_fx
+
+    compile_fx._warn_tf32_disabled.cache_clear()
+    operands = make_operands(gpu_stack, Workload(epilog_spec("DEFAULT"), dtype_spec("fp32"), 128, 64, 96), seed=12)
+    prepared = prepare_provider("torch-compile", gpu_stack, operands, timed=False)
+    try:
+        host = {name: to_host(value) for name, value in prepared.run().items()}
+    finally:
+        prepared.release()
+    reference = reference_outputs(operands.workload.epilog, operands.reference_inputs())
+    assert all(check.ok for check in verify_outputs(host, reference, operands.workload.dtype.tolerance))
+
+
 def test_inductor_runs_the_backward_after_the_gemm_and_sums_in_a_kernel_of_its_own(gpu_stack):
     """Which kernels autotuning picks varies by machine and run (cuBLAS and one reduction applying dReLU as it sums
     on an H100 at cad4196; a GEMM template, the mask's unpacking and a two-stage sum at a69b4db): the GEMM comes
