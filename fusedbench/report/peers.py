@@ -139,9 +139,7 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
         "compute (all but cuBLASLt's ReLU bit-mask and the operand sums; runs before 6006c05 timed seven, without "
         "DEFAULT, DGELU and DGELU_BGRAD), so its other epilogs are n/a. A peer timed in groups of its own is "
         "paired with those groups' fused, in another run than the ladder's: its heatmap view, hover and table give "
-        "that pairing, while the ladder "
-        "draws its time beside the ladder run's. "
-        "<b>unfused</b> runs "
+        "that pairing, while the ladder draws its time beside the ladder run's. <b>unfused</b> runs "
         "DRELU_BGRAD / DGELU_BGRAD as the training stacks do: the plain GEMM, then one pass applying dReLU / dGELU "
         "and reducing the bias gradient; the TwoPass control times it against the two passes it replaced. A "
         "heatmap's peer view is fused over the peer: above 1x cuBLASLt's epilog is faster, below 1x the peer is.</p>",
