@@ -1,7 +1,7 @@
 """One model of a cell: its key, its status, what was measured, and its one versioned JSON form.
 
-A cell is (epilog, dtype, M, K, N, provider) on one machine at one commit (DESIGN.md, 'A cell and
-its status'). Every writer and reader uses these classes: the check, the GPU measurement, the
+A cell is (epilog, dtype, M, K, N, provider) on one machine at one commit (docs/architecture.md,
+'Conventions'). Every writer and reader uses these classes: the check, the GPU measurement, the
 records written beside asv's results, the results loader and the report. Pure: no GPU, no pandas.
 """
 

@@ -90,7 +90,10 @@ def test_every_timed_cell_records_its_kernels_and_cublaslt_algorithm(gpu_stack, 
         assert cell.provenance["chosen_by"] == chosen
         if cell.key.provider == "unfused":
             assert cell.provenance["same_size_copy"]["us"] > 0, cell.provenance
-            assert kernels[-1] == ("fusedbench_epilog" if cell.key.epilog == "BIAS" else "fusedbench_row_sum"), kernels
+            # BIAS is one pointwise pass; DRELU_BGRAD one pass too since cells revision 4: the ReLU mask applied
+            # inside the bias gradient's row sum
+            last = {"BIAS": "fusedbench_epilog", "DRELU_BGRAD": "fusedbench_drelu_row_sum"}[cell.key.epilog]
+            assert kernels[-1] == last, kernels
         if cell.key.provider == "gemm":
             assert not any(name.startswith(("fusedbench", "cupy")) for name in kernels), kernels
 
