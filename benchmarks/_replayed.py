@@ -1,6 +1,6 @@
 """The base of every fusedbench asv class: asv times nothing itself, it replays recorded GPU samples.
 
-Each class measures on the GPU in its `setup_cache` (fusedbench.asv_bridge), which returns a
+Each class measures on the GPU in its `setup_cache` (fusedbench.measure.asv_bridge), which returns a
 `GroupCache`; `setup` loads one cell's samples into the shared `ReplayClock`, and each call of
 the timed method advances it by one sample, so asv records exactly the GPU-event samples. A cell
 that was not timed is an asv skip (n/a) raised from the timed method, which asv does not print:
@@ -11,8 +11,8 @@ import os
 
 from asv_runner.benchmarks.mark import SkipNotImplemented
 
-from fusedbench.asv_bridge import ReplayClock, say_why_not
-from fusedbench.sampling import SAMPLES
+from fusedbench.measure.asv_bridge import ReplayClock, say_why_not
+from fusedbench.measure.sampling import SAMPLES
 
 CLOCK = ReplayClock()
 # The checkout this suite belongs to: where asv.conf.json, and so asv's results, are.

@@ -5,19 +5,19 @@ max(FLOPs / rate, bytes / bandwidth). Measured in `setup_cache`, replayed like t
 """
 
 from benchmarks._replayed import CHECKOUT, Replayed
-from fusedbench.dtypes import DTYPES
-from fusedbench.suites import ASV_VERSIONS
+from fusedbench.catalog.dtypes import DTYPES
+from fusedbench.catalog.suites import ASV_VERSIONS
 
 
 class GemmCeiling(Replayed):
-    """A dense GEMM of fusedbench.suites.CEILING_GEMM_SHAPE, no epilog, per dtype."""
+    """A dense GEMM of fusedbench.catalog.suites.CEILING_GEMM_SHAPE, no epilog, per dtype."""
 
     params = (list(DTYPES),)
     param_names = ("dtype",)
     version = ASV_VERSIONS["GemmCeiling"]
 
     def setup_cache(self):
-        from fusedbench.asv_bridge import measure_ceilings_for_asv
+        from fusedbench.measure.asv_bridge import measure_ceilings_for_asv
 
         return measure_ceilings_for_asv("gemm", CHECKOUT, list(DTYPES))
 
@@ -29,12 +29,12 @@ class GemmCeiling(Replayed):
 
 
 class CopyCeiling(Replayed):
-    """A device-to-device copy of fusedbench.suites.CEILING_COPY_BYTES (read once, written once)."""
+    """A device-to-device copy of fusedbench.catalog.suites.CEILING_COPY_BYTES (read once, written once)."""
 
     version = ASV_VERSIONS["CopyCeiling"]
 
     def setup_cache(self):
-        from fusedbench.asv_bridge import measure_ceilings_for_asv
+        from fusedbench.measure.asv_bridge import measure_ceilings_for_asv
 
         return measure_ceilings_for_asv("copy", CHECKOUT)
 

@@ -1,23 +1,23 @@
-"""GPU time of every provider x epilog x shape, one asv class per group of fusedbench.suites.
+"""GPU time of every provider x epilog x shape, one asv class per group of fusedbench.catalog.suites.
 
 asv runs each parameter combination in a fresh process, and a CUDA context with the GPU
 libraries costs seconds to start, so each class measures all its cells once, in
-`setup_cache`, with CUDA events (fusedbench.asv_bridge, fusedbench.gpu.bench), and records
+`setup_cache`, with CUDA events (fusedbench.measure.asv_bridge, fusedbench.measure.gpu.bench), and records
 every cell's status and reason beside asv's results; every cell's process then hands its
 recorded samples to asv through a replay timer. Cells that were not timed are asv skips.
 
 asv keys a setup_cache by its source line, so every class defines its own (one shared
 definition would make asv measure one group and hand its cache to all). Each class carries the
-explicit asv `version` of its group (fusedbench.suites.ASV_VERSIONS).
+explicit asv `version` of its group (fusedbench.catalog.suites.ASV_VERSIONS).
 """
 
 from benchmarks._replayed import CHECKOUT, Replayed
-from fusedbench.sampling import SAMPLES
-from fusedbench.suites import GROUPS
+from fusedbench.catalog.suites import GROUPS
+from fusedbench.measure.sampling import SAMPLES
 
 
 def _measure(group_name: str):
-    from fusedbench.asv_bridge import measure_for_asv
+    from fusedbench.measure.asv_bridge import measure_for_asv
 
     return measure_for_asv(group_name, CHECKOUT)
 

@@ -1,5 +1,6 @@
-"""The seed notebook's MLP training step in every version (fusedbench.gpu.mlp), one asv class per group of the
-mlp suite (fusedbench.suites.MLP_GROUPS), measured in `setup_cache` (fusedbench.gpu.mlp_bench) and replayed.
+"""The seed notebook's MLP training step in every version (fusedbench.measure.gpu.mlp), one asv class per group
+of the mlp suite (fusedbench.catalog.suites.MLP_GROUPS), measured in `setup_cache`
+(fusedbench.measure.gpu.mlp_bench) and replayed.
 
 MlpStep: per layer widths, batch, dtype and version, `time_step` is the wall clock a training loop pays per step
 and `time_step_gpu` the GPU time of the step's kernels; the first less the second is the host's overhead.
@@ -7,11 +8,11 @@ MlpEpoch: one epoch of training on sklearn's digits at the notebook's sizes, and
 """
 
 from benchmarks._replayed import CHECKOUT, Replayed
-from fusedbench.suites import EPOCH_TIME, GPU_TIME, MLP_EPOCHS, MLP_GROUPS, WALL
+from fusedbench.catalog.suites import EPOCH_TIME, GPU_TIME, MLP_EPOCHS, MLP_GROUPS, WALL
 
 
 def _measure(group_name: str):
-    from fusedbench.asv_bridge import measure_mlp_for_asv
+    from fusedbench.measure.asv_bridge import measure_mlp_for_asv
 
     return measure_mlp_for_asv(group_name, CHECKOUT)
 

@@ -11,7 +11,7 @@ from fusedbench.errors import GpuUnavailable
 
 @functools.cache
 def _gpu_stack_or_reason():
-    from fusedbench.gpu import load_gpu_stack
+    from fusedbench.measure.gpu import load_gpu_stack
 
     try:
         return load_gpu_stack("running the gpu tests"), None

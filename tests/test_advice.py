@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fusedbench.advice import COLUMNS, advise
+from fusedbench.analysis.advice import COLUMNS, advise
+from fusedbench.catalog.shapes import shape_set
+from fusedbench.catalog.suites import GROUPS
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
-from fusedbench.results import ResultSet
-from fusedbench.shapes import shape_set
-from fusedbench.suites import GROUPS
+from fusedbench.results.loader import ResultSet
 
 ROUNDS = 10
 

@@ -189,7 +189,7 @@ def test_history_and_calibrate_refuse_bad_input_in_one_line(capsys, quick, argv,
 
 
 def test_each_cell_carries_its_benchmark_version_as_asv_recorded_it(quick):
-    from fusedbench.results import load_results
+    from fusedbench.results.loader import load_results
 
     loaded = load_results(str(quick))
     recorded = json.loads(next((quick / MACHINE).glob(f"{QUICK_RUNS[0]}-existing-*.json")).read_text())
@@ -198,9 +198,9 @@ def test_each_cell_carries_its_benchmark_version_as_asv_recorded_it(quick):
 
 
 def test_the_default_baseline_skips_an_earlier_run_whose_benchmark_version_differs(quick):
-    from fusedbench.alerts import default_baseline
-    from fusedbench.compare import select_run
-    from fusedbench.results import load_results
+    from fusedbench.regressions.alerts import default_baseline
+    from fusedbench.regressions.compare import select_run
+    from fusedbench.results.loader import load_results
 
     loaded = load_results(str(quick))
     candidate = select_run(loaded, MACHINE, QUICK_RUNS[-1])
@@ -250,7 +250,7 @@ def test_a_reader_that_goes_away_does_not_turn_a_red_alert_green(capsys, tmp_pat
 def test_without_git_the_default_baseline_asks_for_one(monkeypatch):
     import subprocess
 
-    from fusedbench.alerts import git_ancestors
+    from fusedbench.regressions.alerts import git_ancestors
 
     def no_git(*args, **kwargs):
         raise FileNotFoundError("git")
@@ -268,7 +268,7 @@ def test_without_git_the_default_baseline_asks_for_one(monkeypatch):
     ],
 )
 def test_a_broken_presets_file_is_one_error_line_naming_the_file_and_the_fix(capsys, tmp_path, monkeypatch, text, says):
-    import fusedbench.thresholds as thresholds
+    import fusedbench.regressions.thresholds as thresholds
 
     path = tmp_path / "presets.json"
     path.write_text(text)
@@ -281,7 +281,7 @@ def test_a_broken_presets_file_is_one_error_line_naming_the_file_and_the_fix(cap
 
 def test_a_preset_missing_a_class_or_with_a_threshold_not_above_zero_is_refused(tmp_path):
     from fusedbench.errors import FusedbenchError
-    from fusedbench.thresholds import PRESETS_FILE, load_presets, save_preset
+    from fusedbench.regressions.thresholds import PRESETS_FILE, load_presets, save_preset
 
     committed = json.loads(Path(PRESETS_FILE).read_text())
     entry = committed[MACHINE]

@@ -1,14 +1,19 @@
-"""The house rules, checked on the source: no import circles, GPU libraries only in fusedbench/gpu/,
-and one model of a cell (no status strings or cell dicts anywhere but fusedbench/model.py)."""
+"""The house rules, checked on the source: layers that import only downward in the order the data flows, no
+import circles, GPU libraries only in fusedbench/measure/gpu/, and one model of a cell (no status strings or cell
+dicts anywhere but fusedbench/catalog/model.py)."""
 
 import ast
 from pathlib import Path
 
-from fusedbench.model import Status
+from fusedbench.catalog.model import Status
 
 ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "fusedbench"
 GPU_LIBRARIES = {"cupy", "cupyx", "nvmath", "torch", "triton", "numba"}
+# The layers in the order the data flows (docs/architecture.md): each imports only itself and those before it.
+LAYERS = ("catalog", "measure", "results", "analysis", "regressions", "report", "cli")
+# The foundation every layer may use, which imports nothing of the layers: errors, atomic files, statistics.
+FOUNDATION = {"fusedbench", "fusedbench.errors", "fusedbench.files", "fusedbench.stats", "fusedbench.bootstrap"}
 
 
 def module_name(path: Path) -> str:
@@ -52,17 +57,42 @@ def test_fusedbench_modules_import_each_other_without_a_circle():
             visit(name, [])
 
 
-def test_only_fusedbench_gpu_imports_a_gpu_library():
+def layer(module: str) -> int:
+    """The module's place in LAYERS; -1 for the foundation."""
+    if module in FOUNDATION:
+        return -1
+    return LAYERS.index(module.split(".")[1])
+
+
+def test_every_module_lies_in_a_layer_or_the_foundation():
+    for name in sources(PACKAGE):
+        if name != "fusedbench.__main__":  # `python -m fusedbench`: the entry point above the CLI
+            assert name in FOUNDATION or name.split(".")[1] in LAYERS, f"{name} is in no layer of {LAYERS}"
+
+
+def test_layers_import_only_downward():
+    modules = sources(PACKAGE)
+    for name, tree in modules.items():
+        if name == "fusedbench.__main__":
+            continue
+        for target in sorted(m for m in imported_modules(tree) if m in modules and m != "fusedbench"):
+            assert layer(target) <= layer(name), (
+                f"{name} ({LAYERS[layer(name)] if layer(name) >= 0 else 'foundation'}) imports {target}, "
+                f"of a layer above it ({LAYERS[layer(target)]}); the order is {' -> '.join(LAYERS)}"
+            )
+
+
+def test_only_fusedbench_measure_gpu_imports_a_gpu_library():
     for name, tree in sources(PACKAGE, ROOT / "benchmarks").items():
         gpu = {m.split(".")[0] for m in imported_modules(tree)} & GPU_LIBRARIES
         if gpu:
-            assert name.startswith("fusedbench.gpu"), f"{name} imports {sorted(gpu)}"
+            assert name.startswith("fusedbench.measure.gpu"), f"{name} imports {sorted(gpu)}"
 
 
 def test_no_status_strings_or_cell_dicts_outside_the_model():
     statuses = {status.value for status in Status}
     for name, tree in sources(PACKAGE, ROOT / "benchmarks").items():
-        if name == "fusedbench.model":
+        if name == "fusedbench.catalog.model":
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value in statuses:

@@ -5,12 +5,12 @@ import json
 import pytest
 from conftest import make_checkout
 
-import fusedbench.asv_bridge as bridge
-import fusedbench.telemetry
+import fusedbench.measure.asv_bridge as bridge
+import fusedbench.measure.telemetry
+from fusedbench.catalog.model import Status
+from fusedbench.catalog.suites import GROUPS, MLP_GROUPS
 from fusedbench.errors import GpuUnavailable
-from fusedbench.model import Status
-from fusedbench.records import load_records
-from fusedbench.suites import GROUPS, MLP_GROUPS
+from fusedbench.measure.records import load_records
 
 NO_CUPY = "the fusedbench asv suite needs cupy (No module named 'cupy'); install fusedbench[cu12] or fusedbench[cu13]"
 
@@ -29,9 +29,9 @@ def no_gpu(command):
 
 
 def test_without_a_gpu_every_cell_is_skipped_with_one_line_and_recorded(asv_checkout, monkeypatch):
-    import fusedbench.gpu
+    import fusedbench.measure.gpu
 
-    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", no_gpu)
+    monkeypatch.setattr(fusedbench.measure.gpu, "load_gpu_stack", no_gpu)
     cache = bridge.measure_for_asv("Quick", str(asv_checkout))
     assert cache.why_not == f"Quick: every cell skipped: no GPU: {NO_CUPY}"
     assert cache.cells == {}  # every cell's process skips
@@ -42,9 +42,9 @@ def test_without_a_gpu_every_cell_is_skipped_with_one_line_and_recorded(asv_chec
 
 
 def test_without_a_gpu_every_mlp_cell_is_recorded_skipped_under_its_workload(asv_checkout, monkeypatch):
-    import fusedbench.gpu
+    import fusedbench.measure.gpu
 
-    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", no_gpu)
+    monkeypatch.setattr(fusedbench.measure.gpu, "load_gpu_stack", no_gpu)
     cache = bridge.measure_mlp_for_asv("MlpStep", str(asv_checkout))
     assert cache.why_not == f"MlpStep: every cell skipped: no GPU: {NO_CUPY}" and cache.cells == {}
     (record,), _ = load_records(str(asv_checkout / "results"))
@@ -54,9 +54,9 @@ def test_without_a_gpu_every_mlp_cell_is_recorded_skipped_under_its_workload(asv
 
 
 def test_a_run_recorded_under_another_name_than_the_gpus_measures_nothing(asv_checkout, monkeypatch):
-    import fusedbench.gpu
+    import fusedbench.measure.gpu
 
-    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", lambda command: object())
+    monkeypatch.setattr(fusedbench.measure.gpu, "load_gpu_stack", lambda command: object())
     monkeypatch.setattr(bridge, "gpu_machine_name", lambda: "h100-80gb-hbm3")
     cache = bridge.measure_for_asv("Quick", str(asv_checkout))
     assert cache.why_not == (
@@ -68,9 +68,9 @@ def test_a_run_recorded_under_another_name_than_the_gpus_measures_nothing(asv_ch
 
 
 def test_outside_a_fusedbench_checkout_nothing_is_recorded(tmp_path, monkeypatch):
-    import fusedbench.gpu
+    import fusedbench.measure.gpu
 
-    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", no_gpu)
+    monkeypatch.setattr(fusedbench.measure.gpu, "load_gpu_stack", no_gpu)
     cache = bridge.measure_for_asv("Quick", str(tmp_path))
     assert cache.why_not.startswith("Quick: every cell skipped: no GPU")
     assert list(tmp_path.iterdir()) == []
@@ -89,7 +89,7 @@ def test_a_checkout_that_cannot_name_its_commit_is_one_line_not_a_traceback(tmp_
 def test_the_gpu_nvml_describes_is_the_one_cuda_calls_device_0(monkeypatch):
     from types import SimpleNamespace
 
-    from fusedbench.telemetry import visible_gpu_handle
+    from fusedbench.measure.telemetry import visible_gpu_handle
 
     nvml = SimpleNamespace(nvmlDeviceGetHandleByIndex=lambda i: f"index {i}", nvmlDeviceGetHandleByUUID=lambda u: u)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -119,16 +119,16 @@ class NoTelemetry:
 def test_each_mlp_group_is_measured_by_its_own_function_recorded_and_a_tuned_run_measures_none(
     monkeypatch, asv_checkout, group
 ):
-    from fusedbench.gpu import mlp_bench
-    from fusedbench.model import Cell
-    from fusedbench.tuning import parse_tuning
+    from fusedbench.catalog.model import Cell
+    from fusedbench.catalog.tuning import parse_tuning
+    from fusedbench.measure.gpu import mlp_bench
 
     first = MLP_GROUPS[group].cell_keys()[0]
     seen = []
     for name in ("measure_mlp_steps", "measure_mlp_epochs"):
         fake = lambda stack, g, name=name: seen.append(name) or ([Cell.refused(first, "no")], {})  # noqa: E731
         monkeypatch.setattr(mlp_bench, name, fake)
-    monkeypatch.setattr(fusedbench.telemetry, "TelemetrySampler", NoTelemetry)
+    monkeypatch.setattr(fusedbench.measure.telemetry, "TelemetrySampler", NoTelemetry)
     stack = type("Stack", (), {"versions": lambda self: {"cupy": "14"}})()
     run = bridge.current_asv_run(str(asv_checkout))
     for tuning in (None, parse_tuning("fused:algorithm=3")):

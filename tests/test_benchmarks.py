@@ -6,11 +6,11 @@ from dataclasses import replace
 import pytest
 from asv_runner.discovery import get_benchmark_from_name
 
-from fusedbench.asv_bridge import GroupCache, ReplayClock
-from fusedbench.model import Cell, CellKey
-from fusedbench.providers import PROVIDERS
-from fusedbench.sampling import SAMPLES
-from fusedbench.suites import ASV_VERSIONS, EPOCH_TIME, GPU_TIME, GROUPS, MLP_EPOCHS, MLP_GROUPS, WALL
+from fusedbench.catalog.model import Cell, CellKey
+from fusedbench.catalog.providers import PROVIDERS
+from fusedbench.catalog.suites import ASV_VERSIONS, EPOCH_TIME, GPU_TIME, GROUPS, MLP_EPOCHS, MLP_GROUPS, WALL
+from fusedbench.measure.asv_bridge import GroupCache, ReplayClock
+from fusedbench.measure.sampling import SAMPLES
 
 BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks")
 SEED = "(65536,16384)x(16384,8192)"

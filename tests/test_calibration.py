@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fusedbench.calibration import ALPHA, DETECT, GOALS, calibrate, detection, red_builds, replicate_builds
-from fusedbench.compare import Run
-from fusedbench.results import load_results
-from fusedbench.thresholds import Preset, presets
+from fusedbench.regressions.calibration import ALPHA, DETECT, GOALS, calibrate, detection, red_builds, replicate_builds
+from fusedbench.regressions.compare import Run
+from fusedbench.regressions.thresholds import Preset, presets
+from fusedbench.results.loader import load_results
 
 ROOT = Path(__file__).parent.parent
 
@@ -77,7 +77,7 @@ def _synthetic_pair(shift: float = 1.0, noise: float = 0.01):
 def test_calibration_on_pure_noise_gives_thresholds_that_keep_its_own_builds_green_and_catch_what_they_should():
     base, cand = _synthetic_pair()
     builds = replicate_builds(base, cand, replicates=400)
-    from fusedbench.calibration import make_preset, rates
+    from fusedbench.regressions.calibration import make_preset, rates
 
     preset = make_preset("synthetic", "m", ("a", "b"), [builds])
     assert isinstance(preset, Preset)

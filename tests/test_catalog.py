@@ -4,11 +4,11 @@ import importlib
 
 import pytest
 
-from fusedbench.dtypes import DTYPES, dtype_spec
+from fusedbench.catalog.dtypes import DTYPES, dtype_spec
+from fusedbench.catalog.providers import select_providers
+from fusedbench.catalog.shapes import SHAPE_SETS, shape_set
+from fusedbench.catalog.workloads import build_workloads
 from fusedbench.errors import FusedbenchError
-from fusedbench.providers import select_providers
-from fusedbench.shapes import SHAPE_SETS, shape_set
-from fusedbench.workloads import build_workloads
 
 
 def test_workload_order_is_stable_so_a_seed_reproduces_a_check():
@@ -58,8 +58,8 @@ def test_unknown_provider_is_refused_with_the_choices():
 
 
 def test_a_provider_is_one_registered_unit_whose_builder_resolves_without_a_gpu():
-    from fusedbench.gpu.providers import builder_of
-    from fusedbench.providers import PROVIDERS, provider_libraries
+    from fusedbench.catalog.providers import PROVIDERS, provider_libraries
+    from fusedbench.measure.gpu.providers import builder_of
 
     for name, provider in PROVIDERS.items():
         assert callable(builder_of(name)) and builder_of(name).__name__ == provider.builder.split(":")[1]

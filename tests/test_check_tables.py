@@ -4,8 +4,8 @@ import math
 
 from rich.console import Console
 
-from fusedbench.check import CheckReport, cell_table, format_cell, format_totals, reason_table, summary_table
-from fusedbench.model import Cell, CellKey, Status
+from fusedbench.catalog.model import Cell, CellKey, Status
+from fusedbench.measure.check import CheckReport, cell_table, format_cell, format_totals, reason_table, summary_table
 
 SHAPE = (128, 64, 96)
 

@@ -8,8 +8,8 @@ import time
 import pytest
 from conftest import git, make_checkout
 
-from fusedbench.checkout import asv_machine_in_use, read_checkout, require_clean_checkout
 from fusedbench.errors import FusedbenchError
+from fusedbench.measure.checkout import asv_machine_in_use, read_checkout, require_clean_checkout
 
 
 @pytest.fixture

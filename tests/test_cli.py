@@ -189,24 +189,24 @@ def test_a_reader_that_stops_early_ends_the_table_quietly():
 
 
 def test_machine_names_asvs_machine_after_the_gpu_and_prints_it(capsys, monkeypatch):
-    import fusedbench.machine
-    import fusedbench.telemetry
+    import fusedbench.measure.machine
+    import fusedbench.measure.telemetry
 
     registered = []
-    monkeypatch.setattr(fusedbench.telemetry, "nvml_device", lambda: ("NVIDIA H100 80GB HBM3", 85_520_809_984))
-    monkeypatch.setattr(fusedbench.machine, "register_asv_machine", lambda name, cwd: registered.append(name))
+    monkeypatch.setattr(fusedbench.measure.telemetry, "nvml_device", lambda: ("NVIDIA H100 80GB HBM3", 85_520_809_984))
+    monkeypatch.setattr(fusedbench.measure.machine, "register_asv_machine", lambda name, cwd: registered.append(name))
     assert run_cli(capsys, "machine") == (0, "h100-80gb-hbm3\n", "")
     assert registered == ["h100-80gb-hbm3"]
 
 
 def test_machine_without_a_gpu_is_one_line(capsys, monkeypatch):
-    import fusedbench.telemetry
+    import fusedbench.measure.telemetry
     from fusedbench.errors import GpuUnavailable
 
     def no_gpu():
         raise GpuUnavailable("NVML found no NVIDIA driver or GPU (NVML Shared Library Not Found)")
 
-    monkeypatch.setattr(fusedbench.telemetry, "nvml_device", no_gpu)
+    monkeypatch.setattr(fusedbench.measure.telemetry, "nvml_device", no_gpu)
     code, out, err = run_cli(capsys, "machine")
     assert (code, out) == (2, "")
     assert err == (
@@ -216,7 +216,7 @@ def test_machine_without_a_gpu_is_one_line(capsys, monkeypatch):
 
 
 def test_list_gives_the_asv_bench_expression_of_a_suite(capsys):
-    from fusedbench.suites import suite_bench_regex
+    from fusedbench.catalog.suites import suite_bench_regex
 
     assert run_cli(capsys, "list", "--asv-bench", "quick") == (0, r"^(ceilings\.|cells\.Quick\.)" + "\n", "")
     mlp = r"^(mlp\.MlpStep\.|mlp\.MlpEpoch\.)" + "\n"  # no ceilings: the MLP's steps have no floors
@@ -230,7 +230,7 @@ def test_nvml_without_a_driver_is_gpu_unavailable_in_one_line(monkeypatch):
     import pynvml
 
     from fusedbench.errors import GpuUnavailable
-    from fusedbench.telemetry import nvml_device
+    from fusedbench.measure.telemetry import nvml_device
 
     def no_driver():
         raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)

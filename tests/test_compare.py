@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fusedbench.alerts import AlertKind, judge_comparison, summary_markdown, to_json, write_step_summary
-from fusedbench.compare import FUSION_SPEEDUP, TIME, Run, Verdict, compare_runs
-from fusedbench.model import Status
-from fusedbench.thresholds import Preset
+from fusedbench.catalog.model import Status
+from fusedbench.regressions.alerts import AlertKind, judge_comparison, summary_markdown, to_json, write_step_summary
+from fusedbench.regressions.compare import FUSION_SPEEDUP, TIME, Run, Verdict, compare_runs
+from fusedbench.regressions.thresholds import Preset
 
 SHAPE = (8192, 4096, 8192)
 PROVIDERS = {"gemm": 10e-3, "fused": 10.2e-3, "unfused": 12e-3, "textbook": 13e-3}  # seconds

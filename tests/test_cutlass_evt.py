@@ -14,15 +14,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from fusedbench.dtypes import dtype_spec
-from fusedbench.epilogs import EPILOGS, Summed, epilog_spec
+from fusedbench.catalog.dtypes import dtype_spec
+from fusedbench.catalog.epilogs import EPILOGS, Summed, epilog_spec
+from fusedbench.catalog.providers import CUTLASS_EVT, CUTLASS_EVT_DTYPES, CUTLASS_EVT_EPILOGS, FUSED, UNFUSED
+from fusedbench.catalog.suites import GROUPS, PEER_ONLY_GROUPS, SUITES
+from fusedbench.catalog.workloads import Workload
 from fusedbench.errors import Skipped, Unsupported
-from fusedbench.gpu import cutlass_evt
-from fusedbench.providers import CUTLASS_EVT, CUTLASS_EVT_DTYPES, CUTLASS_EVT_EPILOGS, FUSED, UNFUSED
-from fusedbench.reference import ReferenceInputs, reference_outputs
-from fusedbench.suites import GROUPS, PEER_ONLY_GROUPS, SUITES
-from fusedbench.verify import verify_outputs
-from fusedbench.workloads import Workload
+from fusedbench.measure.gpu import cutlass_evt
+from fusedbench.measure.reference import ReferenceInputs, reference_outputs
+from fusedbench.measure.verify import verify_outputs
 
 M, K, N = 24, 16, 40
 REFUSED = [spec.name for spec in EPILOGS.values() if spec.name not in CUTLASS_EVT_EPILOGS]
@@ -124,7 +124,7 @@ def test_cutlass_s_compile_cache_opens_in_the_cache_directory_not_where_it_is_im
     cache, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
-        "from fusedbench.gpu import cutlass_evt; cutlass_evt._cutlass(); import cutlass_library, sys; "
+        "from fusedbench.measure.gpu import cutlass_evt; cutlass_evt._cutlass(); import cutlass_library, sys; "
         "print(sys.modules['cutlass_cppgen.backend.compiler'].CACHE_FILE, hasattr(cutlass_library, 'generator'))"
     )
     environment = {**os.environ, "FUSEDBENCH_CUTLASS_CACHE": str(cache)}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec, gelu_aux_shape, relu_aux_shape
+from fusedbench.catalog.epilogs import EPILOGS, Epilog, epilog_spec, gelu_aux_shape, relu_aux_shape
 from fusedbench.errors import FusedbenchError
 
 # cublasLtEpilogue_t, copied from cuBLAS's documentation (its cublasLtEpilogue_t table).

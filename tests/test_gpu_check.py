@@ -5,19 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusedbench.check import run_check
-from fusedbench.dtypes import dtype_spec
-from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec
-from fusedbench.gpu.arrays import data_ptr, to_host
-from fusedbench.gpu.checking import run_poisoned
-from fusedbench.gpu.operands import make_operands
-from fusedbench.gpu.providers import TORCH_PEER_EPILOGS, PreparedProvider, prepare_provider
-from fusedbench.model import Status
-from fusedbench.providers import LADDER
-from fusedbench.reference import ReferenceInputs, reference_outputs
-from fusedbench.shapes import shape_set
-from fusedbench.verify import decode_mask, verify_outputs
-from fusedbench.workloads import Workload
+from fusedbench.catalog.dtypes import dtype_spec
+from fusedbench.catalog.epilogs import EPILOGS, Epilog, epilog_spec
+from fusedbench.catalog.model import Status
+from fusedbench.catalog.providers import LADDER
+from fusedbench.catalog.shapes import shape_set
+from fusedbench.catalog.workloads import Workload
+from fusedbench.measure.check import run_check
+from fusedbench.measure.gpu.arrays import data_ptr, to_host
+from fusedbench.measure.gpu.checking import run_poisoned
+from fusedbench.measure.gpu.operands import make_operands
+from fusedbench.measure.gpu.providers import TORCH_PEER_EPILOGS, PreparedProvider, prepare_provider
+from fusedbench.measure.reference import ReferenceInputs, reference_outputs
+from fusedbench.measure.verify import decode_mask, verify_outputs
 
 pytestmark = pytest.mark.gpu
 
@@ -147,10 +147,10 @@ def test_reference_inputs_round_trip_the_relu_mask(gpu_stack):
 def test_a_group_is_measured_in_rounds_with_every_cell_timed_or_refused(gpu_stack, tmp_path, monkeypatch):
     import json
 
-    from fusedbench.gpu.bench import measure_group
-    from fusedbench.progress import PROGRESS_DIR_VARIABLE
-    from fusedbench.sampling import SAMPLES
-    from fusedbench.suites import BenchmarkGroup
+    from fusedbench.catalog.suites import BenchmarkGroup
+    from fusedbench.measure.gpu.bench import measure_group
+    from fusedbench.measure.progress import PROGRESS_DIR_VARIABLE
+    from fusedbench.measure.sampling import SAMPLES
 
     monkeypatch.setenv(PROGRESS_DIR_VARIABLE, str(tmp_path))
     group = BenchmarkGroup("Fp16Small", "fp16", "small", ("RELU_BIAS", "DGELU_BGRAD"), LADDER)
@@ -172,10 +172,10 @@ def test_asv_s_setup_cache_records_every_cell_and_the_environment_beside_the_res
 
     from conftest import make_checkout
 
-    import fusedbench.asv_bridge as bridge
-    from fusedbench.machine import gpu_machine_name
-    from fusedbench.records import load_records
-    from fusedbench.suites import GROUPS, BenchmarkGroup
+    import fusedbench.measure.asv_bridge as bridge
+    from fusedbench.catalog.suites import GROUPS, BenchmarkGroup
+    from fusedbench.measure.machine import gpu_machine_name
+    from fusedbench.measure.records import load_records
 
     root = make_checkout(tmp_path / "fusedbench")
     machine = gpu_machine_name()
@@ -205,12 +205,12 @@ def test_a_tuned_run_times_only_its_provider_tuned_records_it_and_keeps_apart(gp
 
     from conftest import make_checkout
 
-    import fusedbench.asv_bridge as bridge
-    from fusedbench.gpu.checking import check_workload
-    from fusedbench.machine import gpu_machine_name
-    from fusedbench.records import load_records
-    from fusedbench.suites import GROUPS, BenchmarkGroup
-    from fusedbench.tuning import TUNE_VARIABLE, parse_tuning
+    import fusedbench.measure.asv_bridge as bridge
+    from fusedbench.catalog.suites import GROUPS, BenchmarkGroup
+    from fusedbench.catalog.tuning import TUNE_VARIABLE, parse_tuning
+    from fusedbench.measure.gpu.checking import check_workload
+    from fusedbench.measure.machine import gpu_machine_name
+    from fusedbench.measure.records import load_records
 
     tuning = parse_tuning("fused:algorithm=3")
     workload = Workload(epilog_spec("RELU_BIAS"), dtype_spec("fp16"), 1024, 512, 768)

@@ -6,21 +6,27 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusedbench.check import run_check
-from fusedbench.dtypes import dtype_spec
-from fusedbench.epilogs import epilog_spec
+from fusedbench.catalog.dtypes import dtype_spec
+from fusedbench.catalog.epilogs import epilog_spec
+from fusedbench.catalog.model import Status
+from fusedbench.catalog.providers import CONTROL_OF_UNFUSED, CUTLASS_EVT_EPILOGS, PEERS, UNFUSED, WALKTHROUGH_EPILOGS
+from fusedbench.catalog.shapes import shape_set
+from fusedbench.catalog.workloads import Workload
 from fusedbench.errors import Skipped
-from fusedbench.gpu.arrays import POISON_BYTE, poison_next_allocations, poisoning_cupy_pool, synchronize, to_host
-from fusedbench.gpu.checking import run_poisoned
-from fusedbench.gpu.operands import Operands, make_operands
-from fusedbench.gpu.provenance import kernel_provenance
-from fusedbench.gpu.providers import prepare_provider
-from fusedbench.model import Status
-from fusedbench.providers import CONTROL_OF_UNFUSED, CUTLASS_EVT_EPILOGS, PEERS, UNFUSED, WALKTHROUGH_EPILOGS
-from fusedbench.reference import reference_outputs
-from fusedbench.shapes import shape_set
-from fusedbench.verify import verify_outputs
-from fusedbench.workloads import Workload
+from fusedbench.measure.check import run_check
+from fusedbench.measure.gpu.arrays import (
+    POISON_BYTE,
+    poison_next_allocations,
+    poisoning_cupy_pool,
+    synchronize,
+    to_host,
+)
+from fusedbench.measure.gpu.checking import run_poisoned
+from fusedbench.measure.gpu.operands import Operands, make_operands
+from fusedbench.measure.gpu.provenance import kernel_provenance
+from fusedbench.measure.gpu.providers import prepare_provider
+from fusedbench.measure.reference import reference_outputs
+from fusedbench.measure.verify import verify_outputs
 
 pytestmark = pytest.mark.gpu
 

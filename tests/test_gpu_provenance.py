@@ -6,22 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusedbench.dtypes import dtype_spec
-from fusedbench.epilogs import epilog_spec
-from fusedbench.gpu.arrays import to_host
-from fusedbench.gpu.operands import make_operands
-from fusedbench.gpu.providers import prepare_provider
-from fusedbench.model import Status
-from fusedbench.reference import reference_outputs
-from fusedbench.verify import verify_outputs
-from fusedbench.workloads import Workload
+from fusedbench.catalog.dtypes import dtype_spec
+from fusedbench.catalog.epilogs import epilog_spec
+from fusedbench.catalog.model import Status
+from fusedbench.catalog.workloads import Workload
+from fusedbench.measure.gpu.arrays import to_host
+from fusedbench.measure.gpu.operands import make_operands
+from fusedbench.measure.gpu.providers import prepare_provider
+from fusedbench.measure.reference import reference_outputs
+from fusedbench.measure.verify import verify_outputs
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def recorder(gpu_stack):
-    from fusedbench.gpu.provenance import kernel_recorder
+    from fusedbench.measure.gpu.provenance import kernel_recorder
 
     recorder = kernel_recorder()
     if recorder.unavailable:
@@ -31,7 +31,7 @@ def recorder(gpu_stack):
 
 @pytest.mark.parametrize("epilog", ["RELU_BIAS", "DRELU_BGRAD"])
 def test_the_textbook_is_the_blogs_code_same_outputs_same_kernels(gpu_stack, recorder, epilog):
-    """The blog's snippets, transcribed as printed (fusedbench.gpu.blog), against the textbook provider."""
+    """The blog's snippets, transcribed as printed (fusedbench.measure.gpu.blog), against the textbook provider."""
     workload = Workload(epilog_spec(epilog), dtype_spec("fp16"), 1024, 512, 768)
     operands = make_operands(gpu_stack, workload, seed=11)
     blog, textbook = (prepare_provider(name, gpu_stack, operands) for name in ("blog", "textbook"))
@@ -75,8 +75,8 @@ def test_the_recorder_sees_exactly_the_calls_kernels(gpu_stack, recorder):
 
 
 def test_every_timed_cell_records_its_kernels_and_cublaslt_algorithm(gpu_stack, recorder):
-    from fusedbench.gpu.bench import measure_group
-    from fusedbench.suites import BenchmarkGroup
+    from fusedbench.catalog.suites import BenchmarkGroup
+    from fusedbench.measure.gpu.bench import measure_group
 
     providers = ("textbook", "unfused", "fused", "fused-autotuned", "gemm")
     group = BenchmarkGroup("Fp16Provenance", "fp16", "small", ("BIAS", "DRELU_BGRAD"), providers)
@@ -117,7 +117,7 @@ def test_unfused_passes_are_right_with_32_and_64_bit_indices(gpu_stack, monkeypa
     """Arrays of 2**32 elements take the 64-bit path; forcing it on small ones checks it where a check is cheap.
     M = 200 takes 16-byte accesses (8 rows a thread, 4 in fp32 passes, two to a mask byte), M = 202 the scalar path,
     M = 520 more than one 256-row tile of a split fp32 mask."""
-    from fusedbench.gpu import kernels
+    from fusedbench.measure.gpu import kernels
 
     if wide:
         monkeypatch.setattr(kernels, "_fits_32_bits", lambda *arrays: False)
@@ -142,7 +142,7 @@ def test_unfused_passes_are_right_with_32_and_64_bit_indices(gpu_stack, monkeypa
 def test_the_row_sum_is_right_on_every_call(gpu_stack, dtype, m, n):
     """One launch per call sums each tile's slices through shared memory, atomics and a per-tile counter; the
     tile's last block leaves the totals and counters zeroed, so a second and third call must give the same sums."""
-    from fusedbench.gpu.kernels import make_row_sum
+    from fusedbench.measure.gpu.kernels import make_row_sum
 
     cupy = gpu_stack.cupy
     x = cupy.asfortranarray(cupy.random.default_rng(3).standard_normal((m, n), dtype=cupy.float32).astype(dtype))

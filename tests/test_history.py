@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from fusedbench.errors import FusedbenchError
-from fusedbench.history import parse_cell, regression_start
+from fusedbench.regressions.history import parse_cell, regression_start
 
 
 def series(values):

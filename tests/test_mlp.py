@@ -12,9 +12,10 @@ import json
 import numpy as np
 import pytest
 
+from fusedbench.catalog.mlp_settings import ACCURACY, DEFAULT_EPOCHS, DEFAULT_HIDDEN, LOW_PRECISION_GAP
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
-from fusedbench.mlp import (
+from fusedbench.measure.mlp import (
     GRADIENT_TOLERANCE,
     PARAMETERS,
     ArrayNet,
@@ -26,8 +27,7 @@ from fusedbench.mlp import (
     reference_step,
     train,
 )
-from fusedbench.mlp_settings import ACCURACY, DEFAULT_EPOCHS, DEFAULT_HIDDEN, LOW_PRECISION_GAP
-from fusedbench.reference import unpack_relu_aux
+from fusedbench.measure.reference import unpack_relu_aux
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -175,7 +175,7 @@ def test_the_digits_split_is_real_and_standardised(data):
 def test_the_torch_cpu_versions_gradients_match_float64(batch, dtype):
     import torch
 
-    from fusedbench.gpu.mlp import TorchNet
+    from fusedbench.measure.gpu.mlp import TorchNet
 
     assert_gradients_match(TorchNet(batch[0], dtype, torch, "cpu"), batch, dtype)
 
@@ -230,7 +230,7 @@ def test_without_scikit_learn_the_data_error_says_what_to_install(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 def test_every_gpu_versions_gradients_match_float64(batch, dtype):
-    from fusedbench.gpu.mlp import build_versions
+    from fusedbench.measure.gpu.mlp import build_versions
 
     versions = build_versions(batch[0], dtype, "gpu")
     expected = ["fused", "unfused", "textbook", "torch"] if dtype != "bf16" else ["torch"]
@@ -244,7 +244,7 @@ def test_every_gpu_versions_gradients_match_float64(batch, dtype):
 def test_each_cupy_versions_big_arrays_are_row_major_where_its_elementwise_kernels_stream(batch, dtype):
     """cupy's elementwise kernels stride over column-major arrays: a column-major W_h, gradient, pre-activation or
     masked gradient makes its update, cast, ReLU or mask pass several times slower."""
-    from fusedbench.gpu.mlp import build_versions
+    from fusedbench.measure.gpu.mlp import build_versions
 
     params, x, target = batch
     for version in build_versions(params, dtype, "gpu", ["fused", "unfused", "textbook"]):
@@ -260,7 +260,7 @@ def test_each_cupy_versions_big_arrays_are_row_major_where_its_elementwise_kerne
 
 @pytest.mark.gpu
 def test_every_gpu_version_trains_to_the_bar_and_low_precision_stays_within_two_points(data):
-    from fusedbench.gpu.mlp import build_versions
+    from fusedbench.measure.gpu.mlp import build_versions
 
     accuracy, kernels = {}, {}
     for dtype in ("fp32", "fp16", "bf16"):
@@ -287,10 +287,10 @@ def test_the_step_benchmark_verifies_each_version_before_it_times_it_by_both_clo
     import statistics
     from dataclasses import replace
 
-    from fusedbench.gpu import load_gpu_stack, mlp_bench
-    from fusedbench.gpu.mlp import Unfused
-    from fusedbench.sampling import SAMPLES
-    from fusedbench.suites import GPU_TIME, MLP_GROUPS, WALL
+    from fusedbench.catalog.suites import GPU_TIME, MLP_GROUPS, WALL
+    from fusedbench.measure.gpu import load_gpu_stack, mlp_bench
+    from fusedbench.measure.gpu.mlp import Unfused
+    from fusedbench.measure.sampling import SAMPLES
 
     backward = Unfused.backward
     monkeypatch.setattr(
@@ -315,8 +315,8 @@ def test_the_step_benchmark_verifies_each_version_before_it_times_it_by_both_clo
 def test_the_epoch_benchmark_fails_a_version_that_trains_below_the_bar():
     from dataclasses import replace
 
-    from fusedbench.gpu import load_gpu_stack, mlp_bench
-    from fusedbench.suites import MLP_GROUPS
+    from fusedbench.catalog.suites import MLP_GROUPS
+    from fusedbench.measure.gpu import load_gpu_stack, mlp_bench
 
     group = replace(MLP_GROUPS["MlpEpoch"], dtypes=("fp32",), providers=("fused",))
     stack = load_gpu_stack("test")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from fusedbench.model import CELL_FORMAT, Cell, CellKey, FormatError, Status, count_by_status, legacy_cell
+from fusedbench.catalog.model import CELL_FORMAT, Cell, CellKey, FormatError, Status, count_by_status, legacy_cell
 
 KEY = CellKey("RELU_BIAS", "fp16", 65536, 16384, 8192, "fused", "h100-80gb-hbm3", "d1e4d02b" * 5)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusedbench.dtypes import dtype_spec
-from fusedbench.epilogs import EPILOGS, Epilog, epilog_spec, gelu_aux_shape, relu_aux_shape
-from fusedbench.gpu.arrays import _free_torch_blocks
-from fusedbench.gpu.triton_epilog import CONFIGS, _kernel_key, _launch_signature
-from fusedbench.providers import CONTROL_OF_UNFUSED, LADDER, PEERS, PROVIDERS, UNFUSED
-from fusedbench.suites import CONTROL_GROUPS, GROUPS, PEER_GROUPS, PEER_ONLY_GROUPS, SUITES, suite_groups
-from fusedbench.workloads import Workload
+from fusedbench.catalog.dtypes import dtype_spec
+from fusedbench.catalog.epilogs import EPILOGS, Epilog, epilog_spec, gelu_aux_shape, relu_aux_shape
+from fusedbench.catalog.providers import CONTROL_OF_UNFUSED, LADDER, PEERS, PROVIDERS, UNFUSED
+from fusedbench.catalog.suites import CONTROL_GROUPS, GROUPS, PEER_GROUPS, PEER_ONLY_GROUPS, SUITES, suite_groups
+from fusedbench.catalog.workloads import Workload
+from fusedbench.measure.gpu.arrays import _free_torch_blocks
+from fusedbench.measure.gpu.triton_epilog import CONFIGS, _kernel_key, _launch_signature
 
 
 def test_the_peers_suite_times_triton_beside_the_ladder_and_torch_compile_beside_fused_and_unfused():
@@ -41,8 +41,8 @@ def test_the_two_pass_control_runs_only_beside_unfused_on_the_backward_epilogs()
 
 @pytest.mark.parametrize("epilog", list(Epilog))
 def test_the_triton_signature_follows_the_operand_layouts(epilog):
-    """Strides and leading dimensions as fusedbench.gpu.operands lays the tensors out (the builder holds the real
-    tensors to them), and one flag per part of the epilog."""
+    """Strides and leading dimensions as fusedbench.measure.gpu.operands lays the tensors out (the builder holds the
+    real tensors to them), and one flag per part of the epilog."""
     spec = EPILOGS[epilog]
     m, k, n = 200, 72, 136
     pointers, integers, flags = _launch_signature(Workload(spec, dtype_spec("fp16"), m, k, n))
@@ -90,7 +90,7 @@ def test_a_kernel_key_tells_apart_what_triton_compiles_apart():
 def test_a_builder_that_takes_timed_hears_whether_a_check_or_a_timing_prepares_it(monkeypatch):
     from types import SimpleNamespace
 
-    import fusedbench.gpu.providers as gpu_providers
+    import fusedbench.measure.gpu.providers as gpu_providers
 
     heard = []
 
@@ -114,7 +114,7 @@ def test_only_providers_with_a_precompile_hook_compile_ahead_with_the_workloads(
     import sys
     from dataclasses import replace
 
-    import fusedbench.gpu.providers as gpu_providers
+    import fusedbench.measure.gpu.providers as gpu_providers
 
     calls = []
     monkeypatch.setattr(sys.modules[__name__], "hook", lambda workloads, *, timed: calls.append((workloads, timed)),
@@ -127,7 +127,7 @@ def test_only_providers_with_a_precompile_hook_compile_ahead_with_the_workloads(
 
 
 def test_the_one_pass_backward_is_the_current_cells_revision_and_the_peers_suites():
-    from fusedbench.suites import ASV_VERSIONS, CELLS_REVISION, ONE_PASS_BACKWARD_VERSIONS, PEERS_REVISION
+    from fusedbench.catalog.suites import ASV_VERSIONS, CELLS_REVISION, ONE_PASS_BACKWARD_VERSIONS, PEERS_REVISION
 
     assert CELLS_REVISION.startswith("4:") and {CELLS_REVISION, PEERS_REVISION} <= ONE_PASS_BACKWARD_VERSIONS
     assert ASV_VERSIONS["TwoPass"] in ONE_PASS_BACKWARD_VERSIONS
@@ -139,8 +139,8 @@ def test_an_unfused_backwards_pass_bandwidth_counts_the_bytes_of_its_own_revisio
     """c8c600b's unfused (revision 3) read D twice for DRELU_BGRAD; revision 4's and the peers suite's once."""
     import pandas as pd
 
-    from fusedbench.analysis import pass_bandwidths
-    from fusedbench.suites import CELLS_REVISION
+    from fusedbench.catalog.suites import CELLS_REVISION
+    from fusedbench.results.derived import pass_bandwidths
 
     m, k, n = 16384, 256, 16384
     row = {"provider": "unfused", "status": "ok", "epilog": "DRELU_BGRAD", "dtype": "fp16", "m": m, "k": k, "n": n}
@@ -154,9 +154,9 @@ def test_an_unfused_backwards_pass_bandwidth_counts_the_bytes_of_its_own_revisio
 
 
 def test_a_triton_check_takes_the_configs_in_turn_so_the_small_check_verifies_every_one():
-    from fusedbench.gpu.triton_epilog import _candidates
-    from fusedbench.shapes import shape_set
-    from fusedbench.workloads import build_workloads
+    from fusedbench.catalog.shapes import shape_set
+    from fusedbench.catalog.workloads import build_workloads
+    from fusedbench.measure.gpu.triton_epilog import _candidates
 
     for dtype, itemsize in (("fp16", 2), ("bf16", 2), ("fp32", 4), ("fp8", 1)):
         workloads = build_workloads(dtypes=[dtype], shapes=shape_set("small"))
@@ -172,7 +172,7 @@ def test_a_triton_check_takes_the_configs_in_turn_so_the_small_check_verifies_ev
 
 
 def test_the_triton_peer_refuses_what_its_32_bit_offsets_cannot_reach():
-    from fusedbench.gpu.triton_epilog import _too_large
+    from fusedbench.measure.gpu.triton_epilog import _too_large
 
     assert not _too_large(Workload(epilog_spec("BIAS"), dtype_spec("fp16"), 65536, 16384, 8192))  # the seed: 2^29
     assert _too_large(Workload(epilog_spec("BIAS"), dtype_spec("fp16"), 65536, 32768, 8192))  # A: 2^31 elements
@@ -181,7 +181,8 @@ def test_the_triton_peer_refuses_what_its_32_bit_offsets_cannot_reach():
 
 
 def test_torch_poisons_every_block_its_allocator_holds_free_and_nothing_in_use():
-    """fusedbench.gpu.arrays reads the free blocks off torch.cuda.memory_snapshot(): addresses tile each segment."""
+    """fusedbench.measure.gpu.arrays reads the free blocks off torch.cuda.memory_snapshot(): addresses tile each
+    segment."""
     snapshot = [
         {"address": 1000, "blocks": [{"size": 100, "state": "active_allocated"}, {"size": 50, "state": "inactive"},
                                      {"size": 30, "state": "active_pending_free"}, {"size": 20, "state": "inactive"}]},
@@ -195,7 +196,7 @@ def test_the_timed_torch_compile_build_is_verified_against_the_same_code_run_eag
     """verify_against_eager, on the CPU wherever torch is installed: the eager program passes against itself, a
     NaN in D or one byte of the bit-mask flipped does not."""
     torch = pytest.importorskip("torch")
-    from fusedbench.gpu.torch_compile import CompiledMismatch, epilog_program, verify_against_eager
+    from fusedbench.measure.gpu.torch_compile import CompiledMismatch, epilog_program, verify_against_eager
 
     spec, (m, k, n) = epilog_spec(name), (128, 64, 96)
     program = epilog_program(spec, m, narrow=False)
@@ -217,12 +218,12 @@ def test_the_timed_torch_compile_build_is_verified_against_the_same_code_run_eag
 @pytest.mark.parametrize("epilog", list(Epilog))
 def test_the_torch_compile_program_computes_what_the_float64_reference_does(epilog):
     """epilog_program run eagerly in float64 on the CPU (wherever torch is installed), its outputs turned into
-    cuBLASLt's layouts as the builder turns them, against fusedbench.reference through the check's own
+    cuBLASLt's layouts as the builder turns them, against fusedbench.measure.reference through the check's own
     verify_outputs: layouts, mask bits, padding, the derivative's argument and each sum's axis."""
     torch = pytest.importorskip("torch")
-    from fusedbench.gpu.torch_compile import epilog_program
-    from fusedbench.reference import ReferenceInputs, pack_relu_aux, reference_outputs
-    from fusedbench.verify import verify_outputs
+    from fusedbench.measure.gpu.torch_compile import epilog_program
+    from fusedbench.measure.reference import ReferenceInputs, pack_relu_aux, reference_outputs
+    from fusedbench.measure.verify import verify_outputs
 
     spec, (m, k, n) = EPILOGS[epilog], (129, 33, 77)
     generator = np.random.default_rng(int(epilog))

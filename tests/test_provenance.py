@@ -10,14 +10,15 @@ import re
 import pandas as pd
 import pytest
 
-from fusedbench.analysis import flags, paired_ratios, speedups
-from fusedbench.compare import compare_runs, select_run
-from fusedbench.gpu.provenance import median_kernels, short_name
-from fusedbench.history import cell_series
-from fusedbench.model import Cell, CellKey
+from fusedbench.analysis.speedups import speedups
+from fusedbench.catalog.model import Cell, CellKey
+from fusedbench.measure.gpu.provenance import median_kernels, short_name
+from fusedbench.regressions.compare import compare_runs, select_run
+from fusedbench.regressions.history import cell_series
+from fusedbench.regressions.thresholds import preset_for
 from fusedbench.report import render_report
-from fusedbench.results import ResultSet, load_results, same_size_copy_tbps
-from fusedbench.thresholds import preset_for
+from fusedbench.results.derived import flags, paired_ratios
+from fusedbench.results.loader import ResultSet, load_results, same_size_copy_tbps
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-provenance")
 MACHINE = "h200-141gb"
@@ -165,7 +166,7 @@ def test_the_same_size_copy_is_read_from_the_cells_record():
 
 
 def test_every_speedup_heatmap_shares_one_colour_range_and_greys_the_cells_it_cannot_tell_from_1x(results):
-    from fusedbench.analysis import headline, indistinct
+    from fusedbench.analysis.speedups import headline, indistinct
     from fusedbench.report.figures import GREY_NAME, SPEEDUP_LOG2_RANGE, epilog_cost_figure, speedup_heatmap
 
     table = speedups(results.cells, results.detail)
@@ -262,7 +263,7 @@ def test_a_cells_history_reads_the_ladder_not_the_control(results):
 def test_a_run_with_quick_and_default_groups_keeps_one_group_per_workload_for_the_ladder(results):
     """A quick and a default run at one commit time the same fp16 seed workloads in Quick and Fp16Seed: the
     ladder (report figures, speedups) takes the larger group's cells, never both, and never the Blog control."""
-    from fusedbench.analysis import ladder_cells
+    from fusedbench.analysis.speedups import ladder_cells
 
     cells = results.cells
     quick = cells[cells["group"] == "Quick"]

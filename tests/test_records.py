@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from fusedbench.model import Cell, CellKey, FormatError, Status
-from fusedbench.records import RECORD_FORMAT, GroupRecord, load_records, read_record_file, write_record
+from fusedbench.catalog.model import Cell, CellKey, FormatError, Status
+from fusedbench.measure.records import RECORD_FORMAT, GroupRecord, load_records, read_record_file, write_record
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
 COMMIT = "c0ffee" * 6 + "c0ff"

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from fusedbench.epilogs import epilog_spec
-from fusedbench.reference import (
+from fusedbench.catalog.epilogs import epilog_spec
+from fusedbench.measure.reference import (
     ReferenceInputs,
     gelu_tanh,
     gelu_tanh_grad,

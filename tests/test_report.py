@@ -8,10 +8,10 @@ import re
 import numpy as np
 import pytest
 
-from fusedbench.analysis import geometric_mean, speedups
+from fusedbench.analysis.speedups import geometric_mean, speedups
+from fusedbench.catalog.providers import LADDER
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
-from fusedbench.providers import LADDER
 from fusedbench.report import (
     PNG_SCALE,
     PNG_WIDTH,
@@ -23,7 +23,7 @@ from fusedbench.report import (
     write_report,
 )
 from fusedbench.report.figures import ladder_figure, speedup_heatmap
-from fusedbench.results import load_results
+from fusedbench.results.loader import load_results
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
 MACHINE = "h200-141gb"
@@ -77,7 +77,7 @@ def test_the_report_has_a_section_per_machine_with_headline_and_environment(page
 
 
 def test_the_headline_counts_fusion_inversions_and_names_the_worst(results, page):
-    from fusedbench.analysis import headline
+    from fusedbench.analysis.speedups import headline
 
     table = speedups(results.cells)
     inverted = table[table["over_unfused"] < 0.95]
@@ -118,7 +118,7 @@ def test_one_heatmap_figure_holds_both_baselines_and_the_epilog_cost_as_a_dropdo
 
 
 def test_above_the_fold_the_answer_headline_contents_and_glossary_and_every_link_resolves(results, page):
-    from fusedbench.analysis import geometric_mean
+    from fusedbench.analysis.speedups import geometric_mean
 
     every = re.findall(r"<(?:h[23]|div) id=['\"]([^'\"]+)['\"]", page)
     assert len(every) == len(set(every))  # no id twice
@@ -498,7 +498,7 @@ def test_failed_unsupported_and_skipped_cells_are_all_listed_with_reasons(tmp_pa
 
 
 def _record(commit, started, gpu):
-    from fusedbench.records import GroupRecord
+    from fusedbench.measure.records import GroupRecord
 
     return GroupRecord(MACHINE, commit, "Fp16Membound", started, 5.0, None, False, {"gpu": {"name": gpu}})
 

@@ -11,10 +11,10 @@ import os
 
 import pytest
 
-from fusedbench.analysis import indistinct, speedups
-from fusedbench.providers import BASELINES
+from fusedbench.analysis.speedups import indistinct, speedups
+from fusedbench.catalog.providers import BASELINES
 from fusedbench.report import write_report
-from fusedbench.results import load_results
+from fusedbench.results.loader import load_results
 from tests.browser import ALL_DRAWN, CHROMIUM, FLAGS, load_seconds
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")

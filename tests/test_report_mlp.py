@@ -9,11 +9,11 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
+from fusedbench.catalog.suites import MLP_GROUPS
 from fusedbench.errors import FusedbenchError
 from fusedbench.report import key_figures, render_report, shown_mlp
 from fusedbench.report.mlp import newest_runs, step_figure, step_table, where_fusion_stops_paying
-from fusedbench.results import MLP_COLUMNS, load_results
-from fusedbench.suites import MLP_GROUPS
+from fusedbench.results.loader import MLP_COLUMNS, load_results
 
 MACHINE = "h200-141gb"
 

@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fusedbench.analysis import ladder_cells, peers_speedups, speedups
-from fusedbench.records import GroupRecord
+from fusedbench.analysis.speedups import ladder_cells, peers_speedups, speedups
+from fusedbench.catalog.suites import PEER_ONLY_GROUPS
+from fusedbench.measure.records import GroupRecord
 from fusedbench.report import key_figures, newest_by_group, render_report
 from fusedbench.report.figures import heatmap_views, ladder_figure, speedup_heatmap
 from fusedbench.report.peers import in_peers_suite, peer_rows, peers_beside, two_pass_rows
-from fusedbench.results import load_results
-from fusedbench.suites import PEER_ONLY_GROUPS
+from fusedbench.results.loader import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "h200-141gb"

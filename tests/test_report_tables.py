@@ -22,7 +22,7 @@ from fusedbench.report.tables import (
     multi_kernel_table,
     noisy_table,
 )
-from fusedbench.results import load_results
+from fusedbench.results.loader import load_results
 from tests.test_alert_cli import MACHINE, QUICK_RUNS, copy_runs
 
 ROOT = Path(__file__).parent.parent

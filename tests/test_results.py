@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 
 import pytest
 
+from fusedbench.catalog.shapes import parse_shape
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
-from fusedbench.results import COLUMNS, NO_REASON, load_results
-from fusedbench.shapes import parse_shape
+from fusedbench.results.loader import COLUMNS, NO_REASON, load_results
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
 MACHINE = "h200-141gb"
@@ -146,7 +146,7 @@ def _cell(provider, m, k, n, time_s, flops, bytes_, commit="c1"):
 def test_the_roof_is_the_fastest_gemm_the_run_measured_and_floors_follow_it():
     import pandas as pd
 
-    from fusedbench.results import CEILING_COLUMNS, best_gemm_rates, with_floors
+    from fusedbench.results.loader import CEILING_COLUMNS, best_gemm_rates, with_floors
 
     ceiling = pd.DataFrame(
         [[MACHINE, "c1", "fp16", 700.0, "(8192,8192)x(8192,8192) ceiling", 3.0]], columns=CEILING_COLUMNS
@@ -255,7 +255,7 @@ def test_shapes_parse_back_to_m_k_n_and_refuse_anything_else():
 
 def _as_new_record(results_dir, *, sampling="williams-rounds", change=None):
     """The fixture's legacy run file rewritten as the record its measurement writes today (one per group)."""
-    from fusedbench.records import read_record_file, write_record
+    from fusedbench.measure.records import read_record_file, write_record
 
     (legacy,) = [results_dir / MACHINE / n for n in os.listdir(results_dir / MACHINE) if n.endswith(".fbenv")]
     (record,) = read_record_file(str(legacy))
@@ -279,8 +279,8 @@ def test_records_of_todays_format_give_statuses_reasons_and_pairing(tmp_path):
 def test_a_cell_its_record_timed_but_asv_has_no_time_for_is_failed(tmp_path):
     from dataclasses import replace
 
-    from fusedbench.model import Status
-    from fusedbench.results import NO_TIME
+    from fusedbench.catalog.model import Status
+    from fusedbench.results.loader import NO_TIME
 
     copy = tmp_path / "results"
     shutil.copytree(FIXTURE, copy)
@@ -296,8 +296,8 @@ def test_a_cell_its_record_timed_but_asv_has_no_time_for_is_failed(tmp_path):
 def test_the_record_of_asvs_samples_is_the_newest_that_began_before_asv_started_the_benchmark():
     from dataclasses import replace
 
-    from fusedbench.records import GroupRecord
-    from fusedbench.results import record_of
+    from fusedbench.measure.records import GroupRecord
+    from fusedbench.results.loader import record_of
 
     def at(hour):
         return GroupRecord("m", "c", "Quick", f"2026-11-22T{hour:02d}:00:00+00:00", 10.0, None, False)

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 from conftest import git, make_checkout
 
+from fusedbench.catalog.providers import LADDER
+from fusedbench.catalog.suites import GROUPS, SUITES, select_groups, suite_bench_regex, suite_groups
+from fusedbench.cli.run import asv_command, run_targets
 from fusedbench.errors import FusedbenchError
-from fusedbench.machine import machine_name
-from fusedbench.providers import LADDER
-from fusedbench.run import asv_command, run_targets
-from fusedbench.suites import GROUPS, SUITES, select_groups, suite_bench_regex, suite_groups
+from fusedbench.measure.machine import machine_name
 
 FIXTURE_RESULTS = Path(__file__).parent / "fixtures" / "results-h200"
 ROOT = Path(__file__).parent.parent
@@ -37,10 +37,10 @@ def test_asv_runs_in_the_existing_environment_with_the_real_commit_and_samples()
 
 
 def test_unknown_launch_method_suite_and_bench_are_refused(monkeypatch):
-    import fusedbench.gpu
-    from fusedbench.run import run_suite
+    import fusedbench.measure.gpu
+    from fusedbench.cli.run import run_suite
 
-    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", lambda command: pytest.fail("looked for a GPU first"))
+    monkeypatch.setattr(fusedbench.measure.gpu, "load_gpu_stack", lambda command: pytest.fail("looked for a GPU first"))
     with pytest.raises(FusedbenchError, match="unknown launch method 'fork'; choose from forkserver, spawn"):
         run_suite(suite="quick", bench=None, launch_method="fork", repo=str(ROOT), echo=print)
     with pytest.raises(FusedbenchError, match="unknown suite 'huge'; choose from quick, default, full"):
@@ -98,15 +98,15 @@ def checkout(tmp_path):
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """No GPU: the stack, the check, NVML and `asv machine` stand in; asv itself is `fake_asv`."""
-    import fusedbench.check
-    import fusedbench.gpu
-    import fusedbench.run as run
-    import fusedbench.telemetry
+    import fusedbench.cli.run as run
+    import fusedbench.measure.check
+    import fusedbench.measure.gpu
+    import fusedbench.measure.telemetry
 
     stack = SimpleNamespace(device_name="NVIDIA H200")
-    monkeypatch.setattr(fusedbench.gpu, "load_gpu_stack", lambda command: stack)
-    monkeypatch.setattr(fusedbench.check, "run_check", lambda **kw: SimpleNamespace(cells=[]))
-    monkeypatch.setattr(fusedbench.telemetry, "nvml_device", lambda: ("NVIDIA H200", 143771 * 2**20))
+    monkeypatch.setattr(fusedbench.measure.gpu, "load_gpu_stack", lambda command: stack)
+    monkeypatch.setattr(fusedbench.measure.check, "run_check", lambda **kw: SimpleNamespace(cells=[]))
+    monkeypatch.setattr(fusedbench.measure.telemetry, "nvml_device", lambda: ("NVIDIA H200", 143771 * 2**20))
     monkeypatch.setattr(run, "register_asv_machine", lambda name, cwd: None)
     return run
 
@@ -163,7 +163,7 @@ def _real_checkout_at(commit):
     """The real dirty-tree check, with the results labelled by the fixture's commit."""
     from dataclasses import replace
 
-    from fusedbench.checkout import require_clean_checkout
+    from fusedbench.measure.checkout import require_clean_checkout
 
     return lambda repo: replace(require_clean_checkout(repo), commit=commit)
 
@@ -228,7 +228,7 @@ def test_a_run_refuses_a_dirty_checkout_before_touching_anything(checkout, fake_
 
 
 def test_a_run_with_no_results_yet_says_so_instead_of_a_report(tmp_path):
-    from fusedbench.run import write_run_report
+    from fusedbench.cli.run import write_run_report
 
     shutil.copy(ROOT / "asv.conf.json", tmp_path)
     (tmp_path / "results").mkdir()
@@ -242,7 +242,7 @@ def test_progress_line_reads_the_newest_group_file(tmp_path):
     import os
     import time
 
-    from fusedbench.progress import progress_line
+    from fusedbench.measure.progress import progress_line
 
     assert progress_line(str(tmp_path)) is None
     (tmp_path / "Fp16Seed.progress").write_text(json.dumps({"group": "Fp16Seed", "done": 96, "total": 96, "last": "a"}))
@@ -256,13 +256,13 @@ def test_progress_line_reads_the_newest_group_file(tmp_path):
 def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned_one_clears_the_variable(
     checkout, fake_gpu, monkeypatch
 ):
-    import fusedbench.check
-    from fusedbench.tuning import TUNE_VARIABLE, parse_tuning
+    import fusedbench.measure.check
+    from fusedbench.catalog.tuning import TUNE_VARIABLE, parse_tuning
 
     monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
     checked, seen = [], []
     monkeypatch.setattr(
-        fusedbench.check, "run_check", lambda **kw: checked.append(kw["tuning"]) or SimpleNamespace(cells=[])
+        fusedbench.measure.check, "run_check", lambda **kw: checked.append(kw["tuning"]) or SimpleNamespace(cells=[])
     )
     real_run = subprocess.run
 
@@ -286,11 +286,13 @@ def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned
 
 def test_the_mlp_suite_runs_its_groups_unchecked_and_without_ceilings(checkout, fake_gpu, monkeypatch):
     """Its steps are verified as they are measured: no epilog check, no ceilings (nothing has a floor)."""
-    import fusedbench.check
-    from fusedbench.tuning import parse_tuning
+    import fusedbench.measure.check
+    from fusedbench.catalog.tuning import parse_tuning
 
     monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
-    monkeypatch.setattr(fusedbench.check, "run_check", lambda **kw: pytest.fail("the mlp suite ran the epilog check"))
+    monkeypatch.setattr(
+        fusedbench.measure.check, "run_check", lambda **kw: pytest.fail("the mlp suite ran the epilog check")
+    )
     invoked = fake_asv(monkeypatch, lambda label, folder: 0)
     echoed = []
     assert (
@@ -311,12 +313,12 @@ def test_check_of_the_mlp_suite_says_where_its_steps_are_verified(capsys):
 
 
 def test_a_failed_check_times_nothing_and_names_the_failed_cells(checkout, fake_gpu, monkeypatch):
-    import fusedbench.check
-    from fusedbench.model import Cell, CellKey
+    import fusedbench.measure.check
+    from fusedbench.catalog.model import Cell, CellKey
 
     monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
     wrong = Cell.failed(CellKey("BIAS", "fp16", 64, 64, 64, "fused"), "error 0.5 > tolerance 0.01")
-    monkeypatch.setattr(fusedbench.check, "run_check", lambda **kw: SimpleNamespace(cells=[wrong]))
+    monkeypatch.setattr(fusedbench.measure.check, "run_check", lambda **kw: SimpleNamespace(cells=[wrong]))
     invoked = fake_asv(monkeypatch, lambda label, folder: 0)
     echoed = []
     assert (

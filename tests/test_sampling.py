@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from fusedbench.sampling import carryover_balanced_orders, sample_interleaved
+from fusedbench.measure.sampling import carryover_balanced_orders, sample_interleaved
 
 
 class FakeClock:

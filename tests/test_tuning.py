@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from fusedbench.catalog.tuning import TUNE_VARIABLE, Tuning, parse_tuning, tuning_from_environment
 from fusedbench.errors import FusedbenchError
-from fusedbench.tuning import TUNE_VARIABLE, Tuning, parse_tuning, tuning_from_environment
 
 
 def test_a_tuning_parses_and_names_its_own_machine():
@@ -41,7 +41,7 @@ def test_the_environment_variable_is_the_tuning_or_nothing():
 
 
 def test_a_tuned_machine_belongs_to_its_gpu_and_any_other_machine_to_itself():
-    from fusedbench.tuning import gpu_machine
+    from fusedbench.catalog.tuning import gpu_machine
 
     assert gpu_machine(parse_tuning("fused:algorithm=3").machine("h100-80gb-hbm3")) == "h100-80gb-hbm3"
     assert gpu_machine("h200-141gb") == "h200-141gb"

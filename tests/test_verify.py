@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 
-from fusedbench.epilogs import epilog_spec
-from fusedbench.reference import ReferenceInputs, pack_relu_aux, reference_outputs
-from fusedbench.verify import compare_mask, compare_values, verify_outputs
+from fusedbench.catalog.epilogs import epilog_spec
+from fusedbench.measure.reference import ReferenceInputs, pack_relu_aux, reference_outputs
+from fusedbench.measure.verify import compare_mask, compare_values, verify_outputs
 
 
 def test_error_is_the_largest_deviation_relative_to_the_largest_reference_value():
@@ -64,7 +64,7 @@ def test_every_reference_output_is_required_and_gelu_aux_padding_is_ignored():
 
 def test_widening_an_output_with_signalling_nans_in_its_unwritten_padding_is_no_error():
     """A GELU aux of M = 202 rows is 208 rows deep; no kernel writes the last 6, which may hold any bytes."""
-    from fusedbench.gpu.arrays import widened
+    from fusedbench.measure.gpu.arrays import widened
 
     host = np.array([1.5, 0.0, 0.0], dtype=np.float32)
     host.view(np.uint32)[1:] = 0x7F800001  # a signalling NaN: widening it raises "invalid" (an error here)

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusedbench.dtypes import dtype_spec
-from fusedbench.epilogs import EPILOGS, Epilog, relu_aux_shape
-from fusedbench.providers import FUSED, PEERS, UNFUSED, WALKTHROUGH, WALKTHROUGH_DTYPES, WALKTHROUGH_EPILOGS
-from fusedbench.reference import ReferenceInputs, reference_outputs
-from fusedbench.suites import GROUPS, PEER_ONLY_GROUPS, SUITES
-from fusedbench.verify import verify_outputs
+from fusedbench.catalog.dtypes import dtype_spec
+from fusedbench.catalog.epilogs import EPILOGS, Epilog, relu_aux_shape
+from fusedbench.catalog.providers import FUSED, PEERS, UNFUSED, WALKTHROUGH, WALKTHROUGH_DTYPES, WALKTHROUGH_EPILOGS
+from fusedbench.catalog.suites import GROUPS, PEER_ONLY_GROUPS, SUITES
+from fusedbench.measure.reference import ReferenceInputs, reference_outputs
+from fusedbench.measure.verify import verify_outputs
 
 simulator = pytest.importorskip("numba.cuda.simulator", reason="the numba kernels' tests need numba-cuda")
-walkthrough = pytest.importorskip("fusedbench.gpu.walkthrough")
+walkthrough = pytest.importorskip("fusedbench.measure.gpu.walkthrough")
 
 # Blocks of 8 x 8 threads keep the simulator (a Python thread per CUDA thread) quick; the kernels are the same
 # code at any tile that is a multiple of 8. M = 20 ends inside a mask byte and a block, K = 12 inside a tile.

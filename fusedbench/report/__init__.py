@@ -1,7 +1,7 @@
 """`fusedbench report`: one self-contained HTML file from asv results, light enough to open at once.
 
-The report only draws: every number comes from `fusedbench.analysis` on the tidy table of
-`fusedbench.results`. Every section and figure has a stable HTML id named after what it shows
+The report only draws: every number comes from `fusedbench.analysis.speedups` on the tidy table of
+`fusedbench.results.loader`. Every section and figure has a stable HTML id named after what it shows
 (`#h100-80gb-hbm3-fp16-heatmap`), so links into a report keep working and the same results
 give the same bytes. plotly.js is embedded once: the partial cartesian bundle vendored beside this
 file (heatmap, scatter, bar: all the report draws), where plotly.py embeds the same version.
@@ -21,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
-from fusedbench.analysis import (
+from fusedbench.analysis.speedups import (
     INVERSION,
     INVERSIONS_COLUMN,
     headline,
@@ -30,10 +30,11 @@ from fusedbench.analysis import (
     speedups,
     with_shape,
 )
-from fusedbench.dtypes import DTYPES
+from fusedbench.catalog.dtypes import DTYPES
+from fusedbench.catalog.tuning import gpu_machine
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
-from fusedbench.records import GroupRecord
+from fusedbench.measure.records import GroupRecord
 from fusedbench.report.figures import (
     heatmap_views,
     history_figure,
@@ -54,8 +55,7 @@ from fusedbench.report.tables import (
     not_run_table,
     table_html,
 )
-from fusedbench.results import ResultSet, select_cells
-from fusedbench.tuning import gpu_machine
+from fusedbench.results.loader import ResultSet, select_cells
 
 REPORT_NAME = "index.html"
 PNG_WIDTH, PNG_SCALE = 1100, 2  # sharp on HiDPI screens

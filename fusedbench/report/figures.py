@@ -1,6 +1,6 @@
 """Plotly figures of the tidy results table: pure functions from DataFrames to figures.
 
-Every number a figure shows comes from one row of `fusedbench.results`. Figures stay light, since
+Every number a figure shows comes from one row of `fusedbench.results.loader`. Figures stay light, since
 a report holds dozens of them: hover text is a template filled from `customdata` (not a string per
 point), numbers are rounded to the digits shown, choices between shapes or dtypes are plotly
 dropdowns over one figure's traces, and every figure carries `LEAN_TEMPLATE` instead of plotly's
@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fusedbench.analysis import indistinct, machine_pairs, with_shape
-from fusedbench.dtypes import DTYPES
-from fusedbench.epilogs import EPILOGS
-from fusedbench.model import Status
-from fusedbench.providers import BASELINES, LADDER, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
+from fusedbench.analysis.speedups import indistinct, machine_pairs, with_shape
+from fusedbench.catalog.dtypes import DTYPES
+from fusedbench.catalog.epilogs import EPILOGS
+from fusedbench.catalog.model import Status
+from fusedbench.catalog.providers import BASELINES, LADDER, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value

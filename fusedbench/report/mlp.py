@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fusedbench.model import Status
+from fusedbench.catalog.model import Status
+from fusedbench.catalog.suites import MLP_DTYPES, MLP_EPOCH, MLP_LAYERS, MLP_STEP
 from fusedbench.report.figures import (
     INDISTINCT_GREY,
     LEAN_TEMPLATE,
@@ -25,7 +26,6 @@ from fusedbench.report.figures import (
     rounded,
 )
 from fusedbench.report.tables import anchor, folded, table_html
-from fusedbench.suites import MLP_DTYPES, MLP_EPOCH, MLP_LAYERS, MLP_STEP
 
 BASELINES = ("unfused", "textbook", "torch")
 CLOCKS = {"wall": "wall clock per step", "gpu": "GPU time of the step's kernels"}

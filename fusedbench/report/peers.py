@@ -17,12 +17,13 @@ import html
 import numpy as np
 import pandas as pd
 
-from fusedbench.analysis import OK, ladder_cells, paired_ratios, peers_speedups
-from fusedbench.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED
+from fusedbench.analysis.speedups import ladder_cells, peers_speedups
+from fusedbench.catalog.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED
+from fusedbench.catalog.shapes import shape_label
+from fusedbench.catalog.suites import PEER_ONLY_GROUPS, SUITES
 from fusedbench.report.figures import heatmap_views, ladder_figure
 from fusedbench.report.tables import anchor, folded, not_run_table, table_html
-from fusedbench.shapes import shape_label
-from fusedbench.suites import PEER_ONLY_GROUPS, SUITES
+from fusedbench.results.derived import OK, paired_ratios
 
 PEERS_SUITE_GROUPS = frozenset(SUITES["peers"])
 _SHAPE = ["m", "k", "n"]

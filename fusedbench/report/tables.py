@@ -10,14 +10,14 @@ import urllib.parse
 
 import pandas as pd
 
-from fusedbench.advice import advise
-from fusedbench.alerts import NoBaseline, default_baseline, describe, judge_runs
-from fusedbench.analysis import noisy_cells, with_shape
-from fusedbench.compare import KEY, Verdict, select_run
+from fusedbench.analysis.advice import advise
+from fusedbench.analysis.speedups import noisy_cells, with_shape
+from fusedbench.catalog.model import Status
 from fusedbench.errors import FusedbenchError
-from fusedbench.model import Status
-from fusedbench.records import GroupRecord
-from fusedbench.results import ResultSet
+from fusedbench.measure.records import GroupRecord
+from fusedbench.regressions.alerts import NoBaseline, default_baseline, describe, judge_runs
+from fusedbench.regressions.compare import KEY, Verdict, select_run
+from fusedbench.results.loader import ResultSet
 from fusedbench.stats import NOISY_RELATIVE_IQR
 
 # The newest run's columns offered as a CSV download (the whole table: `fusedbench report --export`).

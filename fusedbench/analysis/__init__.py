@@ -1,0 +1,1 @@
+"""What the results mean: speedups, inversions, headline figures, and the dispatch advice."""

@@ -1,0 +1,187 @@
+"""One model of a cell: its key, its status, what was measured, and its one versioned JSON form.
+
+A cell is (epilog, dtype, M, K, N, provider) on one machine at one commit (docs/architecture.md,
+'Conventions'). Every writer and reader uses these classes: the check, the GPU measurement, the
+records written beside asv's results, the results loader and the report. Pure: no GPU, no pandas.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from fusedbench.catalog.shapes import parse_shape, shape_label
+from fusedbench.errors import FusedbenchError
+
+CELL_FORMAT = "fusedbench-cell/1"
+
+
+class Status(enum.Enum):
+    """Whether a cell was verified and timed, refused by a library, could not run here, or went wrong."""
+
+    OK = "ok"  # verified, timed
+    UNSUPPORTED = "unsupported"  # a library refused the combination; its message is the reason
+    SKIPPED = "skipped"  # cannot run here (no GPU, missing package, too little memory); the reason says why
+    FAILED = "failed"  # a wrong result or an error; never timed, never hidden
+
+
+class FormatError(FusedbenchError):
+    """A cell record that does not follow CELL_FORMAT; the message names the field."""
+
+
+@dataclass(frozen=True)
+class CellKey:
+    """Which cell: the workload in cuBLASLt's orientation, the provider, and where and when it ran.
+
+    `machine` and `commit` are empty for cells that belong to no recorded run (a `fusedbench check`).
+    """
+
+    epilog: str
+    dtype: str
+    m: int
+    k: int
+    n: int
+    provider: str
+    machine: str = ""
+    commit: str = ""
+
+    @property
+    def shape(self) -> str:
+        return shape_label(self.m, self.k, self.n)
+
+    @property
+    def workload(self) -> tuple[str, str, int, int, int]:
+        """(epilog, dtype, M, K, N): what every provider of the workload shares."""
+        return self.epilog, self.dtype, self.m, self.k, self.n
+
+    def at(self, machine: str, commit: str) -> CellKey:
+        """The same cell, placed on a machine and commit."""
+        return replace(self, machine=machine, commit=commit)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What is known about one cell: status and reason, and the raw GPU samples where it was timed.
+
+    `error` is the largest error against the float64 reference where a check measured it
+    (max |out - ref| / max |ref|; inf where an output was missing or non-finite). `provenance`
+    is free-form room for what later measurements add (kernels, cuBLASLt's algorithm).
+    """
+
+    key: CellKey
+    status: Status
+    reason: str = ""
+    samples: tuple[float, ...] = ()
+    error: float | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    @classmethod
+    def measured(cls, key: CellKey, samples) -> Cell:
+        return cls(key, Status.OK, samples=tuple(float(s) for s in samples))
+
+    @classmethod
+    def refused(cls, key: CellKey, reason: str) -> Cell:
+        return cls(key, Status.UNSUPPORTED, reason)
+
+    @classmethod
+    def skipped(cls, key: CellKey, reason: str) -> Cell:
+        return cls(key, Status.SKIPPED, reason)
+
+    @classmethod
+    def failed(cls, key: CellKey, reason: str, error: float | None = None) -> Cell:
+        return cls(key, Status.FAILED, reason, error=error)
+
+    def to_json(self, *, samples: bool = True) -> dict:
+        """The cell's one JSON form (samples left out where asv keeps them)."""
+        record = {
+            "format": CELL_FORMAT,
+            "epilog": self.key.epilog,
+            "dtype": self.key.dtype,
+            "m": self.key.m,
+            "k": self.key.k,
+            "n": self.key.n,
+            "provider": self.key.provider,
+            "machine": self.key.machine,
+            "commit": self.key.commit,
+            "status": self.status.value,
+            "reason": self.reason,
+        }
+        if samples and self.samples:
+            record["samples"] = list(self.samples)
+        if self.error is not None:
+            record["error"] = None if math.isinf(self.error) else self.error
+        if self.provenance:
+            record["provenance"] = dict(self.provenance)
+        return record
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> Cell:
+        """Read the JSON form back, refusing another format or a missing or mistyped field."""
+        if not isinstance(record, Mapping):
+            raise FormatError(f"a cell must be a JSON object, got {type(record).__name__}")
+        if record.get("format") != CELL_FORMAT:
+            raise FormatError(f"cell format {record.get('format')!r}, expected {CELL_FORMAT!r}")
+        try:
+            key = CellKey(
+                epilog=_typed(record, "epilog", str),
+                dtype=_typed(record, "dtype", str),
+                m=_typed(record, "m", int),
+                k=_typed(record, "k", int),
+                n=_typed(record, "n", int),
+                provider=_typed(record, "provider", str),
+                machine=_typed(record, "machine", str),
+                commit=_typed(record, "commit", str),
+            )
+            reason = _typed(record, "reason", str)
+            status = Status(record["status"])
+        except KeyError as exc:
+            raise FormatError(f"cell has no field {exc}") from None
+        except ValueError:
+            raise FormatError(f"cell status {record['status']!r} is none of {[s.value for s in Status]}") from None
+        error = record.get("error", None)
+        if "error" in record and error is None:
+            error = math.inf  # written as null: an output was missing or non-finite
+        try:
+            samples = tuple(float(s) for s in record.get("samples", ()))
+            provenance = dict(record.get("provenance", {}))
+        except (TypeError, ValueError) as exc:
+            raise FormatError(f"cell samples or provenance unreadable ({exc})") from None
+        return cls(key, status, reason, samples, error, provenance)
+
+
+def _typed(record: Mapping[str, Any], name: str, kind: type):
+    value = record[name]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise FormatError(f"cell field {name!r} is {value!r}, expected {kind.__name__}")
+    return value
+
+
+def legacy_cell(entry: Mapping[str, Any], *, dtype: str, machine: str, commit: str) -> Cell:
+    """A cell as `fusedbench run` wrote it before CELL_FORMAT (.fbenv formats /1 and /2):
+    {group, epilog, shape, provider, status, reason}, the dtype coming from the group."""
+    try:
+        m, k, n = parse_shape(entry["shape"])
+        key = CellKey(entry["epilog"], dtype, m, k, n, entry["provider"], machine, commit)
+        return Cell(key, Status(entry["status"]), str(entry.get("reason", "")))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise FormatError(f"legacy cell {dict(entry)!r} cannot be read ({exc})") from None
+
+
+def count_by_status(cells) -> dict[Status, int]:
+    """How many cells have each status, every status present (zero where none)."""
+    counts = dict.fromkeys(Status, 0)
+    for cell in cells:
+        counts[cell.status] += 1
+    return counts
+
+
+def format_counts(counts: Mapping[Status, int]) -> str:
+    """'86 ok, 10 unsupported, 0 skipped, 0 failed'."""
+    return ", ".join(f"{count} {status.value}" for status, count in counts.items())

@@ -1,0 +1,250 @@
+"""`fusedbench run`: the main job on a GPU machine.
+
+It stands in a clean fusedbench checkout (results must name the code they measured), checks
+the epilogs and dtypes the suite will time against float64, then runs asv with the flags its
+results need (existing environment, the real commit, recorded samples, a machine named after the
+GPU), one group at a time, and last writes the HTML report. The measurement itself records every
+cell's status and the environment beside asv's results (`fusedbench.measure.asv_bridge`).
+
+A group that fails or is interrupted never erases earlier timings: asv rewrites a commit's
+results file when it runs a group again, so the file is kept before each group and put back
+if that group does not finish.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+from fusedbench.catalog.model import FormatError, Status, count_by_status, format_counts
+from fusedbench.catalog.suites import (
+    BENCHMARK_MODULE,
+    CEILINGS_REGEX,
+    BenchmarkGroup,
+    MlpGroup,
+    group_bench_regex,
+    select_groups,
+)
+from fusedbench.catalog.tuning import SETTINGS, TUNE_VARIABLE, Tuning
+from fusedbench.errors import FusedbenchError
+from fusedbench.files import write_bytes_atomically
+from fusedbench.measure.checkout import asv_results_dir, require_clean_checkout
+from fusedbench.measure.machine import machine_name, register_asv_machine
+from fusedbench.measure.progress import PROGRESS_DIR_VARIABLE, ProgressEcho
+from fusedbench.measure.records import RECORD_SUFFIX, read_record_file
+
+LAUNCH_METHODS = ("forkserver", "spawn")
+
+
+def asv_command(
+    *,
+    bench_regex: str,
+    machine: str,
+    commit: str,
+    launch_method: str,
+    python: str = sys.executable,
+) -> list[str]:
+    """The asv invocation `fusedbench run` uses for one target, as an argument list."""
+    return [
+        python,
+        "-m",
+        "asv",
+        "run",
+        "--environment",
+        f"existing:{python}",
+        "--set-commit-hash",
+        commit,
+        "--machine",
+        machine,
+        "--record-samples",
+        "--launch-method",
+        launch_method,
+        "--bench",
+        bench_regex,
+        "--show-stderr",
+    ]
+
+
+def run_targets(groups: list[BenchmarkGroup | MlpGroup]) -> list[tuple[str, str, int]]:
+    """(label, asv --bench regex, cells) per asv invocation: the ceilings first where cells need them (their
+    floors), then each group.
+
+    asv saves a run's results only when the run ends, so one invocation per group means an
+    interrupt loses at most the group in progress.
+    """
+    targets = [("ceilings", CEILINGS_REGEX, 2)] if _cell_groups(groups) else []
+    targets += [(g.name, group_bench_regex(g), g.cell_count) for g in groups]
+    return targets
+
+
+def _cell_groups(groups: list[BenchmarkGroup | MlpGroup]) -> list[BenchmarkGroup]:
+    """The groups of epilog cells (the mlp suite's verify their steps as they measure them)."""
+    return [g for g in groups if g.module == BENCHMARK_MODULE]
+
+
+class KeptResults:
+    """asv's results files of one commit on one machine, as they were before a group ran, and the
+    records that appeared since: `restore()` puts the files back and drops those records."""
+
+    def __init__(self, folder: str, commit: str):
+        self._folder, self._commit = folder, commit
+        self._files = {path: _read(path) for path in self._paths("*.json")}
+        self._records = set(self._paths(f"*{RECORD_SUFFIX}"))
+
+    def _paths(self, pattern: str) -> list[str]:
+        return glob.glob(os.path.join(self._folder, f"{self._commit[:8]}-{pattern}"))
+
+    @property
+    def had_results(self) -> bool:
+        return bool(self._files)
+
+    def new_records(self) -> list[str]:
+        return sorted(set(self._paths(f"*{RECORD_SUFFIX}")) - self._records)
+
+    def restore(self) -> None:
+        for path, data in self._files.items():
+            write_bytes_atomically(path, data)
+        for path in self.new_records():
+            os.remove(path)
+
+
+def record_summary(path: str) -> str:
+    """'Fp16Seed: 86 ok, 10 unsupported, 0 skipped, 0 failed in 41 s' from a record just written, and any throttling."""
+    lines = []
+    try:
+        records = read_record_file(path)
+    except (OSError, FormatError) as exc:
+        return f"{path} cannot be read ({exc})"
+    for record in records:
+        line = f"{record.group}: {format_counts(count_by_status(record.cells))} in {record.seconds:.0f} s"
+        throttled = (record.environment.get("telemetry") or {}).get("throttled") or []
+        if throttled:
+            line += f"; the GPU throttled ({', '.join(throttled)}): slower than its unthrottled best"
+        lines.append(line)
+    return "; ".join(lines)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as stream:
+        return stream.read()
+
+
+def run_suite(
+    *,
+    suite: str,
+    bench: str | None,
+    launch_method: str,
+    repo: str,
+    echo: Callable[[str], None],
+    tuning: Tuning | None = None,
+) -> int:
+    """Check, then time the suite with asv, a group at a time; returns the worst asv exit code (1: check failed).
+
+    With a `tuning`, one provider is checked and timed tuned, under the tuned run's own machine."""
+    from fusedbench.measure.gpu import load_gpu_stack
+    from fusedbench.measure.telemetry import nvml_device
+
+    groups = select_groups(suite, bench)  # a bad suite or --bench fails here, before anything else
+    if tuning is not None and not _cell_groups(groups):
+        raise FusedbenchError(
+            f"--tune {tuning.label} tunes epilog cells; suite {suite!r} has none: run it without --tune"
+        )
+    if launch_method not in LAUNCH_METHODS:
+        raise FusedbenchError(f"unknown launch method {launch_method!r}; choose from {', '.join(LAUNCH_METHODS)}")
+    stack = load_gpu_stack("fusedbench run")  # raises GpuUnavailable: the CLI says what to do instead
+    checkout = require_clean_checkout(repo)
+    machine = machine_name(*nvml_device())
+    if tuning is not None:
+        machine = tuning.machine(machine)
+        echo(f"tuned run ({tuning.label}: {SETTINGS[tuning.setting]}), kept apart as machine {machine}")
+
+    cell_groups = _cell_groups(groups)
+    if cell_groups and check_cells(cell_groups, suite=suite, device=stack.device_name, tuning=tuning, echo=echo):
+        return 1
+
+    register_asv_machine(machine, cwd=repo)
+    results_folder = os.path.join(asv_results_dir(repo), machine)
+    targets = run_targets(groups)
+    codes: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="fusedbench-progress-") as progress_dir:
+        environment = dict(os.environ)
+        environment[PROGRESS_DIR_VARIABLE] = progress_dir
+        environment.pop(TUNE_VARIABLE, None)  # a run is tuned by --tune only, never by a leftover variable
+        if tuning is not None:
+            environment[TUNE_VARIABLE] = tuning.label
+        if "PYTHONPATH" in environment:  # asv drops PYTHONPATH unless it comes as ASV_PYTHONPATH
+            environment.setdefault("ASV_PYTHONPATH", environment["PYTHONPATH"])
+        cells = sum(g.cell_count for g in groups)
+        echo(f"timing suite {suite!r}: {len(groups)} groups, {cells} cells, as machine {machine}")
+        wall = time.perf_counter()
+        progress = ProgressEcho(progress_dir, echo)
+        progress.start()
+        for index, (label, regex, count) in enumerate(targets, start=1):
+            command = asv_command(
+                bench_regex=regex, machine=machine, commit=checkout.commit, launch_method=launch_method
+            )
+            echo(f"[{index}/{len(targets)}] {label} ({count} cells), {time.perf_counter() - wall:.0f} s in")
+            kept = KeptResults(results_folder, checkout.commit)
+            try:
+                codes[label] = subprocess.run(command, cwd=repo, env=environment).returncode
+            except KeyboardInterrupt:
+                codes[label] = 130
+            for path in kept.new_records():
+                echo(f"  {record_summary(path)}")
+            if codes[label] != 0 and kept.had_results:
+                kept.restore()
+                echo(
+                    f"{label} failed or was interrupted (asv exit code {codes[label]}): "
+                    "this commit's earlier results are kept as they were"
+                )
+            if codes[label] == 130:
+                echo(f"interrupted during {label}: every group before it is saved in results/")
+                break
+        progress.stop()
+        wall = time.perf_counter() - wall
+    code = max(codes.values(), default=0)
+    echo(f"asv finished in {wall:.0f} s (exit codes {codes}); results and records in {results_folder}")
+    write_run_report(repo, echo)
+    return code
+
+
+def check_cells(groups: list[BenchmarkGroup], *, suite: str, device: str, tuning: Tuning | None, echo) -> int:
+    """Check the epilogs, dtypes and providers the groups time against float64 at small shapes: the number of
+    cells that failed (each named; nothing is timed then)."""
+    from fusedbench.measure.check import run_check
+
+    echo(f"checking the epilogs and dtypes of suite {suite!r} against float64 on {device}")
+    report = run_check(
+        shapes="small",
+        epilogs=sorted({e for g in groups for e in g.epilogs}),
+        dtypes=sorted({g.dtype for g in groups}),
+        providers=sorted({p for g in groups for p in g.providers}),
+        tuning=tuning,
+    )
+    failed = [c for c in report.cells if c.status is Status.FAILED]
+    for cell in failed[:10]:
+        echo(f"FAILED {cell.key.epilog}/{cell.key.dtype}/{cell.key.shape}/{cell.key.provider}: {cell.reason}")
+    if failed:
+        echo(f"{len(failed)} cells failed the check; nothing was timed (run `fusedbench check` for the table)")
+    else:
+        echo(f"check: {len(report.cells)} cells, none failed")
+    return len(failed)
+
+
+def write_run_report(repo: str, echo: Callable[[str], None]) -> None:
+    """The HTML report of everything in results/ (this run and any before it), as `fusedbench report` writes it."""
+    from fusedbench.report import write_report
+    from fusedbench.results.loader import load_results
+
+    results = load_results(asv_results_dir(repo))
+    for problem in results.problems:
+        echo(f"warning: {problem}")
+    if results.cells.empty and results.mlp.empty:
+        echo("no report written: no results were recorded")
+        return
+    echo(f"report: {write_report(results, out_dir=os.path.join(repo, 'reports'))}")

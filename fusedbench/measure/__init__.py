@@ -1,0 +1,1 @@
+"""Measurement: references, verification, sampling, the records, and the GPU side (measure/gpu/)."""

@@ -1,0 +1,271 @@
+"""Thresholds earned from A/A runs, and the false-alarm and detection rates they give.
+
+An A/A pair is two runs of the same code on one machine. A run compared with a resample of
+itself sees only the noise within a run, about a quarter of the real noise (the power state
+moves whole workloads between runs), so every estimate here is made on pairs of *different*
+runs: each replicate build resamples both runs by rounds (one resample of round indices for
+every cell of a run, so pairing holds, `bootstrap.bootstrap_medians`) and compares them.
+
+- A preset sets each (metric, cell class) threshold, and each metric's gates (a group's median
+  change), to the (1 - alpha / classes) quantile of that class's worst change per replicate
+  build, the largest over the pairs, so a whole build is red on any A/A pair at most about
+  `alpha` of the time (Bonferroni over the classes).
+- Detection injects a slowdown into the candidate of a replicate (one cell's time, one cell's
+  epilog cost, a whole group) and counts the builds whose alert catches it.
+Pure: numpy and pandas over the committed results; tests/test_calibration.py runs it in CI.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from fusedbench.catalog.suites import CONTROL_GROUPS, SUITES
+from fusedbench.errors import FusedbenchError
+from fusedbench.regressions.compare import (
+    EPILOG_COST,
+    METRICS,
+    TIME,
+    WORSE_WHEN_LOWER,
+    Paired,
+    Run,
+    gate_class,
+    gates,
+    pair_runs,
+    restrict,
+    select_run,
+)
+from fusedbench.regressions.thresholds import CLASSES, GATES, GROUP_GATE, PROVIDER_GATE, Preset, cell_class
+from fusedbench.results.loader import ResultSet
+
+ALPHA = 0.05  # at most 1 build in 20 red on an A/A pair
+REPLICATES = 1000
+STEP = 0.005  # thresholds are rounded up to half a per cent
+GOALS = {  # what must be caught at least DETECT of the time: (metric, classes, effect)
+    "a 10% slowdown of one cell >= 5 ms (time)": (TIME, ("large",), 0.10),
+    "a 10% rise in epilog cost where the GEMM is >= 1 ms": (EPILOG_COST, ("large", "medium"), 0.10),
+    "a 3% slowdown of a whole group (time)": (TIME, (GROUP_GATE,), 0.03),
+    "a 3% slowdown of one provider in a group (time)": (TIME, (PROVIDER_GATE,), 0.03),
+}
+DETECT = 0.95
+
+
+@dataclass(frozen=True)
+class ReplicateBuilds:
+    """One A/A pair's replicate builds: every row's change per replicate, worse-is-above-1, in logs."""
+
+    rows: pd.DataFrame  # the paired rows: metric, cell_class, group
+    log_worse: np.ndarray  # rows x replicates
+    log_worse_low: np.ndarray  # rows x replicates: each replicate's interval low end, in logs (the pair's
+    # interval moved with the replicate: a nested bootstrap per replicate would cost REPLICATES times more)
+    gates: dict[tuple[str, str, str], np.ndarray]  # (group, provider, metric) -> its rows (compare.gates)
+
+    def gate_shifts(self, metric: str, gate: str) -> np.ndarray:
+        """gates x replicates: the median log change in `metric` (worse-is-above-zero) of each gate of a kind."""
+        shifts = [
+            np.median(self.log_worse[rows], axis=0)
+            for (_, provider, m), rows in self.gates.items()
+            if m == metric and gate_class(provider) == gate
+        ]
+        return np.stack(shifts) if shifts else np.empty((0, self.log_worse.shape[1]))
+
+
+def replicate_builds(base: Run, cand: Run, *, replicates: int = REPLICATES, seed: int = 0) -> ReplicateBuilds:
+    paired: Paired = pair_runs(base, cand, replicates=replicates, seed=seed)
+    rows = paired.rows.copy()
+    rows["cell_class"] = [cell_class(s) for s in rows["scale_s"]]
+    flip = rows["metric"].isin(WORSE_WHEN_LOWER).to_numpy()[:, None]
+    boot = paired.cand_boot / paired.base_boot
+    log_worse = np.log(np.where(flip, 1 / boot, boot))
+    point = np.log(np.where(flip[:, 0], paired.base / paired.cand, paired.cand / paired.base))
+    below = point - (np.percentile(log_worse, 2.5, axis=1) if len(rows) else np.empty(0))
+    return ReplicateBuilds(rows, log_worse, log_worse - below[:, None], gates(rows))
+
+
+def _class_keys(builds: ReplicateBuilds) -> pd.Series:
+    return builds.rows["metric"] + "/" + builds.rows["cell_class"]
+
+
+def class_maxima(builds: ReplicateBuilds) -> dict[str, np.ndarray]:
+    """Per class key ('time/large', ..., 'time/group'): the worst log change of each replicate build among
+    the rows whose interval lies above no change (only those can alert; -inf where none does), and the
+    worst group shift per metric."""
+    keys = _class_keys(builds)
+    alerting = np.where(builds.log_worse_low > 0, builds.log_worse, -np.inf)
+    maxima = {key: alerting[(keys == key).to_numpy()].max(axis=0) for key in dict.fromkeys(keys)}
+    for metric in METRICS:
+        for gate in GATES:
+            shifts = builds.gate_shifts(metric, gate)
+            if len(shifts):
+                maxima[f"{metric}/{gate}"] = shifts.max(axis=0)
+    return maxima
+
+
+def derive_thresholds(pairs: list[ReplicateBuilds], alpha: float = ALPHA) -> tuple[dict[str, float], dict[str, str]]:
+    """Each class's threshold (relative, rounded up to STEP) and, in words, the noise it came from.
+
+    The quantile is taken pair by pair and the largest kept: a default-suite build has ~1,000 rows of
+    a class where a quick one has ~30, so pooling their maxima would set thresholds that keep quick
+    builds green and not default ones."""
+    by_class: dict[str, list[np.ndarray]] = {}
+    for builds in pairs:
+        for key, maxima in class_maxima(builds).items():
+            by_class.setdefault(key, []).append(maxima)
+    each = alpha / len(by_class)
+    thresholds, noise = {}, {}
+    for key, parts in by_class.items():
+        quantiles = [math.expm1(max(0.0, float(np.quantile(maxima, 1 - each)))) for maxima in parts]
+        raw = max(quantiles)
+        thresholds[key] = round(max(STEP, math.ceil(raw / STEP - 1e-9) * STEP), 4)
+        metric, klass = key.split("/")
+        if klass in GATES:
+            what = f"{sum(1 for b in pairs for _, p, m in b.gates if m == metric and gate_class(p) == klass)} gates"
+        else:
+            what = f"{sum(int((_class_keys(b) == key).sum()) for b in pairs)} cell rows"
+        median = math.expm1(max(0.0, float(np.median(np.concatenate(parts)))))
+        noise[key] = (
+            f"worst change per A/A build over {what} of {len(parts)} pair(s): median {median:+.1%}; "
+            f"{1 - each:.2%} quantile {min(quantiles):+.1%} to {raw:+.1%} by pair"
+        )
+    return thresholds, noise
+
+
+def make_preset(name: str, calibrated_on: str, runs: tuple, pairs: list[ReplicateBuilds]) -> Preset:
+    """A preset from A/A pairs; a class the pairs lack takes its metric's largest cell threshold."""
+    found, noise = derive_thresholds(pairs)
+    thresholds = {}
+    for metric in METRICS:
+        known = [v for k, v in found.items() if k.startswith(metric + "/") and k.split("/")[1] not in GATES]
+        for klass in (*(c for c, _ in CLASSES), *GATES):
+            key = f"{metric}/{klass}"
+            thresholds[(metric, klass)] = found.get(key, max(known, default=max(found.values())))
+            if key not in found:
+                noise[key] = "no A/A rows of this class: the metric's largest threshold"
+    return Preset(name, thresholds, calibrated_on, runs, noise)
+
+
+def _thresholds_of(builds: ReplicateBuilds, preset: Preset) -> np.ndarray:
+    """Each row's threshold under the preset (one lookup per metric and class, not per row)."""
+    keys = _class_keys(builds)
+    table = {key: preset.threshold(*key.split("/")) for key in dict.fromkeys(keys)}
+    return keys.map(table).to_numpy(dtype=float)
+
+
+def red_builds(builds: ReplicateBuilds, preset: Preset) -> np.ndarray:
+    """Which replicate builds a preset turns red: a cell beyond its threshold with its interval above no
+    change, or a group's median change beyond its gate."""
+    limit = np.log1p(_thresholds_of(builds, preset))[:, None]
+    red = ((builds.log_worse > limit) & (builds.log_worse_low > 0)).any(axis=0)
+    for metric in METRICS:
+        for gate in GATES:
+            shifts = builds.gate_shifts(metric, gate)
+            if len(shifts):
+                red |= (shifts > math.log1p(preset.threshold(metric, gate))).any(axis=0)
+    return red
+
+
+def detection(
+    builds: ReplicateBuilds, preset: Preset, metric: str, classes: tuple[str, ...], effect: float, rng
+) -> float:
+    """The share of replicate builds that catch `effect` (0.10: 10% worse) injected into one random row of
+    the metric and classes (or, for a gate class, into every row of the metric of each gate of that kind)."""
+    log_effect = math.log1p(effect)
+    if len(classes) == 1 and classes[0] in GATES:
+        shifts = builds.gate_shifts(metric, classes[0])
+        if not len(shifts):
+            return math.nan
+        return float((shifts + log_effect > math.log1p(preset.threshold(metric, classes[0]))).mean())
+    mask = ((builds.rows["metric"] == metric) & builds.rows["cell_class"].isin(classes)).to_numpy()
+    candidates = np.flatnonzero(mask)
+    if not len(candidates):
+        return math.nan
+    picks = rng.choice(candidates, size=builds.log_worse.shape[1])
+    limits = np.log1p(_thresholds_of(builds, preset))[picks]
+    replicate = np.arange(len(picks))
+    changed = builds.log_worse[picks, replicate] + log_effect
+    return float(((changed > limits) & (builds.log_worse_low[picks, replicate] + log_effect > 0)).mean())
+
+
+def minimum_detectable(
+    builds_list: list[ReplicateBuilds], preset: Preset, metric: str, classes: tuple[str, ...], seed: int = 0
+) -> float:
+    """The smallest effect (on a half-per-cent grid up to 50%) caught in at least DETECT of the builds."""
+    for step in range(1, 101):
+        effect = round(step * STEP, 4)
+        rng = np.random.default_rng(seed)
+        found = [detection(b, preset, metric, classes, effect, rng) for b in builds_list]
+        found = [r for r in found if not math.isnan(r)]
+        if not found:
+            return math.nan
+        if float(np.mean(found)) >= DETECT:
+            return effect
+    return math.nan
+
+
+def rates(builds_list: list[ReplicateBuilds], preset: Preset, seed: int = 0) -> dict:
+    """The false-alarm rate per build, each goal's detection rate, and the minimum detectable effect per class."""
+    rng = np.random.default_rng(seed)
+    red = [red_builds(b, preset) for b in builds_list]
+    false_alarm = round(float(np.mean(np.concatenate(red))), 4)
+    by_suite: dict[str, list[np.ndarray]] = {}
+    for builds, reds in zip(builds_list, red, strict=True):
+        by_suite.setdefault(suite_of(builds), []).append(reds)
+    goals = {}
+    for goal, (metric, classes, effect) in GOALS.items():
+        found = [detection(b, preset, metric, classes, effect, rng) for b in builds_list]
+        found = [r for r in found if not math.isnan(r)]
+        goals[goal] = round(float(np.mean(found)), 4) if found else None
+    mde = {}
+    for metric, klass in preset.thresholds:
+        effect = minimum_detectable(builds_list, preset, metric, (klass,), seed)
+        mde[f"{metric}/{klass}"] = None if math.isnan(effect) else effect
+    return {
+        "false_alarm_per_build": false_alarm,
+        "false_alarm_by_suite": {name: round(float(np.mean(np.concatenate(r))), 4) for name, r in by_suite.items()},
+        "pairs_by_suite": {name: len(r) for name, r in by_suite.items()},
+        "detection": goals,
+        "minimum_detectable": mde,
+    }
+
+
+def suite_of(builds: ReplicateBuilds) -> str:
+    """The suite whose groups a pair compared ('default', 'quick'), or the groups joined. A suite that has
+    gained a control group since (the default suite's Blog) still names the runs made before it."""
+    groups = set(builds.rows["group"])
+    named = [name for name, members in SUITES.items() if groups <= set(members) <= groups | CONTROL_GROUPS]
+    return named[0] if named else "+".join(sorted(groups))
+
+
+def aa_pairs(runs: list[Run], machine: str) -> list[tuple[Run, Run]]:
+    """Every pair of the given runs (same code, one machine) that share a group at one benchmark version,
+    each pair restricted to those groups."""
+    pairs = []
+    for index, base in enumerate(runs):
+        for cand in runs[index + 1 :]:
+            shared = {g for g, v in base.groups.items() if cand.groups.get(g) == v}
+            if shared:
+                pairs.append((restrict(base, shared), restrict(cand, shared)))
+    if not pairs:
+        names = ", ".join(run.commit[:8] for run in runs)
+        raise FusedbenchError(f"no two of the runs {names} on {machine} share a group")
+    return pairs
+
+
+def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]], name: str | None = None) -> Preset:
+    """A preset from A/A runs on `machine`, with its false-alarm and detection rates. Each set holds runs
+    of one measurement code (pairs are made within a set only), so A/A runs of an older and a newer
+    version of the code can both teach the preset, each set maybe from other machine sessions."""
+    sets = [[select_run(results, machine, commit) for commit in commits] for commits in run_sets]
+    for runs in sets:
+        commits = [run.commit for run in runs]
+        twice = next((c for c in commits if commits.count(c) > 1), None)
+        if twice:
+            raise FusedbenchError(f"--runs names run {twice[:8]} twice: an A/A pair needs two different runs")
+    pairs = [pair for runs in sets for pair in aa_pairs(runs, machine)]
+    builds = [replicate_builds(base, cand, seed=index) for index, (base, cand) in enumerate(pairs)]
+    full = tuple(tuple(run.commit for run in runs) for runs in sets)
+    preset = make_preset(name or machine, machine, full, builds)
+    return replace(preset, rates=rates(builds, preset), pairs=len(pairs))

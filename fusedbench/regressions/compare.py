@@ -1,0 +1,359 @@
+"""Two runs, cell by cell: each metric's change with its interval, and a verdict.
+
+Metrics (`METRICS`), each the median of a per-round series of one run:
+- `time`: the cell's samples;
+- `epilog-cost`: the cell over its workload's plain GEMM, round by round (the ratio shown is
+  candidate (1 + cost) over baseline (1 + cost): 1.10 means the cell got 10% slower against
+  its GEMM);
+- `fusion-speedup`: unfused over fused, round by round (above 1 fusion pays; it is worse when it falls).
+Both calls of a round saw the same clock, so the paired metrics cancel much of the power cap's
+drift; they are not immune to a run's power state (docs/regressions.md has the noise).
+
+The interval is a bootstrap of the runs' rounds: one resample of round indices for every cell of
+both runs, so the pairing within a run holds, and so does the pairing between the runs: both
+follow the same round order (the same carryover-balanced sequence for each workload), so what
+depends on a round's position (the clock rising after set-up) cancels in a resample as it does
+in the medians themselves. It only knows the noise within the two runs:
+between runs the GPU's power state moves whole workloads, so a verdict also needs the change
+to pass the preset's threshold for its metric and cell class, calibrated on A/A runs
+(`fusedbench.regressions.calibration`, `fusedbench.regressions.thresholds`). Pure: numpy and pandas, no GPU.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fusedbench.bootstrap import BOOTSTRAP, bootstrap_medians, percentile_interval
+from fusedbench.catalog.model import Status
+from fusedbench.catalog.providers import FUSED, GEMM
+from fusedbench.errors import FusedbenchError
+from fusedbench.regressions.thresholds import GROUP_GATE, METRIC_NAMES, PROVIDER_GATE, Preset, cell_class
+from fusedbench.results.loader import ResultSet
+
+METRICS = METRIC_NAMES
+TIME, EPILOG_COST, FUSION_SPEEDUP = METRICS
+WORSE_WHEN_LOWER = {FUSION_SPEEDUP}  # fusion paying less is the regression; for the others a rise is
+KEY = ["epilog", "dtype", "m", "k", "n", "provider"]
+CELL = [*KEY, "group"]  # one cell of a run: a workload may be timed in two groups (the Blog control's textbook)
+WORKLOAD = ["epilog", "dtype", "m", "k", "n"]
+OK = Status.OK.value
+
+
+class Verdict(enum.Enum):
+    """What a cell's metric did between the runs."""
+
+    FASTER = "faster"  # better beyond the threshold, and the interval excludes no change
+    SAME = "same"  # within the threshold
+    SLOWER = "slower"  # worse beyond the threshold, and the interval excludes no change
+    UNDECIDED = "undecided"  # beyond the threshold, but too noisy to tell (the interval includes no change)
+    MISSING = "missing"  # timed in the baseline, not in the candidate although its group ran
+    NEW = "new"  # timed in the candidate only
+    FAILED = Status.FAILED.value  # the candidate's cell failed
+    NOT_RUN = "not-run"  # the candidate did not run the cell's group
+    INCOMPARABLE = "incomparable"  # the group's benchmark version changed (asv's "x")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One machine's results at one commit (possibly from its own results folder)."""
+
+    machine: str
+    commit: str
+    cells: pd.DataFrame  # the ResultSet's cells of this run, with its detail columns
+    origin: str = ""  # the results folder, where two are compared
+
+    @property
+    def label(self) -> str:
+        return f"{self.machine}@{self.commit[:8]}" + (f" ({self.origin})" if self.origin else "")
+
+    @property
+    def groups(self) -> dict[str, str]:
+        """Each group the run has cells of -> its benchmark version."""
+        return dict(zip(self.cells["group"], self.cells["version"], strict=True))
+
+
+def runs_of(results: ResultSet) -> pd.DataFrame:
+    """One row per (machine, commit) with results: when asv last started one of its benchmarks, its groups."""
+    table = results.cells[["machine", "commit", "group"]].join(results.detail[["started_ms"]])
+    return (
+        table.groupby(["machine", "commit"], sort=False)
+        .agg(started_ms=("started_ms", "max"), groups=("group", lambda g: tuple(dict.fromkeys(g))))
+        .reset_index()
+        .sort_values("started_ms", na_position="first", kind="stable")
+        .reset_index(drop=True)
+    )
+
+
+def select_run(results: ResultSet, machine: str, commit: str | None, origin: str = "") -> Run:
+    """The run of `machine` at `commit` (a prefix; None: the newest run there); an error names what exists."""
+    runs = runs_of(results)
+    mine = runs[runs["machine"] == machine]
+    if mine.empty:
+        have = ", ".join(sorted(set(runs["machine"]))) or "none"
+        raise FusedbenchError(f"machine {machine!r} has no results{_in(origin)}; machines with results: {have}")
+    if commit is None:
+        chosen = mine.iloc[-1]["commit"]
+    else:
+        matches = [c for c in mine["commit"] if c.startswith(commit)]
+        if len(set(matches)) != 1:
+            have = ", ".join(c[:8] for c in mine["commit"])
+            what = "matches no" if not matches else "is ambiguous among the"
+            raise FusedbenchError(f"commit {commit!r} {what} runs of {machine}{_in(origin)}; runs: {have}")
+        chosen = matches[0]
+    rows = (results.cells["machine"] == machine) & (results.cells["commit"] == chosen)
+    return Run(machine, chosen, results.cells[rows].join(results.detail[rows]), origin)
+
+
+def _in(origin: str) -> str:
+    return f" in {origin}" if origin else ""
+
+
+@dataclass(frozen=True)
+class Series:
+    """Every metric of one run as per-round series: a row per (cell, metric), its rounds in `values`."""
+
+    rows: pd.DataFrame  # KEY, group, metric, scale_s (what the cell class is judged by)
+    values: list[np.ndarray]
+
+
+def metric_series(run: Run) -> Series:
+    """The run's metrics: time for every timed cell, epilog cost where the workload's GEMM was timed,
+    fusion speedup where fused and unfused both were (per-round ratios need equal sample counts)."""
+    ok = run.cells[run.cells["status"] == OK]
+    rows, values = [], []
+    for workload, cells in ok.groupby([*WORKLOAD, "group"], sort=False):  # a group's cells share rounds
+        raw = {p: np.asarray(r, dtype=float) for p, r in zip(cells["provider"], cells["raw"], strict=True) if len(r)}
+        where = dict(zip([*WORKLOAD, "group"], workload, strict=True))
+        gemm = raw.get(GEMM)
+        gemm_time = float(np.median(gemm)) if gemm is not None else math.nan
+        found = []  # (provider, metric, per-round series, the time its class is judged by)
+        for provider, samples in raw.items():
+            found.append((provider, TIME, samples, float(np.median(samples))))
+            if provider != GEMM and gemm is not None and len(gemm) == len(samples):
+                found.append((provider, EPILOG_COST, samples / gemm, gemm_time))
+        fused, unfused = raw.get(FUSED), raw.get("unfused")
+        if fused is not None and unfused is not None and len(fused) == len(unfused):
+            scale = gemm_time if gemm is not None else float(np.median(fused))
+            found.append((FUSED, FUSION_SPEEDUP, unfused / fused, scale))
+        for provider, metric, series, scale in found:
+            rows.append(where | {"provider": provider, "metric": metric, "scale_s": scale})
+            values.append(series)
+    return Series(pd.DataFrame(rows, columns=[*KEY, "group", "metric", "scale_s"]), values)
+
+
+def medians(values: list[np.ndarray]) -> np.ndarray:
+    return np.array([np.median(v) for v in values]) if values else np.empty(0)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """The (cell, metric) rows both runs timed, with each run's point medians and bootstrap medians."""
+
+    rows: pd.DataFrame  # KEY, group, metric, scale_s (the baseline's)
+    base: np.ndarray
+    cand: np.ndarray
+    base_boot: np.ndarray  # rows x replicates
+    cand_boot: np.ndarray
+
+
+def pair_runs(base: Run, cand: Run, *, replicates: int = BOOTSTRAP, seed: int = 0) -> Paired:
+    """Match the metric series of two runs and resample their rounds, one resample for both (the seed
+    fixes the draws, so the same results give the same intervals)."""
+    b, c = metric_series(base), metric_series(cand)
+    longest = max((len(v) for v in [*b.values, *c.values]), default=1)
+    draws = np.random.default_rng(seed).random((replicates, longest))
+    b_index = {tuple(r): i for i, r in enumerate(b.rows[[*CELL, "metric"]].itertuples(index=False))}
+    c_index = {tuple(r): i for i, r in enumerate(c.rows[[*CELL, "metric"]].itertuples(index=False))}
+    common = [k for k in b_index if k in c_index]
+    bi = [b_index[k] for k in common]
+    ci = [c_index[k] for k in common]
+    base_boot = bootstrap_medians(b.values, draws)[bi] if b.values else np.empty((0, replicates))
+    cand_boot = bootstrap_medians(c.values, draws)[ci] if c.values else np.empty((0, replicates))
+    return Paired(
+        rows=b.rows.iloc[bi].reset_index(drop=True),
+        base=medians(b.values)[bi] if b.values else np.empty(0),
+        cand=medians(c.values)[ci] if c.values else np.empty(0),
+        base_boot=base_boot,
+        cand_boot=cand_boot,
+    )
+
+
+def worse_ratio(ratio: np.ndarray, metrics: pd.Series) -> np.ndarray:
+    """Ratios turned so that above 1 is always worse (fusion speedup falls when it gets worse)."""
+    flip = metrics.isin(WORSE_WHEN_LOWER).to_numpy()
+    return np.where(flip, 1 / ratio, ratio)
+
+
+def judge(worse: np.ndarray, worse_low: np.ndarray, worse_high: np.ndarray, threshold: np.ndarray) -> list[Verdict]:
+    """The verdict of each change given in worse-is-above-1 form, its interval and its threshold."""
+    verdicts = []
+    for w, low, high, t in zip(worse, worse_low, worse_high, threshold, strict=True):
+        if w > 1 + t:
+            verdicts.append(Verdict.SLOWER if low > 1 else Verdict.UNDECIDED)
+        elif w < 1 / (1 + t):
+            verdicts.append(Verdict.FASTER if high < 1 else Verdict.UNDECIDED)
+        else:
+            verdicts.append(Verdict.SAME)
+    return verdicts
+
+
+COMPARED = [
+    *KEY,
+    "group",
+    "metric",
+    "cell_class",
+    "verdict",
+    "ratio",  # candidate / baseline
+    "ci_low",
+    "ci_high",
+    "threshold",  # relative: 0.05 means a change beyond 5% either way
+    "baseline",  # the metric's value in each run (seconds for time, the ratio otherwise)
+    "candidate",
+    "candidate_low",  # the candidate's own 95% interval (what a fusion inversion is judged on)
+    "candidate_high",
+    "reason",
+]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    baseline: Run
+    candidate: Run
+    preset: Preset
+    cells: pd.DataFrame  # COMPARED, a row per (cell, metric)
+    groups: pd.DataFrame  # GROUP_COMPARED, a row per group both runs timed at the same version
+
+
+def measured_rows(paired: Paired, preset: Preset) -> pd.DataFrame:
+    """The compared metrics of cells both runs timed, with intervals, thresholds and verdicts."""
+    rows = paired.rows.copy()
+    ratio = paired.cand / paired.base
+    low, high = percentile_interval(paired.cand_boot / paired.base_boot)
+    rows["cell_class"] = [cell_class(s) for s in rows["scale_s"]]
+    rows["threshold"] = [preset.threshold(m, k) for m, k in zip(rows["metric"], rows["cell_class"], strict=True)]
+    worse = worse_ratio(ratio, rows["metric"])
+    flip = rows["metric"].isin(WORSE_WHEN_LOWER).to_numpy()
+    worse_low = np.where(flip, 1 / high, low)
+    worse_high = np.where(flip, 1 / low, high)
+    rows["verdict"] = judge(worse, worse_low, worse_high, rows["threshold"].to_numpy())
+    rows["ratio"], rows["ci_low"], rows["ci_high"] = ratio, low, high
+    rows["baseline"], rows["candidate"] = paired.base, paired.cand
+    rows["candidate_low"], rows["candidate_high"] = percentile_interval(paired.cand_boot)
+    rows["reason"] = ""
+    return rows
+
+
+def status_rows(base: Run, cand: Run) -> pd.DataFrame:
+    """Cells that cannot be compared by time: not run, incomparable, missing, new, failed (metric: time)."""
+    b = base.cells.set_index(CELL)
+    c = cand.cells.set_index(CELL)
+    cand_groups, base_groups = cand.groups, base.groups
+    rows = []
+    for key in b.index.union(c.index):
+        in_b, in_c = key in b.index, key in c.index
+        group = key[-1]
+        b_status = b.at[key, "status"] if in_b else None
+        c_status = c.at[key, "status"] if in_c else None
+        if group not in cand_groups:
+            verdict, reason = Verdict.NOT_RUN, f"the candidate did not run group {group}"
+        elif group in base_groups and base_groups[group] != cand_groups[group]:
+            verdict, reason = Verdict.INCOMPARABLE, f"group {group}'s benchmark version changed"
+        elif c_status == Status.FAILED.value:
+            known = " (known: it failed in the baseline too)" if b_status == Status.FAILED.value else ""
+            verdict, reason = Verdict.FAILED, f"{c.at[key, 'reason']}{known}"
+        elif b_status == OK and c_status != OK:
+            why = c.at[key, "reason"] if in_c else "absent from the candidate's results"
+            verdict, reason = Verdict.MISSING, f"{c_status or 'absent'}: {why}"
+        elif c_status == OK and b_status != OK and group in base_groups:
+            why = b.at[key, "reason"] if in_b else "absent from the baseline's results"
+            verdict, reason = Verdict.NEW, f"the baseline's cell was {b_status or 'absent'}: {why}"
+        else:
+            continue
+        rows.append(dict(zip(CELL, key, strict=True)) | {"metric": TIME, "verdict": verdict, "reason": reason})
+    return pd.DataFrame(rows, columns=[*KEY, "group", "metric", "verdict", "reason"])
+
+
+GROUP_COMPARED = ["group", "provider", "metric", "gate", "verdict", "ratio", "ci_low", "ci_high", "threshold", "cells"]
+ALL_PROVIDERS = "*"
+
+
+def gates(rows: pd.DataFrame) -> dict[tuple[str, str, str], np.ndarray]:
+    """The group gates over compared rows: (group, provider, metric) -> row positions, where provider
+    ALL_PROVIDERS is every provider's cells of the group (GROUP_GATE: a change of the whole stack, as a
+    driver or GPU state makes), and a provider's own cells of the group its PROVIDER_GATE (a change in one
+    library's path: cuBLASLt's epilogs, cupy's kernels)."""
+    found = {}
+    for (group, metric), part in rows.groupby(["group", "metric"], sort=False):
+        found[(group, ALL_PROVIDERS, metric)] = part.index.to_numpy()
+        for provider, mine in part.groupby("provider", sort=False):
+            found[(group, provider, metric)] = mine.index.to_numpy()
+    return found
+
+
+def gate_class(provider: str) -> str:
+    return GROUP_GATE if provider == ALL_PROVIDERS else PROVIDER_GATE
+
+
+def group_rows(paired: Paired, measured: pd.DataFrame, preset: Preset) -> pd.DataFrame:
+    """Each gate's median change over its cells, with a bootstrap interval over the same resamples, judged
+    against the metric's threshold for that kind of gate."""
+    rows = []
+    log_boot = np.log(paired.cand_boot / paired.base_boot)
+    for (group, provider, metric), index in gates(measured).items():
+        shift = float(np.exp(np.median(np.log(measured.loc[index, "ratio"]))))
+        low, high = percentile_interval(np.exp(np.median(log_boot[index], axis=0))[None, :])
+        gate = gate_class(provider)
+        threshold = preset.threshold(metric, gate)
+        flip = metric in WORSE_WHEN_LOWER
+        worse, w_low, w_high = (1 / shift, 1 / high, 1 / low) if flip else (shift, low, high)
+        (verdict,) = judge(np.array([worse]), w_low, w_high, np.array([threshold]))
+        rows.append([group, provider, metric, gate, verdict, shift, low[0], high[0], threshold, len(index)])
+    return pd.DataFrame(rows, columns=GROUP_COMPARED)
+
+
+def compare_runs(base: Run, cand: Run, preset: Preset, *, replicates: int = BOOTSTRAP) -> Comparison:
+    """Every cell and metric of two runs, compared; groups only where both ran them at one version."""
+    comparable = {g for g, v in cand.groups.items() if base.groups.get(g) == v}
+    if not comparable:
+        raise FusedbenchError(
+            f"{cand.label} and {base.label} share no group at one benchmark version "
+            f"(candidate: {', '.join(cand.groups) or 'none'}; baseline: {', '.join(base.groups) or 'none'}), "
+            "so nothing can be compared; choose a baseline that ran the same groups"
+        )
+    paired = pair_runs(restrict(base, comparable), restrict(cand, comparable), replicates=replicates)
+    measured = measured_rows(paired, preset)
+    cells = pd.concat([measured, status_rows(base, cand)], ignore_index=True)
+    order = _worst_first(cells)
+    return Comparison(
+        base, cand, preset, cells.loc[order, COMPARED].reset_index(drop=True), group_rows(paired, measured, preset)
+    )
+
+
+def restrict(run: Run, groups: set[str]) -> Run:
+    """The run with only the cells of these groups."""
+    return Run(run.machine, run.commit, run.cells[run.cells["group"].isin(groups)], run.origin)
+
+
+SEVERITY = [
+    Verdict.FAILED,
+    Verdict.MISSING,
+    Verdict.SLOWER,
+    Verdict.UNDECIDED,
+    Verdict.NEW,
+    Verdict.INCOMPARABLE,
+    Verdict.NOT_RUN,
+    Verdict.SAME,
+    Verdict.FASTER,
+]
+
+
+def _worst_first(cells: pd.DataFrame) -> list:
+    """Failures and losses first; within a verdict, the largest worsening first."""
+    severity = cells["verdict"].map(SEVERITY.index)
+    worse = pd.Series(worse_ratio(cells["ratio"].astype(float).to_numpy(), cells["metric"]), index=cells.index)
+    return list(pd.DataFrame({"s": severity, "w": -worse.fillna(0)}).sort_values(["s", "w"], kind="stable").index)

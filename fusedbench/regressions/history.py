@@ -1,0 +1,80 @@
+"""A cell's series over commits on one machine, and the commit where a regression began.
+
+asv's own step detection (`asv.step_detect`, what `asv publish` marks regressions with) finds the
+steps; fusedbench only lines the medians up in git order, so `fusedbench alert` can name the
+first commit of a slowdown that built up over several runs instead of blaming the last one.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fusedbench.analysis.speedups import ladder_cells
+from fusedbench.catalog.dtypes import DTYPES
+from fusedbench.catalog.epilogs import Epilog
+from fusedbench.catalog.providers import PROVIDERS
+from fusedbench.catalog.shapes import parse_shape
+from fusedbench.errors import FusedbenchError
+from fusedbench.results.loader import ResultSet
+
+KEY = ["epilog", "dtype", "m", "k", "n", "provider"]
+
+
+def parse_cell(text: str) -> dict:
+    """'RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused' -> the cell's key columns."""
+    parts = text.split("/")
+    if len(parts) != 4:
+        raise FusedbenchError(
+            f"cell {text!r} is not EPILOG/DTYPE/SHAPE/PROVIDER, e.g. RELU/fp16/(8192,4096)x(4096,8192)/fused"
+        )
+    epilog, dtype, shape, provider = parts
+    for what, value, known in (
+        ("epilog", epilog, [e.name for e in Epilog]),
+        ("dtype", dtype, list(DTYPES)),
+        ("provider", provider, list(PROVIDERS)),
+    ):
+        if value not in known:
+            raise FusedbenchError(f"cell {text!r}: unknown {what} {value!r}; choose from {', '.join(known)}")
+    try:
+        m, k, n = parse_shape(shape)
+    except (ValueError, FusedbenchError):
+        raise FusedbenchError(f"cell {text!r}: shape {shape!r} is not (M,K)x(K,N)") from None
+    return {"epilog": epilog, "dtype": dtype, "m": m, "k": k, "n": n, "provider": provider}
+
+
+def cell_series(
+    results: ResultSet, machine: str, key: dict, commits: list[str], version: str | None = None
+) -> pd.DataFrame:
+    """(commit, time_s, version) of one cell at each of `commits` (oldest first) that timed it (with this
+    benchmark version only, where one is given: asv does not compare across versions either). `key` names
+    the cell by KEY, and by its group where it has one; without one each commit's ladder cell is read (no
+    control's, and of a quick and a default run at one commit the default group's: `analysis.ladder_cells`)."""
+    cells = results.cells.join(results.detail[["version"]])
+    cells = cells[cells["machine"] == machine]
+    if "group" not in key:
+        cells = ladder_cells(cells)
+    columns = [*KEY, "group"] if "group" in key else KEY
+    chosen = (cells[columns] == pd.Series(key)[columns]).all(axis=1)
+    if version is not None:
+        chosen &= cells["version"] == version
+    mine = cells[chosen].dropna(subset=["time_s"])
+    by_commit = {
+        commit: (time, v) for commit, time, v in zip(mine["commit"], mine["time_s"], mine["version"], strict=True)
+    }
+    return pd.DataFrame(
+        [(c, *by_commit[c]) for c in commits if c in by_commit], columns=["commit", "time_s", "version"]
+    )
+
+
+def regression_start(series: pd.DataFrame, threshold: float = 0.0) -> str | None:
+    """The first commit after the last step up asv finds in the series (None: no step, or too few points)."""
+    from asv.step_detect import detect_regressions, detect_steps
+
+    if len(series) < 3:
+        return None
+    steps = detect_steps(list(series["time_s"]))
+    _, _, positions = detect_regressions(steps, threshold=threshold)
+    if not positions:
+        return None
+    _, after, _, _ = positions[-1]
+    return str(series["commit"].iloc[after])

@@ -1,0 +1,155 @@
+"""Named threshold presets: how large a change must be, per metric and cell class, before it is one.
+
+A preset is earned from measured noise, never picked: `fusedbench.regressions.calibration` derives it from
+A/A runs (the same code run again on one machine), and tests/test_calibration.py recomputes
+every committed preset from the committed runs it names, so a preset cannot drift from its data.
+docs/regressions.md gives the noise each one came from, its false-alarm and detection rates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fusedbench.catalog.tuning import gpu_machine
+from fusedbench.errors import FusedbenchError
+
+# Cell classes by the time that sets their noise: the cell's own median for `time`, its workload's
+# GEMM for the paired metrics. Short kernels are noisier (launch and clock jitter weigh more).
+CLASSES = (("large", 5e-3), ("medium", 1e-3), ("small", 0.0))  # (name, lower bound in seconds)
+# The gates: a group's median change over all its providers' cells, and over one provider's cells.
+GROUP_GATE, PROVIDER_GATE = "group", "provider"
+METRIC_NAMES = ("time", "epilog-cost", "fusion-speedup")  # what compare measures (compare.METRICS)
+GATES = (GROUP_GATE, PROVIDER_GATE)
+CLASS_LABELS = {
+    "large": ">= 5 ms",
+    "medium": "1-5 ms",
+    "small": "< 1 ms",
+    GROUP_GATE: "a group's median",
+    PROVIDER_GATE: "a group's median, one provider",
+}
+
+
+def cell_class(seconds: float) -> str:
+    """'large' (>= 5 ms), 'medium' (1-5 ms) or 'small' (< 1 ms; also where the time is unknown)."""
+    for name, bound in CLASSES:
+        if not math.isnan(seconds) and seconds >= bound:
+            return name
+    return CLASSES[-1][0]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Relative thresholds (0.05: a change beyond 5% either way) per (metric, class); the GATES classes are
+    the gates on a group's median change in the metric."""
+
+    name: str
+    thresholds: Mapping[tuple[str, str], float]
+    calibrated_on: str  # the machine whose A/A runs it came from
+    runs: tuple[tuple[str, ...], ...] = ()  # the commits of those runs: a tuple per set of one measurement code
+    noise: Mapping[str, str] = field(default_factory=dict)  # what was measured, per metric and class, in words
+    rates: Mapping[str, Any] = field(default_factory=dict)  # false alarms per build, detection, minimum effects
+    pairs: int = 0  # how many A/A pairs it came from
+
+    def threshold(self, metric: str, klass: str) -> float:
+        return self.thresholds[(metric, klass)]
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "calibrated_on": self.calibrated_on,
+            "runs": [list(commits) for commits in self.runs],
+            "thresholds": {f"{metric}/{klass}": value for (metric, klass), value in self.thresholds.items()},
+            "noise": dict(self.noise),
+            "rates": dict(self.rates),
+            "pairs": self.pairs,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Preset:
+        return cls(
+            name=data["name"],
+            thresholds={tuple(key.split("/")): float(value) for key, value in data["thresholds"].items()},
+            calibrated_on=data["calibrated_on"],
+            runs=tuple(tuple(commits) for commits in data["runs"]),
+            noise=dict(data["noise"]),
+            rates=dict(data.get("rates", {})),
+            pairs=int(data.get("pairs", 0)),
+        )
+
+
+# The committed presets (`fusedbench calibrate --write` adds or replaces one).
+PRESETS_FILE = os.path.join(os.path.dirname(__file__), "presets.json")
+
+
+def load_presets(path: str = PRESETS_FILE) -> dict[str, Preset]:
+    """Every preset in the presets file, each checked whole: one FusedbenchError line naming what is wrong."""
+    fix = f"restore it with `git checkout -- {os.path.relpath(path)}` or rerun `fusedbench calibrate --write`"
+    try:
+        with open(path, encoding="utf-8") as stream:
+            data = json.load(stream)
+        if not isinstance(data, dict):
+            raise ValueError(f"expected an object of presets, found a {type(data).__name__}")
+        presets = {name: Preset.from_json(entry) for name, entry in data.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+        raise FusedbenchError(f"threshold presets {path} cannot be read ({detail}); {fix}") from None
+    for preset in presets.values():
+        classes = (*(c for c, _ in CLASSES), *GATES)
+        missing = [f"{m}/{k}" for m in METRIC_NAMES for k in classes if (m, k) not in preset.thresholds]
+        wrong = [f"{'/'.join(k)}={v}" for k, v in preset.thresholds.items() if not 0 < v < math.inf]
+        if missing or wrong:
+            what = f"lacks {', '.join(missing)}" if missing else f"has thresholds not above 0: {', '.join(wrong)}"
+            raise FusedbenchError(f"threshold preset {preset.name!r} in {path} {what}; {fix}")
+    return presets
+
+
+def save_preset(preset: Preset, path: str = PRESETS_FILE) -> str:
+    """Add or replace one preset in the presets file, atomically; says what it replaced."""
+    from fusedbench.files import write_text_atomically
+
+    presets = load_presets(path)
+    before = presets.get(preset.name)
+    presets[preset.name] = preset
+    text = json.dumps({n: p.to_json() for n, p in presets.items()}, indent=2, sort_keys=True, allow_nan=False)
+    write_text_atomically(path, text + "\n")
+    _PRESETS.clear()
+    if before is None:
+        return f"preset {preset.name!r} added to {path}"
+    return f"preset {preset.name!r} in {path} replaced: it came from {before.pairs} A/A pair(s), now {preset.pairs}"
+
+
+_PRESETS: dict[str, Preset] = {}
+DEFAULT_PRESET = "h100-80gb-hbm3"
+
+
+def presets() -> dict[str, Preset]:
+    """The committed presets, read once (a broken file is one error line, at the command that needs it)."""
+    if not _PRESETS:
+        _PRESETS.update(load_presets(PRESETS_FILE))
+    return _PRESETS
+
+
+def preset_for(machine: str, name: str | None = None) -> tuple[Preset, str]:
+    """The preset in force for `machine` (or the one named) and one line saying why it is that one."""
+    known = presets()
+    if name is not None:
+        if name not in known:
+            raise FusedbenchError(f"no threshold preset {name!r}; presets: {', '.join(known)}")
+        return known[name], f"preset {name!r}, as asked"
+    if DEFAULT_PRESET not in known:
+        raise FusedbenchError(f"no preset {DEFAULT_PRESET!r} in {PRESETS_FILE}; run `fusedbench calibrate --write`")
+    gpu = gpu_machine(machine)  # a tuned run is judged by its GPU's noise
+    if gpu in known:
+        return known[gpu], f"preset {gpu!r}, calibrated on this GPU's own A/A runs"
+    if not gpu:
+        return known[DEFAULT_PRESET], f"preset {DEFAULT_PRESET!r}: no machine named and no results to take one from"
+    return (
+        known[DEFAULT_PRESET],
+        f"preset {DEFAULT_PRESET!r}: {gpu} has no A/A runs of its own yet, so it uses the {DEFAULT_PRESET} "
+        "calibration (run the calibration there to earn its own; docs/regressions.md)",
+    )

@@ -1,0 +1,1 @@
+"""asv's results read into tidy tables, and which run is which (newest, baseline)."""

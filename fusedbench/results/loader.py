@@ -1,0 +1,541 @@
+"""Read asv's results (any machines, any commits) into one tidy table, a row per cell and run.
+
+asv's own loader parses each results file; fusedbench adds what asv does not keep: each cell's
+dtype and shape (from its benchmark class and parameters), the status and reason of cells asv
+skipped and the environment (from the records beside asv's results, `fusedbench.measure.records`), and,
+from the ceilings measured in the same run, each cell's TFLOP/s and floor,
+max(FLOPs / rate, bytes / bandwidth). The rate is the best the run measured: the ceiling GEMM's,
+or the fastest cell's FLOP/s where one ran faster (large LLM shapes beat the 8192^3 ceiling GEMM
+by a few per cent, an autotuned algorithm beats the default one), so no cell's floor is above a
+time the GPU was seen to reach.
+
+What cannot be read is never dropped silently: each unreadable file, missing record or empty
+folder becomes a line in `ResultSet.problems` that names the file and what was lost.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from fusedbench.catalog.dtypes import dtype_spec
+from fusedbench.catalog.epilogs import EPILOGS, Epilog, epilog_spec
+from fusedbench.catalog.model import Cell, CellKey, Status
+from fusedbench.catalog.providers import GEMM
+from fusedbench.catalog.shapes import parse_shape, shape_label
+from fusedbench.catalog.suites import (
+    ACCURACY_TRACK,
+    BENCHMARK_MODULE,
+    CEILING_COPY_BYTES,
+    CEILING_GEMM_SHAPE,
+    EPOCH_TIME,
+    GPU_TIME,
+    GROUPS,
+    MLP_GROUPS,
+    WALL,
+)
+from fusedbench.errors import FusedbenchError
+from fusedbench.measure.records import GroupRecord, load_records
+from fusedbench.measure.sampling import PAIRED_SAMPLINGS
+from fusedbench.results.derived import flags, paired_metrics, pass_bandwidths
+from fusedbench.stats import relative_iqr
+
+COLUMNS = [
+    "machine",
+    "commit",
+    "group",  # the asv class (benchmark group): cells of one group were timed in the same rounds
+    "epilog",
+    "dtype",
+    "m",
+    "k",
+    "n",
+    "provider",
+    "status",
+    "reason",
+    "time_s",
+    "ci_low_s",
+    "ci_high_s",
+    "samples",
+    "rel_iqr",
+    "tflops",
+    "floor_s",
+    "flops",  # the least work the provider does: the gemm provider's is the GEMM alone
+    "bytes",  # what a fused kernel must move: operands, D, bias, aux
+    "gemm_ratio",  # time over the plain GEMM of the same workload (1.03: the epilog costs 3%)
+    "gemm_ratio_low",  # its 95% interval where the run paired samples by round; NaN where not
+    "gemm_ratio_high",
+    "kernels",  # how many GPU kernels the hot call launched (CUPTI); NaN where not recorded
+    "kernel_names",  # their names in launch order, joined by " + "
+    "algorithm",  # cuBLASLt's algorithm for the provider's GEMM, and who chose it (heuristic, autotune, a tuning)
+    # A compiler's peer, before any timing: triton's seconds to compile the kernels the cell autotunes among,
+    # summed (each kernel in its own process, CPUs compiling side by side; a kernel serves its dtype's shapes, and
+    # where Triton's cache already held it the seconds are those of reading it), and to autotune among them;
+    # torch-compile's first call (tracing, code generation, autotuning) and Inductor's benchmarking within it
+    "compile_s",
+    "autotune_s",
+    "regret",  # fused cells: fused / fused-autotuned, paired by round (1.05: the heuristic's choice costs 5%)
+    "regret_low",
+    "regret_high",
+    "fidelity",  # textbook cells of a group with the blog control: textbook / blog, paired by round
+    "fidelity_low",
+    "fidelity_high",
+    "pass_tbps",  # unfused cells: bytes of its separate passes over their kernels' time, TB/s
+    "pass_of_copy",  # that over the run's copy bandwidth
+    "same_size_copy_tbps",  # a plain copy moving the passes' bytes, timed alike: what a pass of that size can reach
+    "flags",  # what deserves a look: multi-kernel fused cells, heuristic regret, slow unfused passes
+]
+CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
+# Per cell, beside the table (same index): what comparing two runs needs and the table does not show.
+DETAIL_COLUMNS = [
+    "version",  # asv's version of that benchmark: runs of different versions are incomparable
+    "started_ms",  # when asv started the benchmark (ms since the epoch; None where asv did not say)
+    "raw",  # the raw samples, a tuple in the order they were taken (round by round where `paired`)
+    "paired",  # whether the run sampled in rounds, so sample i of every cell of a workload shares a clock
+    "kernel_times",  # the recorded kernels' (name, microseconds), in launch order; () where none were recorded
+]
+# The mlp suite's cells (benchmarks/mlp.py), a row per cell and run; never in `cells`, which holds epilog cells.
+MLP_COLUMNS = [
+    "machine",
+    "commit",
+    "group",  # MlpStep or MlpEpoch
+    "workload",  # mlp-step or mlp-epoch
+    "layers",  # inputs-hidden-outputs, e.g. 4096-4096-10
+    "inputs",
+    "hidden",
+    "batch",
+    "dtype",
+    "version",  # fused, unfused, textbook, torch
+    "status",
+    "reason",
+    "time_s",  # the wall clock per step (MlpStep) or per epoch (MlpEpoch), asv's median
+    "ci_low_s",
+    "ci_high_s",
+    "samples",
+    "gpu_s",  # a step's kernels' GPU time (CUPTI), median; NaN for an epoch
+    "host_overhead_s",  # time_s - gpu_s: what the host adds to a step beyond its kernels
+    "kernels",  # kernels per step (the median recorded step's)
+    "test_accuracy",  # MlpEpoch: after the timed training
+    "started_ms",  # when asv started the group's benchmark: the newest run of a machine is the one to show
+]
+NO_REASON = "asv skipped it; no fusedbench record gives the reason"
+NO_TIME = "asv recorded no time for a cell the measurement timed (the asv run failed or was interrupted)"
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """Everything under a results folder: the cells, the ceilings of each run, its records, and what was lost."""
+
+    cells: pd.DataFrame  # COLUMNS, a row per cell and run
+    ceilings: pd.DataFrame  # CEILING_COLUMNS: the best GEMM rate (and where it was reached), copy bandwidth
+    records: list[GroupRecord]  # oldest first
+    problems: list[str]  # one line per file or folder that could not be read fully, naming what was lost
+    detail: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DETAIL_COLUMNS))  # per cell
+    mlp: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MLP_COLUMNS))  # the mlp suite's cells
+
+    def runs(self) -> pd.DataFrame:
+        """The machine and commit of every cell, epilog or mlp: what --machine and --commit may name."""
+        return pd.concat([self.cells[["machine", "commit"]], self.mlp[["machine", "commit"]]])
+
+
+def _machine_folders(results_dir: str, problems: list[str]):
+    """(machine, [results file paths]) for every machine folder asv's tools would read."""
+    for name in sorted(os.listdir(results_dir)):
+        folder = os.path.join(results_dir, name)
+        if not os.path.isdir(folder):
+            continue
+        files = sorted(
+            os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".json") and f != "machine.json"
+        )
+        if not files:
+            continue
+        try:
+            with open(os.path.join(folder, "machine.json"), encoding="utf-8") as stream:
+                machine = str(json.load(stream)["machine"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problems.append(
+                f"{folder}/machine.json is missing or unreadable ({type(exc).__name__}: {exc}): its {len(files)} "
+                f"results files were not read (asv skips them too); restore it with "
+                f"`git checkout -- {folder}/machine.json` (an `asv run --machine {name}` also rewrites it)"
+            )
+            continue
+        yield machine, files
+
+
+def _asv_results(results_dir: str, problems: list[str]):
+    """asv Results objects, each unreadable file a problem line instead."""
+    from asv import util
+    from asv.results import Results
+
+    for machine, files in _machine_folders(results_dir, problems):
+        for path in files:
+            try:
+                yield path, Results.load(path, machine_name=machine)
+            except (util.UserError, ValueError, KeyError, TypeError, OSError) as exc:
+                problems.append(
+                    f"{path} is not an asv results file fusedbench can read ({exc}); its cells were not read"
+                )
+
+
+def _parameter_sets(result, key: str) -> list[tuple]:
+    return [
+        tuple(ast.literal_eval(value) for value in combo) for combo in itertools.product(*result.get_result_params(key))
+    ]
+
+
+def _median_times(result, key: str) -> dict[tuple, float]:
+    """Median time per parameter set of one benchmark ({(): time} without parameters; NaN where none)."""
+    if key not in result.get_all_result_keys():
+        return {}
+    params = result.get_result_params(key)
+    values = result.get_result_value(key, params)
+    if not params:
+        return {(): _number(values[0] if isinstance(values, list) else values)}
+    return {combo: _number(value) for combo, value in zip(_parameter_sets(result, key), values, strict=True)}
+
+
+def _benchmark_results(result, benchmark: str) -> dict[tuple, tuple]:
+    """Per parameter set of one benchmark: (asv's median, its stats, its samples); ValueError where they disagree."""
+    params = result.get_result_params(benchmark)
+    combos = _parameter_sets(result, benchmark)
+    values = result.get_result_value(benchmark, params)
+    stats = result.get_result_stats(benchmark, params)
+    samples = result.get_result_samples(benchmark, params) or [None] * len(combos)
+    if not len(combos) == len(values) == len(stats) == len(samples):
+        raise ValueError(f"{benchmark} has {len(combos)} parameter sets but {len(values)} results")
+    return {c: (value, stat, sample) for c, value, stat, sample in zip(combos, values, stats, samples, strict=True)}
+
+
+def _number(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def ceilings(result) -> tuple[dict[str, float], float]:
+    """(dense GEMM FLOP/s per dtype, copy bytes/s) measured in the same run (NaN where missing)."""
+    m, k, n = CEILING_GEMM_SHAPE
+    gemm = _median_times(result, "ceilings.GemmCeiling.time_gemm")
+    rates = {combo[0]: 2 * m * k * n / time for combo, time in gemm.items()}
+    copy = _median_times(result, "ceilings.CopyCeiling.time_copy").get((), math.nan)
+    return rates, 2 * CEILING_COPY_BYTES / copy  # read once and written once
+
+
+def record_of(candidates: Sequence[GroupRecord], started_at_ms: int | None) -> GroupRecord | None:
+    """The record of the measurement whose samples asv kept: the newest one (of the group's, machine's and
+    commit's, oldest first) that began before asv started the benchmark. A later record belongs to a run
+    whose results asv did not save (a dry run, an interrupted or failed group) and is passed over."""
+    if started_at_ms is None:
+        return candidates[-1] if candidates else None
+    started = datetime.fromtimestamp(started_at_ms / 1000, timezone.utc)
+    before = [record for record in candidates if record.started_at <= started]
+    return before[-1] if before else None
+
+
+def cell_of(key: CellKey, time: float, samples, recorded: Cell | None) -> Cell:
+    """One asv cell as the model sees it: asv's time and samples, its record's status, reason and provenance."""
+    if not math.isnan(time):
+        provenance = recorded.provenance if recorded is not None and recorded.ok else {}
+        return replace(Cell.measured(key, samples or ()), provenance=provenance)
+    if recorded is None:
+        return Cell.skipped(key, NO_REASON)
+    if recorded.ok:
+        return Cell.failed(key, NO_TIME)
+    return Cell(key, recorded.status, recorded.reason)
+
+
+@dataclass
+class _Run:
+    """What one asv results file adds to the table."""
+
+    ceilings: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    detail: list = field(default_factory=list)  # each row's DETAIL_COLUMNS
+    problems: list = field(default_factory=list)
+    mlp: list = field(default_factory=list)  # MLP_COLUMNS rows
+
+
+def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[GroupRecord]]) -> _Run:
+    """The cells and ceilings of one asv results file, each cell with the record of its measurement."""
+    machine, commit = result.params["machine"], result.commit_hash
+    read = _Run()
+    rates, bandwidth = ceilings(result)
+    for dtype, rate in rates.items():
+        read.ceilings.append(
+            {
+                "machine": machine,
+                "commit": commit,
+                "dtype": dtype,
+                "gemm_tflops": rate / 1e12,
+                "gemm_at": f"{shape_label(*CEILING_GEMM_SHAPE)} ceiling",
+                "copy_tbps": bandwidth / 1e12,
+            }
+        )
+    unrecorded: dict[str, int] = {}
+    dirty: set[str] = set()
+    read.mlp = _mlp_rows(result, by_group, unrecorded, dirty)
+    for benchmark in sorted(result.get_all_result_keys()):
+        parts = benchmark.split(".")
+        if parts[0] != BENCHMARK_MODULE or parts[1] not in GROUPS:
+            continue
+        group = GROUPS[parts[1]]
+        record = record_of(by_group.get((machine, commit, group.name), []), result.started_at.get(benchmark))
+        if record is not None and record.dirty:
+            dirty.add(group.name)
+        recorded = {} if record is None else {c.key.at("", ""): c for c in record.cells}
+        for combo, (value, stat, sample) in _benchmark_results(result, benchmark).items():
+            epilog, shape, provider = combo
+            key = CellKey(epilog, group.dtype, *parse_shape(shape), provider, machine, commit)
+            cell = cell_of(key, _number(value), sample, recorded.get(key.at("", "")))
+            if record is None and not cell.ok:
+                unrecorded[group.name] = unrecorded.get(group.name, 0) + 1
+            read.rows.append(_row(cell, group.name, _number(value), stat))
+            read.detail.append(
+                {
+                    "version": result.benchmark_version.get(benchmark),
+                    "started_ms": result.started_at.get(benchmark),
+                    "raw": tuple(cell.samples),
+                    "paired": record is not None and record.sampling in PAIRED_SAMPLINGS,
+                    "kernel_times": kernel_times(cell),
+                }
+            )
+    if unrecorded:
+        read.problems.append(
+            f"{path}: no fusedbench record for group(s) {', '.join(unrecorded)} of commit {commit[:8]} on "
+            f"{machine}: {sum(unrecorded.values())} cells asv skipped show as skipped with no reason, and their "
+            "workloads' epilog costs are not paired by round"
+        )
+    if dirty:
+        read.problems.append(
+            f"{path}: group(s) {', '.join(sorted(dirty))} were measured from a checkout with uncommitted changes "
+            f"(their records say so), so they may not be the code of commit {commit[:8]}"
+        )
+    return read
+
+
+def _mlp_rows(result, by_group, unrecorded: dict[str, int], dirty: set[str]) -> list[dict]:
+    """The mlp suite's cells of one asv results file (MLP_COLUMNS), each with its record's status and provenance."""
+    machine, commit, rows = result.params["machine"], result.commit_hash, []
+    recorded_benchmarks = set(result.get_all_result_keys())
+    for group in MLP_GROUPS.values():
+        clocks = {
+            clock: _benchmark_results(result, name) if name in recorded_benchmarks else {}
+            for clock, name in group.benchmarks.items()
+        }
+        if not any(clocks.values()):
+            continue
+        first = group.benchmarks[next(iter(group.benchmarks))]
+        record = record_of(by_group.get((machine, commit, group.name), []), result.started_at.get(first))
+        if record is not None and record.dirty:
+            dirty.add(group.name)
+        recorded = {} if record is None else {c.key.at("", ""): c for c in record.cells}
+        timed = clocks.get(WALL) or clocks.get(EPOCH_TIME, {})
+        for combination in group.combinations():
+            params = group.asv_params(*combination)
+            value, stat, sample = timed.get(params, (None, None, None))
+            key = group.cell_key(*combination)
+            cell = cell_of(key.at(machine, commit), _number(value), sample, recorded.get(key))
+            if record is None and not cell.ok:
+                unrecorded[group.name] = unrecorded.get(group.name, 0) + 1
+            gpu = _number(clocks.get(GPU_TIME, {}).get(params, (None,))[0])
+            time = _number(value) if cell.ok else math.nan
+            kernels = kernel_times(cell)
+            described = cell.to_json(samples=False)  # the key, status and reason in the model's own form
+            rows.append(
+                {
+                    "group": group.name,
+                    "workload": group.workload,
+                    "layers": combination[0],
+                    "inputs": key.k,
+                    "hidden": key.m,
+                    "batch": key.n,
+                    "version": key.provider,
+                    **{name: described[name] for name in ("machine", "commit", "dtype", "status", "reason")},
+                    "time_s": time,
+                    "ci_low_s": _number(stat.get("ci_99_a")) if stat and cell.ok else math.nan,
+                    "ci_high_s": _number(stat.get("ci_99_b")) if stat and cell.ok else math.nan,
+                    "samples": len(cell.samples),
+                    "gpu_s": gpu if cell.ok else math.nan,
+                    "host_overhead_s": time - gpu if cell.ok else math.nan,
+                    "kernels": len(kernels) if kernels else math.nan,
+                    "test_accuracy": _number(clocks.get(ACCURACY_TRACK, {}).get(params, (None,))[0]),
+                    "started_ms": result.started_at.get(first),
+                }
+            )
+    return [{column: row[column] for column in MLP_COLUMNS} for row in rows]
+
+
+def load_results(results_dir: str) -> ResultSet:
+    """Read every asv results file (and every fusedbench record) under `results_dir`."""
+    if not os.path.isdir(results_dir):
+        raise FusedbenchError(f"no results folder at {results_dir!r}; pass the folder asv writes (results/)")
+    if os.path.isfile(os.path.join(results_dir, "machine.json")):
+        parent = os.path.dirname(os.path.abspath(results_dir))
+        raise FusedbenchError(f"{results_dir} is one machine's folder; pass the results folder above it ({parent})")
+    records, problems = load_records(results_dir)
+    by_group: dict[tuple[str, str, str], list[GroupRecord]] = {}
+    for record in records:
+        by_group.setdefault((record.machine, record.commit, record.group), []).append(record)
+    rows, detail, ceiling_rows, mlp, files, readable = [], [], [], [], 0, 0
+    for path, result in _asv_results(results_dir, problems):
+        files += 1
+        try:
+            read = _read_run(path, result, by_group)
+            readable += 1
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            problems.append(
+                f"{path} holds asv results fusedbench cannot read ({type(exc).__name__}: {exc}); "
+                "its cells were not read"
+            )
+            continue
+        ceiling_rows += read.ceilings
+        rows += read.rows
+        mlp += read.mlp
+        detail += read.detail
+        problems += read.problems
+    if readable and not rows and not mlp:
+        raise FusedbenchError(
+            f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
+        )
+    if not files and not problems:
+        problems.append(f"{results_dir} holds no asv results yet; `fusedbench run` on a GPU machine writes them")
+    work = pd.DataFrame(rows, columns=COLUMNS)
+    details = pd.DataFrame(detail, columns=DETAIL_COLUMNS, index=work.index)
+    work = paired_metrics(work, list(details["raw"]), details["paired"].astype(bool))
+    roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
+    floored = with_floors(work, roofs)
+    floored = pass_bandwidths(floored, details["kernel_times"], floored["copy_tbps"], details["version"])
+    cells = floored.assign(flags=flags(floored), kernels=floored["kernels"].astype("Int64"))[COLUMNS]
+    return ResultSet(
+        cells=cells,
+        ceilings=roofs,
+        records=records,
+        problems=problems,
+        detail=details.set_index(cells.index),
+        mlp=pd.DataFrame(mlp, columns=MLP_COLUMNS).astype({"kernels": "Int64"}),
+    )
+
+
+def best_gemm_rates(work: pd.DataFrame, ceiling_rows: pd.DataFrame) -> pd.DataFrame:
+    """Each run's ceilings, the GEMM rate raised to the fastest cell's FLOP/s where one beat the ceiling GEMM."""
+    roofs = ceiling_rows.copy()
+    timed = work[work["status"] == Status.OK.value]
+    for index, roof in roofs.iterrows():
+        run = ["machine", "commit", "dtype"]
+        mine = timed[(timed[run] == roof[run]).all(axis=1)]
+        if mine.empty:
+            continue
+        rates = mine["flops"] / mine["time_s"] / 1e12
+        best = rates.idxmax()
+        if rates[best] > roof["gemm_tflops"]:
+            cell = mine.loc[best]
+            at = f"{shape_label(cell['m'], cell['k'], cell['n'])} {cell['epilog']} {cell['provider']}"
+            roofs.loc[index, ["gemm_tflops", "gemm_at"]] = rates[best], at
+    return roofs
+
+
+def with_floors(work: pd.DataFrame, roofs: pd.DataFrame) -> pd.DataFrame:
+    """`floor_s` = max(flops / GEMM rate, bytes / copy bandwidth) of the cell's run; NaN without its ceilings."""
+    keyed = work.drop(columns="floor_s").merge(
+        roofs[["machine", "commit", "dtype", "gemm_tflops", "copy_tbps"]], how="left", on=["machine", "commit", "dtype"]
+    )
+    floors = pd.concat(
+        [keyed["flops"] / (keyed["gemm_tflops"] * 1e12), keyed["bytes"] / (keyed["copy_tbps"] * 1e12)], axis=1
+    ).max(axis=1, skipna=False)
+    return keyed.assign(floor_s=floors.to_numpy())
+
+
+def select_cells(
+    cells: pd.DataFrame,
+    *,
+    machines: Sequence[str] = (),
+    commits: Sequence[str] = (),
+    known: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The cells of the chosen machines (exact names) and commits (prefixes); an error names a choice matching
+    nothing in `known` (the cells themselves unless given: the report passes the epilog and the mlp cells)."""
+    known = cells if known is None else known
+    chosen = cells
+    if machines:
+        unknown = sorted(set(machines) - set(known["machine"]))
+        if unknown:
+            have = ", ".join(sorted(set(known["machine"]))) or "none"
+            raise FusedbenchError(f"--machine {unknown[0]!r} has no results; machines with results: {have}")
+        chosen, known = chosen[chosen["machine"].isin(machines)], known[known["machine"].isin(machines)]
+    if commits:
+        if not known["commit"].map(lambda c: any(c.startswith(p) for p in commits)).any():
+            have = ", ".join(sorted({c[:8] for c in known["commit"]})) or "none"
+            raise FusedbenchError(f"--commit {', '.join(commits)} matches no results here; commits: {have}")
+        chosen = chosen[chosen["commit"].map(lambda c: any(c.startswith(p) for p in commits)).astype(bool)]
+    return chosen
+
+
+def kernel_times(cell: Cell) -> tuple[tuple[str, float], ...]:
+    """The kernels a cell's record lists, as (name, microseconds); () where none were recorded or readable."""
+    try:
+        return tuple((str(k["name"]), float(k["us"])) for k in cell.provenance.get("kernels", ()))
+    except (TypeError, KeyError, ValueError):
+        return ()
+
+
+def same_size_copy_tbps(cell: Cell) -> float:
+    """The bandwidth of the copy an unfused cell's record measured beside its passes; NaN where there is none."""
+    copy = cell.provenance.get("same_size_copy")
+    try:
+        return float(copy["bytes"]) / float(copy["us"]) / 1e6
+    except (TypeError, KeyError, ValueError, ZeroDivisionError):
+        return math.nan
+
+
+def _row(cell: Cell, group: str, time: float, stat) -> dict:
+    """One cell of one run as a table row (its floor, paired ratios and flags come later)."""
+    key = cell.key
+    spec = EPILOGS[Epilog.DEFAULT] if key.provider == GEMM else epilog_spec(key.epilog)
+    flops = spec.flops(key.m, key.k, key.n)
+    itemsizes = dtype_spec(key.dtype).operand_itemsize, dtype_spec(key.dtype).result_itemsize
+    described = cell.to_json(samples=False) | {"group": group}  # the key, status and reason in the model's own form
+    kernels = kernel_times(cell)
+    algorithm, chosen_by = cell.provenance.get("algorithm"), cell.provenance.get("chosen_by")
+    return {column: described[column] for column in COLUMNS[: COLUMNS.index("reason") + 1]} | {
+        "time_s": time if cell.ok else math.nan,
+        "ci_low_s": _number(stat.get("ci_99_a")) if stat and cell.ok else math.nan,
+        "ci_high_s": _number(stat.get("ci_99_b")) if stat and cell.ok else math.nan,
+        "samples": len(cell.samples),
+        "rel_iqr": relative_iqr(cell.samples) if cell.samples else math.nan,
+        "tflops": flops / time / 1e12 if cell.ok and time > 0 else math.nan,
+        "floor_s": math.nan,  # with_floors() fills it from the run's ceilings
+        "flops": flops,
+        "bytes": spec.fused_bytes(key.m, key.k, key.n, *itemsizes),
+        "gemm_ratio": math.nan,  # analysis.paired_metrics() fills it from the workload's gemm cell
+        "gemm_ratio_low": math.nan,
+        "gemm_ratio_high": math.nan,
+        "kernels": len(kernels) if kernels else math.nan,
+        "kernel_names": " + ".join(name for name, _ in kernels),
+        "algorithm": f"{algorithm} ({chosen_by})" if algorithm and chosen_by else algorithm or "",
+        "compile_s": _number(cell.provenance.get("compile_s")),
+        "autotune_s": _number(cell.provenance.get("autotune_s")),
+        **dict.fromkeys(["regret", "regret_low", "regret_high", "fidelity", "fidelity_low", "fidelity_high"], math.nan),
+        "pass_tbps": math.nan,  # analysis.pass_bandwidths() fills it from the kernel times and the copy ceiling
+        "pass_of_copy": math.nan,
+        "same_size_copy_tbps": same_size_copy_tbps(cell),
+        "flags": "",
+    }
+
+
+def format_markdown(table: pd.DataFrame) -> str:
+    """A Markdown table (no extra dependency): one header row, one row per cell."""
+    header = "| " + " | ".join(table.columns) + " |"
+    rule = "|" + "|".join("---" for _ in table.columns) + "|"
+
+    def cell(value) -> str:
+        if isinstance(value, float):
+            return "" if math.isnan(value) else f"{value:.4g}"
+        return str(value).replace("|", "\\|")
+
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([header, rule, *body]) + "\n"
