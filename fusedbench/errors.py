@@ -1,4 +1,6 @@
-"""The project's error classes: each maps to a one-line message and an exit code in the CLI."""
+"""The project's error classes, each a one-line message and an exit code in the CLI, and the data problem line."""
+
+from __future__ import annotations
 
 
 class FusedbenchError(Exception):
@@ -23,3 +25,15 @@ class Skipped(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class DataProblem(str):
+    """One line saying what in a results folder could not be read and what was lost, and the machine whose results
+    it concerns ('' where it concerns none, or none could be told): a CI gate refuses to judge a machine with one."""
+
+    machine: str
+
+    def __new__(cls, text: str, machine: str = "") -> DataProblem:
+        problem = super().__new__(cls, text)
+        problem.machine = machine
+        return problem

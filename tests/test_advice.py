@@ -54,7 +54,7 @@ def run(
                         "kernels": pd.NA if refuse else (kernels or {}).get(provider, 1),
                     }
                 )
-                detail.append({"started_ms": 1_000, "raw": raw, "paired": True})
+                detail.append({"started_ms": 1_000, "raw": raw, "paired": True, "version": "1"})
     frame = pd.DataFrame(cells)
     frame["kernels"] = frame["kernels"].astype("Int64")
     return ResultSet(cells=frame, ceilings=pd.DataFrame(), records=[], problems=[], detail=pd.DataFrame(detail))

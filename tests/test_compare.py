@@ -9,8 +9,16 @@ import pandas as pd
 import pytest
 
 from fusedbench.catalog.model import Status
-from fusedbench.regressions.alerts import AlertKind, judge_comparison, summary_markdown, to_json, write_step_summary
 from fusedbench.regressions.compare import FUSION_SPEEDUP, TIME, Run, Verdict, compare_runs
+from fusedbench.regressions.gate import (
+    AlertKind,
+    GroupJudgement,
+    MachineVerdict,
+    Outcome,
+    SuiteVerdict,
+    judge_comparison,
+)
+from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
 from fusedbench.regressions.thresholds import Preset
 
 SHAPE = (8192, 4096, 8192)
@@ -60,6 +68,15 @@ def make_run(commit, *, scale=None, status=None, group="Fp16Seed", version="v1",
 
 def judged(base, cand):
     return judge_comparison(compare_runs(base, cand, PRESET))
+
+
+def as_verdict(judged, cells: int = len(EPILOGS) * len(PROVIDERS)) -> MachineVerdict:
+    """One comparison as the gate's verdict on a one-group suite (what alert renders)."""
+    comparison = judged.comparison
+    group = GroupJudgement("Fp16Seed", cells, comparison.candidate, comparison.baseline, judged)
+    return MachineVerdict(
+        comparison.candidate.machine, (SuiteVerdict("h100", "default", PRESET, "preset 'test'", (group,)),)
+    )
 
 
 def rows_of(verdicts, verdict):
@@ -191,7 +208,9 @@ def test_a_change_beyond_the_threshold_inside_the_noise_is_undecided_and_only_wa
 
 def test_the_json_has_every_compared_cell_and_alerts_with_the_documented_keys():
     verdicts = judged(make_run("a" * 40, seed=1), make_run("b" * 40, seed=2, scale={("GELU", "textbook"): 1.2}))
-    document = json.loads(json.dumps(to_json(verdicts, "preset 'test'")))
+    document = json.loads(json.dumps(to_json(as_verdict(verdicts), rows=True)))
+    (suite,) = document["suites"]
+    (group,) = suite["groups"]
     keys = {
         "epilog",
         "dtype",
@@ -207,10 +226,11 @@ def test_the_json_has_every_compared_cell_and_alerts_with_the_documented_keys():
         "threshold",
         "reason",
     }
-    assert document["baseline"]["commit"] == "a" * 40 and document["candidate"]["commit"] == "b" * 40
-    assert len(document["cells"]) == len(verdicts.comparison.cells) and keys <= set(document["cells"][0])
-    assert {a["kind"] for a in document["alerts"]} == {"regression"} and keys | {"kind"} <= set(document["alerts"][0])
-    assert {c["metric"] for c in document["cells"]} == {"time", "epilog-cost", "fusion-speedup"}
+    assert group["baseline"]["commit"] == "a" * 40 and group["candidate"]["commit"] == "b" * 40
+    assert len(group["rows"]) == len(verdicts.comparison.cells) and keys <= set(group["rows"][0])
+    assert {a["kind"] for a in suite["alerts"]} == {"regression"} and keys | {"kind"} <= set(suite["alerts"][0])
+    assert {c["metric"] for c in group["rows"]} == {"time", "epilog-cost", "fusion-speedup"}
+    assert (document["outcome"], suite["outcome"], suite["compared"], suite["cells"]) == ("red", "red", 12, 12)
 
 
 def test_the_step_summary_is_appended_worst_first_and_kept_under_the_limit(tmp_path):
@@ -218,11 +238,11 @@ def test_the_step_summary_is_appended_worst_first_and_kept_under_the_limit(tmp_p
         make_run("a" * 40, seed=1),
         make_run("b" * 40, seed=2, scale={("GELU", "textbook"): 1.5, ("RELU", "fused"): 1.1}),
     )
-    text = summary_markdown(verdicts, "preset 'test'")
+    text = summary_markdown(as_verdict(verdicts))
     assert text.startswith("## fusedbench alert: RED")
     lines = [line for line in text.splitlines() if line.startswith("- regression")]
     assert "GELU/fp16" in lines[0]  # the 50% one before the 10% one
-    assert len(summary_markdown(verdicts, "p", limit=600).encode()) <= 600
+    assert len(summary_markdown(as_verdict(verdicts), limit=600).encode()) <= 600
     path = tmp_path / "summary.md"
     path.write_text("earlier step\n")
     assert write_step_summary(text, {"GITHUB_STEP_SUMMARY": str(path)}) == str(path)
@@ -257,3 +277,12 @@ def test_two_machines_compare_with_a_warning_that_the_change_includes_the_machin
     )
     tuned = Run("h100-80gb-hbm3-tuned-fused-algorithm-7", h200.commit, h200.cells)
     assert not any("different machines" in w for w in judged(make_run("a" * 40, seed=1), tuned).warnings)
+
+
+def test_a_suite_with_fewer_than_half_its_cells_compared_is_not_judged_and_an_alert_still_turns_it_red():
+    same = judged(make_run("a" * 40, seed=1), make_run("b" * 40, seed=2))
+    assert as_verdict(same).outcome is Outcome.GREEN  # 12 of 12 compared
+    assert as_verdict(same, cells=25).outcome is Outcome.NOT_JUDGED  # 12 of 25: fewer than half
+    assert as_verdict(same, cells=24).outcome is Outcome.GREEN  # 12 of 24: half
+    slower = judged(make_run("a" * 40, seed=1), make_run("b" * 40, seed=2, scale={("GELU", "fused"): 1.3}))
+    assert as_verdict(slower, cells=1000).outcome is Outcome.RED

@@ -245,7 +245,6 @@ def test_a_run_with_a_workload_in_two_groups_compares_with_itself(results):
 
 def test_a_cells_history_reads_the_ladder_not_the_control(results):
     key = {"epilog": "RELU_BIAS", "dtype": "fp16", "m": SEED[0], "k": SEED[1], "n": SEED[2], "provider": "textbook"}
-    commit = results.cells["commit"].iloc[0]
     flipped = ResultSet(  # the control's rows last, where a plain lookup would take them
         cells=results.cells.iloc[::-1],
         ceilings=results.ceilings,
@@ -254,9 +253,9 @@ def test_a_cells_history_reads_the_ladder_not_the_control(results):
         detail=results.detail.iloc[::-1],
     )
     for read in (results, flipped):
-        (time,) = cell_series(read, MACHINE, key, [commit])["time_s"]
+        (time,) = cell_series(read, MACHINE, key)["time_s"]
         assert time == pytest.approx(row(results.cells, "Quick", "RELU_BIAS", "textbook")["time_s"])
-    (blog_time,) = cell_series(results, MACHINE, key | {"group": "Blog"}, [commit])["time_s"]
+    (blog_time,) = cell_series(results, MACHINE, key | {"group": "Blog"})["time_s"]
     assert blog_time == pytest.approx(row(results.cells, "Blog", "RELU_BIAS", "textbook")["time_s"])
 
 

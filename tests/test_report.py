@@ -503,17 +503,6 @@ def _record(commit, started, gpu):
     return GroupRecord(MACHINE, commit, "Fp16Membound", started, 5.0, None, False, {"gpu": {"name": gpu}})
 
 
-def test_a_machines_commits_run_in_the_order_their_records_say(results):
-    import pandas as pd
-
-    from fusedbench.report import commits_in_order
-
-    cells = pd.concat([results.cells.assign(commit="b" * 40), results.cells.assign(commit="a" * 40)])
-    records = [_record("a" * 40, "2026-11-22T01:00:00+00:00", "x"), _record("b" * 40, "2026-11-22T02:00:00+00:00", "x")]
-    assert commits_in_order(cells, records, MACHINE) == ["a" * 40, "b" * 40]  # not the table's order
-    assert commits_in_order(cells, records[:1], MACHINE) == ["b" * 40, "a" * 40]  # unrecorded commits first
-
-
 def test_the_environment_card_shows_the_newest_record_of_the_commit():
     from fusedbench.report.tables import environment_card
 

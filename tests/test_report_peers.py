@@ -14,8 +14,7 @@ import pytest
 
 from fusedbench.analysis.speedups import ladder_cells, peers_speedups, speedups
 from fusedbench.catalog.suites import PEER_ONLY_GROUPS
-from fusedbench.measure.records import GroupRecord
-from fusedbench.report import key_figures, newest_by_group, render_report
+from fusedbench.report import key_figures, render_report
 from fusedbench.report.figures import heatmap_views, ladder_figure, speedup_heatmap
 from fusedbench.report.peers import in_peers_suite, peer_rows, peers_beside, two_pass_rows
 from fusedbench.results.loader import load_results
@@ -196,22 +195,6 @@ def test_the_report_names_each_groups_newest_run_and_draws_the_group_of_its_own(
     assert '"name":"torch-compile"' in ladder and '"name":"triton"' in ladder  # both peers on the fp16 ladder
     header = re.search(f"<h2 id='{MACHINE}'>.*?</h2>", page).group(0)
     assert f"commit {DEFAULT_RUN}" in header  # a peers run never hides the machine's newest default run
-
-
-def test_each_groups_newest_run_is_its_last_recorded_one_whatever_the_other_groups_did():
-    cells = pd.DataFrame(
-        {"machine": "gpu", "group": ["A", "A", "B", "B", "C"], "commit": ["old", "new", "new", "old", "c"]}
-    )
-    records = [GroupRecord("gpu", commit, group, "", 1.0, None, False) for commit, group in
-               (("old", "A"), ("old", "B"), ("new", "A"), ("new", "B"))]  # fmt: skip
-    assert newest_by_group(cells, records, "gpu") == {"A": "new", "B": "new", "C": "c"}
-    # the records say which ran last, not the order the cells come in (a commit without one counts oldest)
-    assert newest_by_group(cells, records[::-1], "gpu") == {"A": "old", "B": "old", "C": "c"}
-    # a group rerun at an older commit: its own last record decides, not the commits' order over all groups
-    rerun = [GroupRecord("gpu", commit, group, "", 1.0, None, False) for commit, group in
-             (("X", "A"), ("Y", "A"), ("X", "B"))]  # fmt: skip
-    cells = pd.DataFrame({"machine": "gpu", "group": ["A", "A", "B"], "commit": ["X", "Y", "X"]})
-    assert newest_by_group(cells, rerun, "gpu") == {"A": "Y", "B": "X"}
 
 
 WALKTHROUGH_RUN = "6158b610"

@@ -13,14 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fusedbench.regressions.gate import Choice, judge
 from fusedbench.report import render_report
 from fusedbench.report.tables import (
     CSV_COLUMNS,
     advice_section,
-    alerts_section,
     csv_link,
     multi_kernel_table,
     noisy_table,
+    verdict_section,
 )
 from fusedbench.results.loader import load_results
 from tests.test_alert_cli import MACHINE, QUICK_RUNS, copy_runs
@@ -38,39 +39,32 @@ def _newest(results):
     return results.cells["commit"][results.cells["commit"].str.startswith(QUICK_RUNS[-1])].iloc[0]
 
 
-def test_the_newest_runs_alerts_are_what_fusedbench_alert_says_against_the_nearest_earlier_commit(quick):
-    section = alerts_section(quick, MACHINE, _newest(quick), cwd=str(ROOT))
-    assert section.startswith(f"<p>{MACHINE}@7dd23c51 against {MACHINE}@dcb8dbf7; preset ")
-    assert "28 of 30 cells compared; no alert.</p>" in section  # A/A runs: nothing moved (2 cells torch cannot run)
+def _section(results) -> str:
+    return verdict_section(judge(results, Choice(MACHINE, ("quick",))))
+
+
+def test_the_gate_section_says_what_fusedbench_alert_says_of_the_newest_run(quick):
+    section = _section(quick)
+    assert f"<b>fusedbench alert: green ({MACHINE}: no alert)</b>" in section
+    assert f"Quick: {MACHINE}@7dd23c51 against {MACHINE}@dcb8dbf7" in section
+    assert "data-verdict='green' data-alerts='0' data-compared='30' data-cells='30'" in section
     # Synthetic for this test only: the newest run's fused cells 30% slower, every sample of them.
     fused = (quick.cells["commit"] == _newest(quick)) & (quick.cells["provider"] == "fused")
     cells = quick.cells.assign(time_s=quick.cells["time_s"].where(~fused, quick.cells["time_s"] * 1.3))
     detail = quick.detail.copy()
     for index in detail.index[fused]:
         detail.at[index, "raw"] = np.asarray(detail.at[index, "raw"]) * 1.3
-    slower = alerts_section(dataclasses.replace(quick, cells=cells, detail=detail), MACHINE, _newest(quick), str(ROOT))
-    assert re.search(r"<b>\d+ alert\(s\)</b>, the build fails", slower)
-    assert "regression: " in slower and "fused" in slower
+    slower = _section(dataclasses.replace(quick, cells=cells, detail=detail))
+    assert re.search(rf"<b>fusedbench alert: RED \({MACHINE}: \d+ alert\(s\)\): the build fails</b>", slower)
+    assert "regression: " in slower and "fused" in slower and "data-verdict='red'" in slower
 
 
-def test_the_alerts_count_only_the_cells_measured_the_same_way_in_both_runs(quick):
-    # Synthetic for this test only: two epilogs in a group of their own, whose version the newest run bumped.
-    newest = quick.cells["commit"] == _newest(quick)
-    moved = quick.cells["epilog"].isin(["RELU_BIAS", "GELU_BIAS"])
-    cells = quick.cells.assign(group=quick.cells["group"].where(~moved, "Other"))
-    detail = quick.detail.assign(version=quick.detail["version"].where(~moved, "2: other"))
-    detail.loc[moved & newest, "version"] = "3: other"
-    section = alerts_section(dataclasses.replace(quick, cells=cells, detail=detail), MACHINE, _newest(quick), str(ROOT))
-    timed = (newest & ~moved & (quick.cells["status"] == "ok")).sum()
-    assert f"{timed} of 30 cells compared; no alert." in section and timed < 28
-
-
-def test_a_run_with_nothing_to_compare_or_no_git_history_says_why_in_one_line(quick, tmp_path):
+def test_a_first_run_of_a_new_measurement_is_not_judged_and_says_why(quick):
     first = dataclasses.replace(quick, cells=quick.cells, detail=quick.detail.assign(version="2: a new method"))
     first.detail.loc[quick.cells["commit"] != _newest(quick), "version"] = "1: the old method"
-    assert alerts_section(first, MACHINE, _newest(quick), cwd=str(ROOT)).startswith("<p>Nothing to compare: ")
-    unknown = alerts_section(quick, MACHINE, _newest(quick), cwd=str(tmp_path))  # not a checkout of these commits
-    assert unknown.startswith("<p>Not judged: git here does not know commit 7dd23c51")
+    section = _section(first)
+    assert "data-verdict='not judged' data-alerts='0' data-compared='0' data-cells='30'" in section
+    assert "no earlier run at the same benchmark version (the first runs of a changed measurement) (Quick)" in section
 
 
 def test_the_csv_link_holds_the_runs_cells_as_a_data_url():

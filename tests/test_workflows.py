@@ -49,58 +49,41 @@ def test_the_gpu_job_installs_with_the_readme_command_and_alerts_only_on_pull_re
     assert step(job, "alert")["if"] == "github.event_name == 'pull_request'"
 
 
-def test_the_alert_step_run_on_the_committed_results_is_green_and_writes_the_summary(tmp_path):
-    """The step as the workflow runs it, from the checkout's root: on the H100's newest run (6006c05, the cutlass
-    groups with ten epilogs), red: the machine lent that day ran the groups' fused and cutlass-evt cells 3-9% slower
-    than on 63e2c10, their first run, which is green with nothing to compare, and so is 28888e2 (the first of the
-    triton groups);
-    on c8c600b (revision 3 of every group but Blog), green, Blog compared and the rest named incomparable; on
-    77f3acc (the first run of revision 2, which changed them all), green with nothing to compare; and with the
-    newest run of the A/A quick runs as the candidate, compared with the nearest earlier one, green."""
-    machine = "h100-80gb-hbm3"
+def run_step(command: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-e", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def test_the_alert_step_run_on_the_committed_results_says_what_it_judged_and_writes_the_summary(tmp_path):
+    """The step as the workflow runs it, from the checkout's root, on the H100's committed results. The default
+    suite's newest runs (c8c600b, revision 3 of every group but Blog) have no earlier run at their version: only
+    Blog's 4 cells are compared, so the suite is not judged, and the step passes saying so. The quick suite's A/A
+    runs, with 95e3ed8 as the candidate, are judged against the run before it, 884f601: green. The peers suite has
+    no calibration of its own: not judged, never judged with another suite's thresholds."""
     alert = step(gpu_workflow()["jobs"]["bench"], "alert")
     summary = tmp_path / "summary.md"
     env = os.environ | {
-        "MACHINE": machine,
+        "MACHINE": "h100-80gb-hbm3",
+        "SUITE": "default",
         "GITHUB_STEP_SUMMARY": str(summary),
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }
-    result = subprocess.run(["bash", "-e", "-c", alert["run"]], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "h100-80gb-hbm3@6006c052 against h100-80gb-hbm3@63e2c104" in result.stdout
-    assert "4 alert(s): the build fails" in result.stdout and "group Fp16MemboundCutlass (fused)" in result.stdout
-    assert summary.read_text().startswith("## fusedbench alert: RED")
-    summary.unlink()
-    result = subprocess.run(["bash", "-e", "-c", alert["run"] + " --candidate 63e2c10"], cwd=ROOT, env=env,
-                            capture_output=True, text=True)  # fmt: skip
+    result = run_step(alert["run"], env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert (
-        "no alert: nothing to compare" in result.stdout
-        and "Bf16MemboundCutlass, Bf16SeedCutlass, Fp16MemboundCutlass, Fp16SeedCutlass" in result.stderr
-    )
+    lines = result.stdout.splitlines()
+    assert lines[0] == "fusedbench alert: not judged (h100-80gb-hbm3: too little compared to tell; nothing failed)"
+    assert lines[1].startswith("default: not judged; 4 of 2884 cells compared, fewer than half: no earlier run at")
+    assert "Blog: h100-80gb-hbm3@c8c600be against h100-80gb-hbm3@77f3acc4" in lines[2]
+    assert summary.read_text().startswith("## fusedbench alert: not judged")
     summary.unlink()
-    result = subprocess.run(["bash", "-e", "-c", alert["run"] + " --candidate 28888e2"], cwd=ROOT, env=env,
-                            capture_output=True, text=True)  # fmt: skip
-    assert (
-        result.returncode == 0 and "no alert: nothing to compare" in result.stdout and "Fp16SeedPeers" in result.stderr
-    )
-    summary.unlink()
-    command = alert["run"] + " --candidate c8c600b"
-    result = subprocess.run(["bash", "-e", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
+    result = run_step(alert["run"] + " --candidate 95e3ed8", env | {"SUITE": "quick"})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "against h100-80gb-hbm3@77f3acc" in result.stdout and "4 same" in result.stdout
-    assert "Fp16Seed, Fp8Seed, Tf32Seed incomparable" in result.stderr
-    assert "no alert: nothing failed" in result.stdout
+    assert result.stdout.splitlines()[:2] == [
+        "fusedbench alert: green (h100-80gb-hbm3: no alert)",
+        "quick: green; 30 of 30 cells compared",
+    ]
+    assert "Quick: h100-80gb-hbm3@95e3ed8f against h100-80gb-hbm3@884f6018" in result.stdout
+    assert summary.read_text().startswith("## fusedbench alert: green")
     summary.unlink()
-    command = alert["run"] + " --candidate 77f3acc"
-    result = subprocess.run(["bash", "-e", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "no alert: nothing to compare" in result.stdout
-    assert summary.read_text().startswith("## fusedbench alert: green (nothing to compare)")
-    summary.unlink()
-    command = alert["run"] + " --candidate 95e3ed8"
-    result = subprocess.run(["bash", "-e", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "no alert: nothing failed" in result.stdout
-    text = summary.read_text()
-    assert text.startswith("## fusedbench alert: green") and text.count(f"**{machine}@") == 2
+    result = run_step(alert["run"], env | {"SUITE": "peers"})
+    assert result.returncode == 0 and "peers: not judged; 0 of 2216 cells compared" in result.stdout
+    assert "no calibration: preset 'h100-80gb-hbm3' was earned on A/A runs of the default and quick" in result.stdout

@@ -42,10 +42,10 @@ from fusedbench.catalog.epilogs import EPILOGS
 from fusedbench.catalog.model import Status
 from fusedbench.catalog.providers import AUTOTUNED, FUSED, PEERS, UNFUSED
 from fusedbench.catalog.suites import GROUPS, PEER_ONLY_GROUPS
-from fusedbench.catalog.tuning import gpu_machine
 from fusedbench.errors import FusedbenchError
 from fusedbench.results.derived import REGRET
-from fusedbench.results.loader import ResultSet, select_cells
+from fusedbench.results.loader import ResultSet
+from fusedbench.results.runs import cells_of_runs, gpu_machines, group_runs, newest_runs
 
 SHAPE_CLASSES = {
     "membound": "memory-bound, small K",
@@ -80,40 +80,36 @@ class Advice(enum.Enum):
 
 
 def _paired_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
-    """The cells of runs timed in paired rounds (advice needs their intervals), on the named machines or on every
-    machine but those of tuned runs (a tuned run degrades a provider on purpose: advised on only by name)."""
-    cells = results.cells.join(results.detail[["started_ms", "raw", "paired"]])
+    """The cells of each group's newest run (`results.runs`) where that run was timed in paired rounds (advice needs
+    their intervals), on the named machines or on every machine but those of tuned runs (a tuned run degrades a
+    provider on purpose: advised on only by name), each with its shape class."""
+    runs = group_runs(results)
     if machines:
-        cells = select_cells(cells, machines=machines)
-    else:
-        cells = cells[[gpu_machine(machine) == machine for machine in cells["machine"]]]
-    return cells[cells["paired"].astype(bool)]
-
-
-def _newest(cells: pd.DataFrame, key: list[str]) -> pd.DataFrame:
-    """Of each `key`'s cells, those of the run asv started last, with each cell's shape class."""
-    started = cells.groupby(["machine", "group", "commit"])["started_ms"].transform("max").fillna(0)
-    newest = cells.assign(run_started=started).sort_values(["run_started", "commit"], kind="stable")
-    cells = newest[newest["commit"] == newest.groupby(key)["commit"].transform("last")]
+        require = set(machines) - set(runs["machine"])
+        if require:
+            have = ", ".join(sorted(set(runs["machine"]))) or "none"
+            raise FusedbenchError(f"--machine {sorted(require)[0]!r} has no results; machines with results: {have}")
+    newest = newest_runs(runs, machines=list(machines) or gpu_machines(runs["machine"]))
+    cells = cells_of_runs(results.cells, newest).join(results.detail[["raw", "paired"]])
+    cells = cells[cells["paired"].astype(bool)]
     return cells.assign(shape_class=[GROUPS[group].shape_set for group in cells["group"]])
 
 
 def newest_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
-    """Each machine's newest measurement of every ladder workload, all its providers from that one run: within a
-    run one group per workload (`analysis.ladder_cells`: no control, of Quick and Fp16Seed the larger), across
-    runs the one asv started last."""
-    cells = ladder_cells(_paired_cells(results, machines))
+    """Each machine's newest measurement of every ladder workload, all its providers from one run: each group's
+    newest run, and of two groups that timed a workload (Quick and Fp16Seed) the larger (`analysis.ladder_cells`)."""
+    cells = ladder_cells(_paired_cells(results, machines), across_commits=True)
     if cells.empty:
         raise FusedbenchError(
             "no ladder results timed in paired rounds to advise from; `fusedbench run` on a GPU machine writes them"
         )
-    return _newest(cells, ["machine", "dtype", "epilog", "m", "k", "n"])  # a workload's providers from one run
+    return cells
 
 
 def peer_only_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
     """The newest run of each peers group that times its peers beside fused and unfused alone (PEER_ONLY_GROUPS)."""
     cells = _paired_cells(results, machines)
-    return _newest(cells[cells["group"].isin(PEER_ONLY_GROUPS)], ["machine", "group"])
+    return cells[cells["group"].isin(PEER_ONLY_GROUPS)]
 
 
 def _series(cells: pd.DataFrame, numerator: str, denominator: str) -> list[np.ndarray]:

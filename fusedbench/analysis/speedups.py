@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from fusedbench.catalog.model import Status
+from fusedbench.catalog.model import WORKLOAD, Status
 from fusedbench.catalog.providers import (
     BASELINES,
     FUSED,
@@ -21,7 +21,7 @@ from fusedbench.catalog.providers import (
 )
 from fusedbench.catalog.shapes import shape_label
 from fusedbench.catalog.suites import CONTROL_GROUPS, PEER_ONLY_GROUPS
-from fusedbench.results.derived import OK, paired_ratios
+from fusedbench.results.derived import OK, RUN_WORKLOAD, paired_ratios
 from fusedbench.stats import NOISY_RELATIVE_IQR
 
 # A fused epilog this much slower than the unfused GEMM + pass is a fusion inversion.
@@ -29,15 +29,15 @@ INVERSION = 0.95
 INVERSIONS_COLUMN = f"fused < {INVERSION:g}x unfused, told apart"  # the headline's count of them
 
 
-def ladder_cells(cells: pd.DataFrame) -> pd.DataFrame:
+def ladder_cells(cells: pd.DataFrame, *, across_commits: bool = False) -> pd.DataFrame:
     """The ladder's cells, one group per workload and run: the control groups and the groups that time a peer
     beside fused and unfused alone dropped, and where a run timed a workload in two groups (a quick and a default
-    run at one commit: Quick and Fp16Seed), the larger group's."""
+    run at one commit: Quick and Fp16Seed), the larger group's. `across_commits`: one group per workload and
+    machine, for cells that hold each group's newest run (`results.runs.newest_runs`), whatever its commit."""
     ladder = cells[~cells["group"].isin(CONTROL_GROUPS | PEER_ONLY_GROUPS)]
     size = ladder.groupby(["machine", "commit", "group"])["provider"].transform("size")
     ranked = ladder.assign(_size=size).sort_values(["_size", "group"], kind="stable")
-    workload = ["machine", "commit", "dtype", "epilog", "m", "k", "n"]
-    chosen = ranked.groupby(workload)["group"].transform("last")
+    chosen = ranked.groupby(["machine", *WORKLOAD] if across_commits else RUN_WORKLOAD)["group"].transform("last")
     return ladder[ranked.loc[ladder.index, "group"] == chosen.loc[ladder.index]]
 
 

@@ -32,6 +32,16 @@ class FormatError(FusedbenchError):
     """A cell record that does not follow CELL_FORMAT; the message names the field."""
 
 
+# The columns that name a cell in every table (results, comparisons, alerts), in CellKey's order.
+KEY = ["epilog", "dtype", "m", "k", "n", "provider"]
+WORKLOAD = KEY[:-1]  # what every provider of a workload shares
+
+
+def cell_label(epilog: str, dtype: str, m: int, k: int, n: int, provider: str) -> str:
+    """A cell as users write it (`fusedbench history --cell`): 'RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused'."""
+    return f"{epilog}/{dtype}/{shape_label(m, k, n)}/{provider}"
+
+
 @dataclass(frozen=True)
 class CellKey:
     """Which cell: the workload in cuBLASLt's orientation, the provider, and where and when it ran.
@@ -56,6 +66,10 @@ class CellKey:
     def workload(self) -> tuple[str, str, int, int, int]:
         """(epilog, dtype, M, K, N): what every provider of the workload shares."""
         return self.epilog, self.dtype, self.m, self.k, self.n
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.epilog, self.dtype, self.m, self.k, self.n, self.provider)
 
     def at(self, machine: str, commit: str) -> CellKey:
         """The same cell, placed on a machine and commit."""

@@ -47,7 +47,9 @@ MLP_MODULE = "mlp"  # benchmarks/mlp.py
 # enough to reach the machine's rate, and a device-to-device copy large enough for HBM bandwidth.
 CEILING_GEMM_SHAPE = (8192, 8192, 8192)
 CEILING_COPY_BYTES = 2 << 30
-CEILINGS_REGEX = r"^ceilings\."
+CEILINGS_MODULE = "ceilings"  # benchmarks/ceilings.py
+CEILING_CLASSES = ("GemmCeiling", "CopyCeiling")
+CEILINGS_REGEX = rf"^{CEILINGS_MODULE}\."
 
 # asv's `version` of every benchmark, explicit so that a refactor that measures the same thing
 # keeps asv's history comparable. Change a group's version only when what it measures changes;

@@ -248,3 +248,49 @@ def write_run_report(repo: str, echo: Callable[[str], None]) -> None:
         echo("no report written: no results were recorded")
         return
     echo(f"report: {write_report(results, out_dir=os.path.join(repo, 'reports'))}")
+
+
+def add_parser(commands) -> None:
+    from fusedbench.catalog.tuning import SETTINGS, TUNABLE_PROVIDERS
+
+    parser = commands.add_parser(
+        "run", help="the main job: check, time a suite with asv, write the report (run from the checkout's root)"
+    )
+    parser.add_argument("--suite", default="default", help="quick, default, full, peers or mlp (default: default)")
+    parser.add_argument(
+        "--bench",
+        default=None,
+        metavar="REGEX",
+        help="only the groups whose class name matches REGEX (e.g. Bf16, Seed)",
+    )
+    parser.add_argument(
+        "--launch-method",
+        default="forkserver",
+        choices=LAUNCH_METHODS,
+        help="how asv starts a benchmark process (default: forkserver; see docs/architecture.md)",
+    )
+    tune_help = (
+        f"time one provider ({', '.join(TUNABLE_PROVIDERS)}) with a cuBLASLt setting changed, recorded and kept apart "
+        "under its own asv machine: " + "; ".join(f"{name}=N: {what}" for name, what in SETTINGS.items())
+    )
+    parser.add_argument("--tune", default=None, metavar="PROVIDER:SETTING=N", help=tune_help)
+    parser.set_defaults(
+        handler=lambda a: command_run(suite=a.suite, bench=a.bench, launch_method=a.launch_method, tune=a.tune)
+    )
+
+
+def command_run(*, suite: str, bench: str | None, launch_method: str, tune: str | None = None) -> int:
+    """Check and time a suite on this machine's GPU with asv (one provider tuned, with --tune)."""
+    from fusedbench.catalog.tuning import parse_tuning
+    from fusedbench.cli.common import console
+    from fusedbench.errors import GpuUnavailable
+
+    tuning = parse_tuning(tune) if tune is not None else None
+    try:
+        return run_suite(
+            suite=suite, bench=bench, launch_method=launch_method, repo=os.getcwd(), echo=console().print, tuning=tuning
+        )
+    except GpuUnavailable as exc:
+        raise FusedbenchError(
+            f"{exc}; without a GPU, `fusedbench report` and `fusedbench table` read the committed results/"
+        ) from None

@@ -21,6 +21,7 @@ from typing import Any
 
 from fusedbench.catalog.model import Cell, FormatError, legacy_cell
 from fusedbench.catalog.suites import GROUPS
+from fusedbench.errors import DataProblem
 from fusedbench.files import write_text_atomically
 
 RECORD_FORMAT = "fusedbench-record/1"
@@ -144,8 +145,9 @@ def read_record_file(path: str) -> list[GroupRecord]:
     return [GroupRecord.from_json(payload)]
 
 
-def load_records(results_dir: str) -> tuple[list[GroupRecord], list[str]]:
-    """Every record under `results_dir`, oldest first, and a line for each file that could not be read."""
+def load_records(results_dir: str) -> tuple[list[GroupRecord], list[DataProblem]]:
+    """Every record under `results_dir`, oldest first, and a line for each file that could not be read (its machine
+    the folder it lies in)."""
     records, problems = [], []
     for root, _, files in sorted(os.walk(results_dir)):
         for name in sorted(files):
@@ -155,5 +157,10 @@ def load_records(results_dir: str) -> tuple[list[GroupRecord], list[str]]:
             try:
                 records.extend(read_record_file(path))
             except (OSError, FormatError) as exc:
-                problems.append(f"{path} is not a fusedbench record ({exc}); its cells' statuses and reasons are lost")
+                problems.append(
+                    DataProblem(
+                        f"{path} is not a fusedbench record ({exc}); its cells' statuses and reasons are lost",
+                        os.path.basename(root),
+                    )
+                )
     return sorted(records, key=lambda record: record.started_at), problems

@@ -29,18 +29,17 @@ import numpy as np
 import pandas as pd
 
 from fusedbench.bootstrap import BOOTSTRAP, bootstrap_medians, percentile_interval
-from fusedbench.catalog.model import Status
+from fusedbench.catalog.model import KEY, WORKLOAD, Status
 from fusedbench.catalog.providers import FUSED, GEMM
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.thresholds import GROUP_GATE, METRIC_NAMES, PROVIDER_GATE, Preset, cell_class
 from fusedbench.results.loader import ResultSet
+from fusedbench.results.runs import group_runs, require_machine, resolve_commit
 
 METRICS = METRIC_NAMES
 TIME, EPILOG_COST, FUSION_SPEEDUP = METRICS
 WORSE_WHEN_LOWER = {FUSION_SPEEDUP}  # fusion paying less is the regression; for the others a rise is
-KEY = ["epilog", "dtype", "m", "k", "n", "provider"]
 CELL = [*KEY, "group"]  # one cell of a run: a workload may be timed in two groups (the Blog control's textbook)
-WORKLOAD = ["epilog", "dtype", "m", "k", "n"]
 OK = Status.OK.value
 
 
@@ -77,40 +76,25 @@ class Run:
         return dict(zip(self.cells["group"], self.cells["version"], strict=True))
 
 
-def runs_of(results: ResultSet) -> pd.DataFrame:
-    """One row per (machine, commit) with results: when asv last started one of its benchmarks, its groups."""
-    table = results.cells[["machine", "commit", "group"]].join(results.detail[["started_ms"]])
-    return (
-        table.groupby(["machine", "commit"], sort=False)
-        .agg(started_ms=("started_ms", "max"), groups=("group", lambda g: tuple(dict.fromkeys(g))))
-        .reset_index()
-        .sort_values("started_ms", na_position="first", kind="stable")
-        .reset_index(drop=True)
-    )
-
-
 def select_run(results: ResultSet, machine: str, commit: str | None, origin: str = "") -> Run:
-    """The run of `machine` at `commit` (a prefix; None: the newest run there); an error names what exists."""
-    runs = runs_of(results)
-    mine = runs[runs["machine"] == machine]
-    if mine.empty:
-        have = ", ".join(sorted(set(runs["machine"]))) or "none"
-        raise FusedbenchError(f"machine {machine!r} has no results{_in(origin)}; machines with results: {have}")
+    """Every group `machine` ran at `commit` (a prefix; None: the commit of its newest run) as one Run; an error
+    names what exists (`results.runs` orders the runs)."""
+    runs = group_runs(results)
+    require_machine(runs, machine, origin)
     if commit is None:
-        chosen = mine.iloc[-1]["commit"]
+        chosen = str(runs.loc[runs["machine"] == machine, "commit"].iloc[-1])
     else:
-        matches = [c for c in mine["commit"] if c.startswith(commit)]
-        if len(set(matches)) != 1:
-            have = ", ".join(c[:8] for c in mine["commit"])
-            what = "matches no" if not matches else "is ambiguous among the"
-            raise FusedbenchError(f"commit {commit!r} {what} runs of {machine}{_in(origin)}; runs: {have}")
-        chosen = matches[0]
-    rows = (results.cells["machine"] == machine) & (results.cells["commit"] == chosen)
-    return Run(machine, chosen, results.cells[rows].join(results.detail[rows]), origin)
+        chosen = resolve_commit(runs, machine, commit, origin)
+    return cells_run(results, machine, chosen, origin)
 
 
-def _in(origin: str) -> str:
-    return f" in {origin}" if origin else ""
+def cells_run(results: ResultSet, machine: str, commit: str, origin: str = "", groups=None) -> Run:
+    """The Run of `machine`'s epilog cells at `commit` (of `groups` only, where given)."""
+    rows = (results.cells["machine"] == machine) & (results.cells["commit"] == commit)
+    if groups is not None:
+        rows &= results.cells["group"].isin(list(groups))
+    cells = results.cells[rows]
+    return Run(machine, commit, cells.join(results.detail.loc[cells.index]), origin)
 
 
 @dataclass(frozen=True)
@@ -217,6 +201,7 @@ COMPARED = [
     "candidate_low",  # the candidate's own 95% interval (what a fusion inversion is judged on)
     "candidate_high",
     "reason",
+    "known",  # a failed cell that failed in the baseline too: a warning, not an alert
 ]
 
 
@@ -245,6 +230,7 @@ def measured_rows(paired: Paired, preset: Preset) -> pd.DataFrame:
     rows["baseline"], rows["candidate"] = paired.base, paired.cand
     rows["candidate_low"], rows["candidate_high"] = percentile_interval(paired.cand_boot)
     rows["reason"] = ""
+    rows["known"] = False
     return rows
 
 
@@ -264,8 +250,8 @@ def status_rows(base: Run, cand: Run) -> pd.DataFrame:
         elif group in base_groups and base_groups[group] != cand_groups[group]:
             verdict, reason = Verdict.INCOMPARABLE, f"group {group}'s benchmark version changed"
         elif c_status == Status.FAILED.value:
-            known = " (known: it failed in the baseline too)" if b_status == Status.FAILED.value else ""
-            verdict, reason = Verdict.FAILED, f"{c.at[key, 'reason']}{known}"
+            too = " (it failed in the baseline too)" if b_status == Status.FAILED.value else ""
+            verdict, reason = Verdict.FAILED, f"{c.at[key, 'reason']}{too}"
         elif b_status == OK and c_status != OK:
             why = c.at[key, "reason"] if in_c else "absent from the candidate's results"
             verdict, reason = Verdict.MISSING, f"{c_status or 'absent'}: {why}"
@@ -274,8 +260,11 @@ def status_rows(base: Run, cand: Run) -> pd.DataFrame:
             verdict, reason = Verdict.NEW, f"the baseline's cell was {b_status or 'absent'}: {why}"
         else:
             continue
-        rows.append(dict(zip(CELL, key, strict=True)) | {"metric": TIME, "verdict": verdict, "reason": reason})
-    return pd.DataFrame(rows, columns=[*KEY, "group", "metric", "verdict", "reason"])
+        known = verdict is Verdict.FAILED and b_status == Status.FAILED.value
+        rows.append(
+            dict(zip(CELL, key, strict=True)) | {"metric": TIME, "verdict": verdict, "reason": reason, "known": known}
+        )
+    return pd.DataFrame(rows, columns=[*KEY, "group", "metric", "verdict", "reason", "known"])
 
 
 GROUP_COMPARED = ["group", "provider", "metric", "gate", "verdict", "ratio", "ci_low", "ci_high", "threshold", "cells"]

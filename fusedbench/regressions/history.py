@@ -1,8 +1,9 @@
 """A cell's series over commits on one machine, and the commit where a regression began.
 
 asv's own step detection (`asv.step_detect`, what `asv publish` marks regressions with) finds the
-steps; fusedbench only lines the medians up in git order, so `fusedbench alert` can name the
-first commit of a slowdown that built up over several runs instead of blaming the last one.
+steps; fusedbench only lines the medians up in the order of the runs (`results.runs`: when asv started
+them), so `fusedbench alert` can name the first commit of a slowdown that built up over several runs
+instead of blaming the last one.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import pandas as pd
 from fusedbench.analysis.speedups import ladder_cells
 from fusedbench.catalog.dtypes import DTYPES
 from fusedbench.catalog.epilogs import Epilog
+from fusedbench.catalog.model import KEY
 from fusedbench.catalog.providers import PROVIDERS
 from fusedbench.catalog.shapes import parse_shape
 from fusedbench.errors import FusedbenchError
 from fusedbench.results.loader import ResultSet
-
-KEY = ["epilog", "dtype", "m", "k", "n", "provider"]
+from fusedbench.results.runs import RUN, group_runs
 
 
 def parse_cell(text: str) -> dict:
@@ -42,13 +43,11 @@ def parse_cell(text: str) -> dict:
     return {"epilog": epilog, "dtype": dtype, "m": m, "k": k, "n": n, "provider": provider}
 
 
-def cell_series(
-    results: ResultSet, machine: str, key: dict, commits: list[str], version: str | None = None
-) -> pd.DataFrame:
-    """(commit, time_s, version) of one cell at each of `commits` (oldest first) that timed it (with this
-    benchmark version only, where one is given: asv does not compare across versions either). `key` names
-    the cell by KEY, and by its group where it has one; without one each commit's ladder cell is read (no
-    control's, and of a quick and a default run at one commit the default group's: `analysis.ladder_cells`)."""
+def cell_series(results: ResultSet, machine: str, key: dict, version: str | None = None) -> pd.DataFrame:
+    """(commit, time_s, version) of one cell at every run on `machine` that timed it, oldest run first (with this
+    benchmark version only, where one is given: asv does not compare across versions either). `key` names the cell
+    by KEY, and by its group where it has one; without one each commit's ladder cell is read (no control's, and of a
+    quick and a default run at one commit the default group's: `analysis.ladder_cells`)."""
     cells = results.cells.join(results.detail[["version"]])
     cells = cells[cells["machine"] == machine]
     if "group" not in key:
@@ -58,12 +57,9 @@ def cell_series(
     if version is not None:
         chosen &= cells["version"] == version
     mine = cells[chosen].dropna(subset=["time_s"])
-    by_commit = {
-        commit: (time, v) for commit, time, v in zip(mine["commit"], mine["time_s"], mine["version"], strict=True)
-    }
-    return pd.DataFrame(
-        [(c, *by_commit[c]) for c in commits if c in by_commit], columns=["commit", "time_s", "version"]
-    )
+    order = {tuple(run): i for i, run in enumerate(group_runs(results)[RUN].itertuples(index=False))}
+    mine = mine.assign(_run=[order[run] for run in mine[RUN].itertuples(index=False)]).sort_values("_run")
+    return mine[["commit", "time_s", "version"]].reset_index(drop=True)
 
 
 def regression_start(series: pd.DataFrame, threshold: float = 0.0) -> str | None:

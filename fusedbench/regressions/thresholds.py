@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fusedbench.catalog.suites import SUITES
 from fusedbench.catalog.tuning import gpu_machine
 from fusedbench.errors import FusedbenchError
 
@@ -57,6 +58,14 @@ class Preset:
 
     def threshold(self, metric: str, klass: str) -> float:
         return self.thresholds[(metric, klass)]
+
+    @property
+    def calibrated_groups(self) -> frozenset[str]:
+        """The groups whose A/A runs the preset was earned on: its suites' groups (`rates.pairs_by_suite` names a
+        suite, or the groups of a pair no suite holds, joined by '+'). Only these groups are judged by it: another
+        group's noise was never measured, and a threshold for it would be a guess."""
+        named = self.rates.get("pairs_by_suite", {})
+        return frozenset(g for key in named for g in (SUITES[key] if key in SUITES else key.split("+")))
 
     def to_json(self) -> dict:
         return {

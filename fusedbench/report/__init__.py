@@ -31,10 +31,10 @@ from fusedbench.analysis.speedups import (
     with_shape,
 )
 from fusedbench.catalog.dtypes import DTYPES
-from fusedbench.catalog.tuning import gpu_machine
+from fusedbench.catalog.suites import CONTROL_GROUPS, PEER_ONLY_GROUPS
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
-from fusedbench.measure.records import GroupRecord
+from fusedbench.regressions.gate import judge_every_suite
 from fusedbench.report.figures import (
     heatmap_views,
     history_figure,
@@ -46,7 +46,6 @@ from fusedbench.report.mlp import mlp_section, step_png_figure, step_table
 from fusedbench.report.peers import in_peers_suite, peers_section
 from fusedbench.report.tables import (
     advice_section,
-    alerts_section,
     anchor,
     csv_link,
     environment_card,
@@ -54,8 +53,10 @@ from fusedbench.report.tables import (
     noisy_table,
     not_run_table,
     table_html,
+    verdict_section,
 )
 from fusedbench.results.loader import ResultSet, select_cells
+from fusedbench.results.runs import cells_of_runs, commits_in_order, gpu_machines, group_runs, newest_runs
 
 REPORT_NAME = "index.html"
 PNG_WIDTH, PNG_SCALE = 1100, 2  # sharp on HiDPI screens
@@ -109,24 +110,27 @@ def plotly_bundle() -> tuple[str, str]:
     return get_plotlyjs(), f"plotly.js {get_plotlyjs_version()} (full: the vendored cartesian bundle is {vendored})"
 
 
-def commits_in_order(cells: pd.DataFrame, records: list[GroupRecord], machine: str) -> list[str]:
-    """A machine's commits, oldest run first (by record; commits without one come first)."""
-    present = list(dict.fromkeys(cells[cells["machine"] == machine]["commit"]))
-    ordered = [r.commit for r in records if r.machine == machine and r.commit in present]
-    ordered = list(dict.fromkeys(reversed(ordered)))[::-1]  # keep each commit's latest run
-    return [c for c in present if c not in ordered] + ordered
+def newest_cells(cells: pd.DataFrame, runs: pd.DataFrame, machine: str) -> pd.DataFrame:
+    """A machine's cells of each group's newest run (`results.runs`), less a ladder group whose every workload a
+    larger group's newest run also timed (the Quick group beside Fp16Seed)."""
+    mine = cells_of_runs(cells[cells["machine"] == machine], newest_runs(runs, machines=[machine]))
+    shown = set(ladder_cells(mine, across_commits=True)["group"]) | CONTROL_GROUPS | PEER_ONLY_GROUPS
+    return mine[mine["group"].isin(shown)]
 
 
-def newest_by_group(cells: pd.DataFrame, records: list[GroupRecord], machine: str) -> dict[str, str]:
-    """Each group's newest run on a machine: group -> the commit of its own last record (records are oldest first;
-    a commit without one counts as older than any recorded, as in `commits_in_order`)."""
-    mine = cells[cells["machine"] == machine]
-    newest = {}
-    for group, part in mine.groupby("group", sort=False):
-        present = list(dict.fromkeys(part["commit"]))
-        recorded = [r.commit for r in records if r.machine == machine and r.group == group and r.commit in present]
-        newest[group] = recorded[-1] if recorded else present[-1]
-    return newest
+def newest_by_group(cells: pd.DataFrame, runs: pd.DataFrame, machine: str) -> dict[str, str]:
+    """Each group's newest run on a machine, of the groups `cells` holds: group -> commit."""
+    newest = newest_runs(runs, machines=[machine], groups=set(cells["group"]))
+    return dict(zip(newest["group"], newest["commit"], strict=True))
+
+
+def commit_note(cells: pd.DataFrame) -> str:
+    """The commits a section's cells come from, with their groups where there are several."""
+    commits = list(dict.fromkeys(cells["commit"]))
+    if len(commits) == 1:
+        return f"commit {commits[0][:8]}"
+    groups = cells.groupby("commit", sort=False)["group"].unique()
+    return "commits " + ", ".join(f"{c[:8]} ({', '.join(groups[c])})" for c in commits)
 
 
 class _Figures:
@@ -237,7 +241,7 @@ def shown_cells(results: ResultSet, *, machines=None, commits=None) -> pd.DataFr
     degrades a provider on purpose)."""
     cells = select_cells(results.cells, machines=machines or (), commits=commits or (), known=results.runs())
     if not machines and not cells.empty:
-        cells = cells[[gpu_machine(machine) == machine for machine in cells["machine"]]]
+        cells = cells[cells["machine"].isin(gpu_machines(cells["machine"]))]
     return cells
 
 
@@ -246,99 +250,158 @@ def shown_mlp(results: ResultSet, *, machines=None, commits=None) -> pd.DataFram
     return select_cells(results.mlp, machines=machines or (), commits=commits or (), known=results.runs())
 
 
-def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
-    """The whole report as one HTML string: the answer, the headline tables, contents and glossary above the
-    fold, then a section per machine (figures, alerts, kernels, advice, what did not run, noise, history)
-    and the machines side by side."""
-    shown = shown_cells(results, machines=machines, commits=commits)
-    peers = shown[in_peers_suite(shown)]
-    cells = shown[~in_peers_suite(shown)]  # a machine's sections: its newest run of the other suites
-    chosen = replace(results, cells=shown, detail=results.detail.loc[shown.index])
-    div = _Figures()
-    sections, contents, headlines, tables, commit_notes = [], [], {}, {}, {}
-    if shown.empty and shown_mlp(results, machines=machines, commits=commits).empty:
-        sections.append("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
+class _Page:
+    """The page being written: its sections, the contents they add headings to, and its figure divs."""
 
-    def heading(level: int, ident: str, text: str, note: str = "") -> str:
-        contents.append((level, ident, text))
+    def __init__(self) -> None:
+        self.sections: list[str] = []
+        self.contents: list[tuple[int, str, str]] = []
+        self.div = _Figures()
+
+    def heading(self, level: int, ident: str, text: str, note: str = "") -> str:
+        self.contents.append((level, ident, text))
         return f"<h{level} id='{ident}'>{html.escape(text)}{note}</h{level}>"
 
+    def add(self, *parts: str) -> None:
+        self.sections.extend(parts)
+
+
+def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
+    """The whole report as one HTML string: the answer, the headline tables, contents and glossary above the
+    fold, then a section per machine (its gate verdicts, figures, kernels, advice, what did not run, noise,
+    history), the peers and MLP sections and the machines side by side."""
+    shown = shown_cells(results, machines=machines, commits=commits)
+    peers = shown[in_peers_suite(shown)]
+    cells = shown[~in_peers_suite(shown)]  # a machine's sections: its newest runs of the other suites
+    runs = group_runs(results)
+    mlp = shown_mlp(results, machines=machines, commits=commits)
+    verdicts = {v.machine: v for v in judge_every_suite(results, shown_machines(shown, mlp, machines))}
+    page, headlines, tables = _Page(), {}, {}
+    if shown.empty and mlp.empty:
+        page.add("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
+    chosen = replace(results, cells=shown, detail=results.detail.loc[shown.index])  # what `advise` reads
     for machine in dict.fromkeys(cells["machine"]):
-        history = commits_in_order(cells, results.records, machine)
-        commit = history[-1]
-        current = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
-        ladder = ladder_cells(current)  # each workload's providers once: not the Blog control's, not Quick's twice
-        table = tables[machine] = speedups(current, results.detail.loc[current.index])
-        headlines[machine] = in_dtype_order(headline(ladder, table, machine))
-        commit_notes[machine] = f" <span class='muted'>commit {commit[:8]}</span>"
-        sections.append(heading(2, anchor(machine), machine, commit_notes[machine]))
-        sections.append(
-            "<div class='card'><h3>Environment</h3>"
-            + environment_card(results.records, machine, commit)
-            + f"<p>This run's cells as CSV: {csv_link(current, machine, commit)}</p></div>"
-        )
-        sections.append(heading(3, anchor(machine, "alerts"), f"{machine}: alerts and warnings of this run"))
-        sections.append(alerts_section(chosen, machine, commit))
-        for dtypes in dtype_views(table):
-            name = " and ".join(dtypes)
-            sections.append(heading(3, anchor(machine, *dtypes), f"{machine} {name}"))
-            figure = heatmap_views(table, machine=machine, dtypes=dtypes)
-            sections.append(div(figure, anchor(machine, *dtypes, "heatmap")))
-            figure = ladder_figure(ladder, results.ceilings, machine=machine, dtypes=dtypes)
-            sections.append(div(figure, anchor(machine, *dtypes, "ladder")))
-        sections.append(
-            heading(3, anchor(machine, "kernels"), f"{machine}: fused cells that launch more than one kernel")
-        )
-        sections.append(multi_kernel_table(current))
-        sections.append(heading(3, anchor(machine, "advice"), f"{machine}: when to fuse (fusedbench advise)"))
-        sections.append(advice_section(chosen, machine))
-        sections.append(heading(3, anchor(machine, "not-run"), f"{machine}: cells that did not run"))
-        sections.append(not_run_table(current))
-        sections.append(heading(3, anchor(machine, "noisy"), f"{machine}: noisy cells"))
-        sections.append(noisy_table(current))
-        series = history_series(cells[cells["machine"] == machine], history)
-        if series["commit"].nunique() > 1:
-            drawn = [c for c in history if c in set(series["commit"])]
-            changes = measurement_changes(cells[cells["machine"] == machine], results.detail, drawn)
-            sections.append(heading(3, anchor(machine, "history"), f"{machine} across commits"))
-            figure = history_figure(series, machine=machine, commits=history, changes=changes)
-            sections.append(div(figure, anchor(machine, "history-figure")))
-            listed = "".join(f"<li>{c[:8]}: {html.escape(what)}</li>" for c, what in changes.items())
-            sections.append(f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "")
-    newest_peers = {
-        machine: newest_by_group(peers, results.records, machine) for machine in dict.fromkeys(peers["machine"])
-    }
-    sections.extend(peers_section(peers, results.detail, results.ceilings, newest_peers, heading, div))
-    sections.extend(mlp_section(shown_mlp(results, machines=machines, commits=commits), heading, div))
+        current = newest_cells(cells, runs, machine)
+        tables[machine], headlines[machine] = machine_section(page, chosen, current, verdicts.get(machine))
+        history_section(page, results, cells[cells["machine"] == machine], runs, machine)
+    newest_peers = {machine: newest_by_group(peers, runs, machine) for machine in dict.fromkeys(peers["machine"])}
+    page.add(*peers_section(peers, results.detail, results.ceilings, newest_peers, page.heading, page.div))
+    page.add(*mlp_section(mlp, page.heading, page.div))
+    for machine, verdict in verdicts.items():
+        if machine not in tables:  # a machine with only peers or mlp runs: its verdicts still shown
+            page.add(page.heading(2, anchor(machine), machine), alerts_html(page, verdict))
     if len(tables) > 1:
-        sections.append(heading(2, "machines", "Machines side by side"))
+        page.add(page.heading(2, "machines", "Machines side by side"))
         newest = pd.concat(tables.values())
         reference, *others = tables
         for other in others:
-            figure = machines_figure(newest, reference=reference, other=other)
-            sections.append(div(figure, anchor("machines", other)))
-    toc = "".join(
-        f"<li class='level-{level}'><a href='#{ident}'>{html.escape(text)}</a></li>" for level, ident, text in contents
+            page.add(page.div(machines_figure(newest, reference=reference, other=other), anchor("machines", other)))
+    return page_html(page, above_the_fold(page, headlines, tables))
+
+
+def shown_machines(cells: pd.DataFrame, mlp: pd.DataFrame, machines) -> list[str]:
+    """The machines the report shows verdicts for: those named, else every untuned machine with results shown."""
+    found = list(dict.fromkeys([*cells["machine"], *mlp["machine"]]))
+    return found if machines else gpu_machines(found)
+
+
+def machine_section(page: _Page, results: ResultSet, current: pd.DataFrame, verdict) -> tuple:
+    """One machine's section from its newest runs (`current`; `results`: every cell shown, which `advise` reads):
+    environment, gate verdicts, per dtype the heatmap and ladder, the kernels, advice, what did not run, noise.
+    Returns its speedups table and headline."""
+    machine = current["machine"].iloc[0]
+    newest_commit = current.loc[current.join(results.detail["started_ms"])["started_ms"].idxmax(), "commit"]
+    ladder = ladder_cells(current, across_commits=True)  # each workload's providers once
+    table = speedups(ladder, results.detail.loc[ladder.index])
+    note = f" <span class='muted'>{html.escape(commit_note(current))}</span>"
+    page.add(
+        page.heading(2, anchor(machine), machine, note),
+        "<div class='card'><h3>Environment</h3>"
+        + environment_card(results.records, machine, newest_commit)
+        + f"<p>These runs' cells as CSV: {csv_link(current, machine, newest_commit)}</p></div>",
     )
-    above = (
+    if verdict is not None:
+        page.add(alerts_html(page, verdict))
+    for dtypes in dtype_views(table):
+        page.add(
+            page.heading(3, anchor(machine, *dtypes), f"{machine} {' and '.join(dtypes)}"),
+            page.div(heatmap_views(table, machine=machine, dtypes=dtypes), anchor(machine, *dtypes, "heatmap")),
+            page.div(
+                ladder_figure(ladder, results.ceilings, machine=machine, dtypes=dtypes),
+                anchor(machine, *dtypes, "ladder"),
+            ),
+        )
+    page.add(
+        page.heading(3, anchor(machine, "kernels"), f"{machine}: fused cells that launch more than one kernel"),
+        multi_kernel_table(current),
+        page.heading(3, anchor(machine, "advice"), f"{machine}: when to fuse (fusedbench advise)"),
+        advice_section(results, machine),
+        page.heading(3, anchor(machine, "not-run"), f"{machine}: cells that did not run"),
+        not_run_table(current),
+        page.heading(3, anchor(machine, "noisy"), f"{machine}: noisy cells"),
+        noisy_table(current),
+    )
+    return table, in_dtype_order(headline(ladder, table, machine)).assign(_note=note)
+
+
+def alerts_html(page: _Page, verdict) -> str:
+    """The machine's gate verdicts (`fusedbench alert --machine M --suite S`, suite by suite) under their heading."""
+    machine = verdict.machine
+    return page.heading(3, anchor(machine, "alerts"), f"{machine}: the gate, suite by suite") + verdict_section(verdict)
+
+
+def history_section(page: _Page, results: ResultSet, cells: pd.DataFrame, runs: pd.DataFrame, machine: str) -> None:
+    """A machine's ladder cells over commits, with the commits where the measurement changed."""
+    history = [c for c in commits_in_order(runs, machine) if c in set(cells["commit"])]
+    series = history_series(cells, history)
+    if series["commit"].nunique() <= 1:
+        return
+    drawn = [c for c in history if c in set(series["commit"])]
+    changes = measurement_changes(cells, results.detail, drawn)
+    listed = "".join(f"<li>{c[:8]}: {html.escape(what)}</li>" for c, what in changes.items())
+    page.add(
+        page.heading(3, anchor(machine, "history"), f"{machine} across commits"),
+        page.div(
+            history_figure(series, machine=machine, commits=history, changes=changes),
+            anchor(machine, "history-figure"),
+        ),
+        f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "",
+    )
+
+
+def above_the_fold(page: _Page, headlines: dict, tables: dict) -> str:
+    """The answer in sentences, the headline tables, the contents and the glossary."""
+    toc = "".join(
+        f"<li class='level-{level}'><a href='#{ident}'>{html.escape(text)}</a></li>"
+        for level, ident, text in page.contents
+    )
+    heads = "".join(
+        f"<h3>{html.escape(m)}{top['_note'].iloc[0]}</h3>" + table_html(top.drop(columns="_note"))
+        for m, top in headlines.items()
+        if not top.empty
+    )
+    return (
         "<div id='summary'>"
-        + summary(headlines, tables)
+        + summary({m: top.drop(columns="_note") for m, top in headlines.items()}, tables)
         + "</div>"
         + ("<h2 id='headline'>Headline</h2>" if headlines else "")
-        + "".join(f"<h3>{html.escape(m)}{commit_notes[m]}</h3>" + table_html(top) for m, top in headlines.items())
-        + (f"<h2 id='contents'>Contents</h2><ul class='toc'>{toc}</ul>" if contents else "")
+        + heads
+        + (f"<h2 id='contents'>Contents</h2><ul class='toc'>{toc}</ul>" if page.contents else "")
         + "<h2 id='glossary'>Glossary</h2>"
         + _glossary()
     )
-    script, bundle = plotly_bundle() if div.count else ("", "no figures")  # no plotly.js for no figures
-    plotly = f"<script type='text/javascript'>{script}</script>" if div.count else ""
+
+
+def page_html(page: _Page, above: str) -> str:
+    script, bundle = plotly_bundle() if page.div.count else ("", "no figures")  # no plotly.js for no figures
+    plotly = f"<script type='text/javascript'>{script}</script>" if page.div.count else ""
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>fusedbench report</title>"
         f"<style>{_STYLE}</style>{plotly}</head><body>"
         "<h1>fusedbench: what fusing epilogs into the matmul buys</h1>"
         "<p class='muted'>cuBLASLt epilogs through nvmath-python against the same work unfused; every cell "
         "verified against float64 before it was timed; times are medians of asv's recorded samples; "
-        f"figures drawn by {html.escape(bundle)}, embedded.</p>" + above + "\n".join(sections) + "</body></html>"
+        f"figures drawn by {html.escape(bundle)}, embedded.</p>" + above + "\n".join(page.sections) + "</body></html>"
     )
 
 
@@ -346,18 +409,18 @@ def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str,
     """The figures worth a PNG for the README: each machine's fused-over-unfused heatmap per dtype, and its MLP
     training step's fp16 fused over unfused by wall clock."""
     cells = shown_cells(results, machines=machines, commits=commits)
-    cells = cells[~in_peers_suite(cells)]  # the README's heatmaps: each machine's newest run of the other suites
+    cells = cells[~in_peers_suite(cells)]  # the README's heatmaps: each machine's newest runs of the other suites
+    runs = group_runs(results)
     figures = {}
     for machine in dict.fromkeys(cells["machine"]):
-        commit = commits_in_order(cells, results.records, machine)[-1]
-        chosen = cells[(cells["machine"] == machine) & (cells["commit"] == commit)]
+        chosen = ladder_cells(newest_cells(cells, runs, machine), across_commits=True)
         table = speedups(chosen, results.detail.loc[chosen.index])
-        started = [r.started for r in results.records if r.machine == machine and r.commit == commit]
+        started = [r.started for r in results.records if r.machine == machine and r.commit in set(chosen["commit"])]
         when = f", run {max(started)[:10]}" if started else ""
         for dtypes in dtype_views(table):
             figure = speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline="unfused")
-            # A PNG travels without the page: it names its commit and the run's date.
-            figure.update_layout(title=f"{figure.layout.title.text}<br><sup>commit {commit[:8]}{when}</sup>")
+            # A PNG travels without the page: it names its commits and the run's date.
+            figure.update_layout(title=f"{figure.layout.title.text}<br><sup>{commit_note(chosen)}{when}</sup>")
             figures[f"{machine}-{'-'.join(dtypes)}-fused-over-unfused.png"] = figure
     table = step_table(shown_mlp(results, machines=machines, commits=commits))
     for machine in dict.fromkeys(table["machine"]):

@@ -26,6 +26,8 @@ from fusedbench.report.figures import (
     rounded,
 )
 from fusedbench.report.tables import anchor, folded, table_html
+from fusedbench.results.runs import cells_of_runs, mlp_cells, order_runs
+from fusedbench.results.runs import newest_runs as newest_group_runs
 
 BASELINES = ("unfused", "textbook", "torch")
 CLOCKS = {"wall": "wall clock per step", "gpu": "GPU time of the step's kernels"}
@@ -35,11 +37,8 @@ FUSION_PAYS = 1.0  # a speedup over unfused above this, told apart from it, is w
 
 
 def newest_runs(mlp: pd.DataFrame) -> pd.DataFrame:
-    """The rows of each machine's newest mlp run: the commit whose groups asv started last, timed or not."""
-    if mlp.empty:
-        return mlp
-    newest = mlp.assign(started=mlp["started_ms"].fillna(-1)).sort_values("started").groupby("machine").tail(1)
-    return mlp.merge(newest[["machine", "commit"]], on=["machine", "commit"])
+    """The rows of each mlp group's newest run on each machine (`results.runs`), timed or not."""
+    return cells_of_runs(mlp, newest_group_runs(order_runs(mlp_cells(mlp))))
 
 
 def step_table(mlp: pd.DataFrame) -> pd.DataFrame:
@@ -281,10 +280,11 @@ def mlp_section(mlp: pd.DataFrame, heading, figure_div) -> list[str]:
         "size before it was timed. cupy has no bfloat16: at bf16 only torch runs.</p>",
     ]
     for machine in dict.fromkeys(runs["machine"]):
-        commit = runs[runs["machine"] == machine]["commit"].iloc[0]
+        mine = runs[runs["machine"] == machine]
+        commits = ", ".join(f"{c[:8]} ({', '.join(dict.fromkeys(g))})" for c, g in mine.groupby("commit")["group"])
         parts.append(
             heading(3, f"{anchor(machine)}-mlp", f"{machine}: the training step")
-            + f"<p class='muted'>commit {html.escape(commit[:8])}</p>"
+            + f"<p class='muted'>commit {html.escape(commits)}</p>"
         )
         figure = step_figure(table, machine)
         if figure is not None:

@@ -4,7 +4,6 @@ ms to 4 digits, shares in %, reasons said once), long ones folded in `<details>`
 from __future__ import annotations
 
 import html
-import os
 import re
 import urllib.parse
 
@@ -15,8 +14,8 @@ from fusedbench.analysis.speedups import noisy_cells, with_shape
 from fusedbench.catalog.model import Status
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.records import GroupRecord
-from fusedbench.regressions.alerts import NoBaseline, default_baseline, describe, judge_runs
-from fusedbench.regressions.compare import KEY, Verdict, select_run
+from fusedbench.regressions.gate import MachineVerdict, describe
+from fusedbench.regressions.render import headline, run_pairs, suite_line
 from fusedbench.results.loader import ResultSet
 from fusedbench.stats import NOISY_RELATIVE_IQR
 
@@ -174,32 +173,37 @@ def advice_section(results: ResultSet, machine: str) -> str:
     return folded(f"{len(advice)} rules ({counts}), from commit {commits}", table_html(shown), len(advice))
 
 
-def alerts_section(results: ResultSet, machine: str, commit: str, cwd: str | None = None) -> str:
-    """What `fusedbench alert` says of this run against its default baseline (the nearest earlier commit in
-    git order with the same benchmark versions): its alerts and warnings, or why nothing was compared."""
-    try:
-        candidate = select_run(results, machine, commit)
-        baseline = select_run(results, machine, default_baseline(results, candidate, cwd or os.getcwd()))
-    except NoBaseline as exc:
-        return f"<p>Nothing to compare: {html.escape(str(exc))}. This run is the baseline of the next.</p>"
-    except FusedbenchError as exc:
-        return f"<p>Not judged: {html.escape(str(exc))}.</p>"
-    verdicts, preset_line = judge_runs(baseline, candidate)
-    verdict = verdicts.comparison.cells["verdict"]
-    compared = verdicts.comparison.cells[~verdict.isin([Verdict.NOT_RUN, Verdict.INCOMPARABLE])]
-    cells = compared[KEY].drop_duplicates()
-    outcome = f"<b>{len(verdicts.alerts)} alert(s)</b>, the build fails" if verdicts.failed else "no alert"
-    lines = [
-        f"<p>{html.escape(candidate.label)} against {html.escape(baseline.label)}; {html.escape(preset_line)}: "
-        f"{len(cells)} of {len(candidate.cells)} cells compared; {outcome}.</p>"
+def verdict_section(verdict: MachineVerdict) -> str:
+    """The gate's verdict on one machine, suite by suite, as `fusedbench alert --machine M --suite S` prints it: a
+    table of the suites (outcome, cells compared, the runs compared), then each suite's alerts and warnings."""
+    rows = pd.DataFrame(
+        {
+            "suite": [s.suite for s in verdict.suites],
+            "verdict": [s.outcome.value for s in verdict.suites],
+            "alerts": [len(s.alerts) for s in verdict.suites],
+            "cells compared": [f"{s.compared} of {s.cells}" for s in verdict.suites],
+            "runs compared": [run_pairs(s) or "none" for s in verdict.suites],
+        }
+    )
+    preset = verdict.suites[0].preset_line if verdict.suites else ""
+    parts = [
+        f"<p id='{anchor(verdict.machine, 'verdict')}' data-verdict='{verdict.outcome.value}'>"
+        f"<b>{html.escape(headline(verdict))}</b>. {html.escape(preset)}.</p>",
+        table_html(rows),
     ]
-    if verdicts.failed:
-        items = "".join(f"<li>{html.escape(describe(row))}</li>" for _, row in verdicts.alerts.iterrows())
-        lines.append(folded(f"{len(verdicts.alerts)} alerts, worst first", f"<ul>{items}</ul>", len(verdicts.alerts)))
-    if verdicts.warnings:
-        items = "".join(f"<li>{html.escape(w)}</li>" for w in verdicts.warnings)
-        lines.append(folded(f"{len(verdicts.warnings)} warnings", f"<ul>{items}</ul>", len(verdicts.warnings)))
-    return "".join(lines)
+    for suite in verdict.suites:
+        items = [f"<li>{html.escape(describe(row))}</li>" for _, row in suite.alerts.iterrows()]
+        items += [f"<li>warning: {html.escape(w)}</li>" for w in suite.warnings]
+        # what a reader (or a test holding the page to `fusedbench alert --format json`) reads off the page
+        ident, machine = anchor(verdict.machine, suite.suite, "verdict"), html.escape(verdict.machine)
+        summary = (
+            f"<span id='{ident}' data-machine='{machine}' data-suite='{suite.suite}' "
+            f"data-verdict='{suite.outcome.value}' "
+            f"data-alerts='{len(suite.alerts)}' data-compared='{suite.compared}' data-cells='{suite.cells}'>"
+            f"{html.escape(suite_line(suite))}</span>"
+        )
+        parts.append(folded(summary, f"<ul>{''.join(items)}</ul>", len(items)) if items else f"<p>{summary}</p>")
+    return "".join(parts)
 
 
 def csv_link(cells: pd.DataFrame, machine: str, commit: str) -> str:

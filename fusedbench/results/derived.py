@@ -13,7 +13,7 @@ import pandas as pd
 
 from fusedbench.catalog.dtypes import dtype_spec
 from fusedbench.catalog.epilogs import epilog_spec
-from fusedbench.catalog.model import Status
+from fusedbench.catalog.model import WORKLOAD, Status
 from fusedbench.catalog.providers import AUTOTUNED, CONTROL_OF_TEXTBOOK, FUSED, GEMM, PASS_KERNEL_PREFIX, UNFUSED
 from fusedbench.catalog.suites import ONE_PASS_BACKWARD_VERSIONS
 from fusedbench.stats import median_interval
@@ -25,7 +25,7 @@ REGRET = 1.02
 # few MB move at a fraction of the ceiling's rate, however they are moved).
 PASS_OF_COPY = 0.85
 
-WORKLOAD = ["machine", "commit", "dtype", "epilog", "m", "k", "n"]
+RUN_WORKLOAD = ["machine", "commit", *WORKLOAD]  # a workload in one run: its providers share rounds within a group
 OK = Status.OK.value
 
 
@@ -41,7 +41,7 @@ def paired_ratios(
     Only cells of one group share rounds, so a workload measured in two groups pairs within each.
     """
     ratios = pd.DataFrame(math.nan, index=work.index, columns=["ratio", "low", "high"])
-    for _, indices in work[work["status"] == OK].groupby([*WORKLOAD, "group"]).groups.items():
+    for _, indices in work[work["status"] == OK].groupby([*RUN_WORKLOAD, "group"]).groups.items():
         base = [i for i in indices if work.at[i, "provider"] == denominator]
         if not base:
             continue

@@ -20,6 +20,7 @@ import itertools
 import json
 import math
 import os
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -34,15 +35,18 @@ from fusedbench.catalog.shapes import parse_shape, shape_label
 from fusedbench.catalog.suites import (
     ACCURACY_TRACK,
     BENCHMARK_MODULE,
+    CEILING_CLASSES,
     CEILING_COPY_BYTES,
     CEILING_GEMM_SHAPE,
+    CEILINGS_MODULE,
     EPOCH_TIME,
     GPU_TIME,
     GROUPS,
     MLP_GROUPS,
+    MLP_MODULE,
     WALL,
 )
-from fusedbench.errors import FusedbenchError
+from fusedbench.errors import DataProblem, FusedbenchError
 from fusedbench.measure.records import GroupRecord, load_records
 from fusedbench.measure.sampling import PAIRED_SAMPLINGS
 from fusedbench.results.derived import flags, paired_metrics, pass_bandwidths
@@ -123,7 +127,8 @@ MLP_COLUMNS = [
     "host_overhead_s",  # time_s - gpu_s: what the host adds to a step beyond its kernels
     "kernels",  # kernels per step (the median recorded step's)
     "test_accuracy",  # MlpEpoch: after the timed training
-    "started_ms",  # when asv started the group's benchmark: the newest run of a machine is the one to show
+    "started_ms",  # when asv started the group's benchmark (results.runs orders runs by it)
+    "benchmark_version",  # asv's version of the group's benchmark: runs of different versions are incomparable
 ]
 NO_REASON = "asv skipped it; no fusedbench record gives the reason"
 NO_TIME = "asv recorded no time for a cell the measurement timed (the asv run failed or was interrupted)"
@@ -136,7 +141,7 @@ class ResultSet:
     cells: pd.DataFrame  # COLUMNS, a row per cell and run
     ceilings: pd.DataFrame  # CEILING_COLUMNS: the best GEMM rate (and where it was reached), copy bandwidth
     records: list[GroupRecord]  # oldest first
-    problems: list[str]  # one line per file or folder that could not be read fully, naming what was lost
+    problems: list[DataProblem]  # a line per file or folder that could not be read fully, naming what was lost
     detail: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DETAIL_COLUMNS))  # per cell
     mlp: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MLP_COLUMNS))  # the mlp suite's cells
 
@@ -145,15 +150,22 @@ class ResultSet:
         return pd.concat([self.cells[["machine", "commit"]], self.mlp[["machine", "commit"]]])
 
 
-def _machine_folders(results_dir: str, problems: list[str]):
+def _machine_folders(results_dir: str, problems: list[DataProblem]):
     """(machine, [results file paths]) for every machine folder asv's tools would read."""
     for name in sorted(os.listdir(results_dir)):
         folder = os.path.join(results_dir, name)
         if not os.path.isdir(folder):
             continue
-        files = sorted(
-            os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".json") and f != "machine.json"
-        )
+        try:
+            listed = os.listdir(folder)
+        except OSError as exc:
+            problems.append(
+                DataProblem(
+                    f"{folder} cannot be read ({exc.strerror}): its results were not read; fix its permissions", name
+                )
+            )
+            continue
+        files = sorted(os.path.join(folder, f) for f in listed if f.endswith(".json") and f != "machine.json")
         if not files:
             continue
         try:
@@ -161,15 +173,18 @@ def _machine_folders(results_dir: str, problems: list[str]):
                 machine = str(json.load(stream)["machine"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             problems.append(
-                f"{folder}/machine.json is missing or unreadable ({type(exc).__name__}: {exc}): its {len(files)} "
-                f"results files were not read (asv skips them too); restore it with "
-                f"`git checkout -- {folder}/machine.json` (an `asv run --machine {name}` also rewrites it)"
+                DataProblem(
+                    f"{folder}/machine.json is missing or unreadable ({type(exc).__name__}: {exc}): its {len(files)} "
+                    f"results files were not read (asv skips them too); restore it with "
+                    f"`git checkout -- {folder}/machine.json` (an `asv run --machine {name}` also rewrites it)",
+                    name,
+                )
             )
             continue
         yield machine, files
 
 
-def _asv_results(results_dir: str, problems: list[str]):
+def _asv_results(results_dir: str, problems: list[DataProblem]):
     """asv Results objects, each unreadable file a problem line instead."""
     from asv import util
     from asv.results import Results
@@ -180,7 +195,10 @@ def _asv_results(results_dir: str, problems: list[str]):
                 yield path, Results.load(path, machine_name=machine)
             except (util.UserError, ValueError, KeyError, TypeError, OSError) as exc:
                 problems.append(
-                    f"{path} is not an asv results file fusedbench can read ({exc}); its cells were not read"
+                    DataProblem(
+                        f"{path} is not an asv results file fusedbench can read ({exc}); its cells were not read",
+                        machine,
+                    )
                 )
 
 
@@ -279,6 +297,15 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
     unrecorded: dict[str, int] = {}
     dirty: set[str] = set()
     read.mlp = _mlp_rows(result, by_group, unrecorded, dirty)
+    unknown = unknown_benchmarks(result)
+    if unknown:
+        read.problems.append(
+            DataProblem(
+                f"{path}: benchmark(s) {', '.join(unknown)} are not in this checkout's suite (a group renamed or "
+                "removed since): their cells were not read; read these results with the checkout that made them",
+                machine,
+            )
+        )
     for benchmark in sorted(result.get_all_result_keys()):
         parts = benchmark.split(".")
         if parts[0] != BENCHMARK_MODULE or parts[1] not in GROUPS:
@@ -306,16 +333,36 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
             )
     if unrecorded:
         read.problems.append(
-            f"{path}: no fusedbench record for group(s) {', '.join(unrecorded)} of commit {commit[:8]} on "
-            f"{machine}: {sum(unrecorded.values())} cells asv skipped show as skipped with no reason, and their "
-            "workloads' epilog costs are not paired by round"
+            DataProblem(
+                f"{path}: no fusedbench record for group(s) {', '.join(unrecorded)} of commit {commit[:8]} on "
+                f"{machine}: {sum(unrecorded.values())} cells asv skipped show as skipped with no reason, and their "
+                "workloads' epilog costs are not paired by round",
+                machine,
+            )
         )
     if dirty:
         read.problems.append(
-            f"{path}: group(s) {', '.join(sorted(dirty))} were measured from a checkout with uncommitted changes "
-            f"(their records say so), so they may not be the code of commit {commit[:8]}"
+            DataProblem(
+                f"{path}: group(s) {', '.join(sorted(dirty))} were measured from a checkout with uncommitted changes "
+                f"(their records say so), so they may not be the code of commit {commit[:8]}",
+                machine,
+            )
         )
     return read
+
+
+def unknown_benchmarks(result) -> list[str]:
+    """The results' benchmarks of fusedbench's modules whose class this checkout does not know."""
+    known = {
+        BENCHMARK_MODULE: set(GROUPS),
+        MLP_MODULE: set(MLP_GROUPS),
+        CEILINGS_MODULE: set(CEILING_CLASSES),
+    }
+    return sorted(
+        name
+        for name in result.get_all_result_keys()
+        if name.split(".")[0] in known and name.split(".")[1] not in known[name.split(".")[0]]
+    )
 
 
 def _mlp_rows(result, by_group, unrecorded: dict[str, int], dirty: set[str]) -> list[dict]:
@@ -365,6 +412,7 @@ def _mlp_rows(result, by_group, unrecorded: dict[str, int], dirty: set[str]) -> 
                     "kernels": len(kernels) if kernels else math.nan,
                     "test_accuracy": _number(clocks.get(ACCURACY_TRACK, {}).get(params, (None,))[0]),
                     "started_ms": result.started_at.get(first),
+                    "benchmark_version": result.benchmark_version.get(first),
                 }
             )
     return [{column: row[column] for column in MLP_COLUMNS} for row in rows]
@@ -382,15 +430,20 @@ def load_results(results_dir: str) -> ResultSet:
     for record in records:
         by_group.setdefault((record.machine, record.commit, record.group), []).append(record)
     rows, detail, ceiling_rows, mlp, files, readable = [], [], [], [], 0, 0
+    environments: dict[tuple[str, str], str] = {}
     for path, result in _asv_results(results_dir, problems):
         files += 1
+        refuse_second_environment(environments, path, result)
         try:
             read = _read_run(path, result, by_group)
             readable += 1
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, statistics.StatisticsError) as exc:
             problems.append(
-                f"{path} holds asv results fusedbench cannot read ({type(exc).__name__}: {exc}); "
-                "its cells were not read"
+                DataProblem(
+                    f"{path} holds asv results fusedbench cannot read ({type(exc).__name__}: {exc}); "
+                    "its cells were not read",
+                    result.params.get("machine", ""),
+                )
             )
             continue
         ceiling_rows += read.ceilings
@@ -403,7 +456,9 @@ def load_results(results_dir: str) -> ResultSet:
             f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
         )
     if not files and not problems:
-        problems.append(f"{results_dir} holds no asv results yet; `fusedbench run` on a GPU machine writes them")
+        problems.append(
+            DataProblem(f"{results_dir} holds no asv results yet; `fusedbench run` on a GPU machine writes them")
+        )
     work = pd.DataFrame(rows, columns=COLUMNS)
     details = pd.DataFrame(detail, columns=DETAIL_COLUMNS, index=work.index)
     work = paired_metrics(work, list(details["raw"]), details["paired"].astype(bool))
@@ -419,6 +474,19 @@ def load_results(results_dir: str) -> ResultSet:
         detail=details.set_index(cells.index),
         mlp=pd.DataFrame(mlp, columns=MLP_COLUMNS).astype({"kernels": "Int64"}),
     )
+
+
+def refuse_second_environment(seen: dict[tuple[str, str], str], path: str, result) -> None:
+    """One asv environment per machine and commit: a second (asv.conf.json's matrix, or a runner whose Python path
+    changed) would give every cell twice with nothing to tell them apart, so it is refused, naming both files."""
+    key = (result.params.get("machine", ""), result.commit_hash)
+    if key in seen:
+        raise FusedbenchError(
+            f"{seen[key]} and {path} hold two asv environments for commit {key[1][:8]} on {key[0]}; fusedbench "
+            "reads one per commit: move one file to a results folder of its own (`fusedbench compare FOLDER1 "
+            "FOLDER2` sets the two side by side)"
+        )
+    seen[key] = path
 
 
 def best_gemm_rates(work: pd.DataFrame, ceiling_rows: pd.DataFrame) -> pd.DataFrame:

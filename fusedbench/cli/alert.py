@@ -1,0 +1,76 @@
+"""`fusedbench alert`: the CI gate. Exit 0: green, or not judged (too little compared to tell; nothing failed);
+1: a regression, and nothing else; 2: anything else (bad input, unreadable data, a failed write), after the
+verdict where there is one."""
+
+from __future__ import annotations
+
+from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, emit, silence_stdout
+from fusedbench.cli.gating import add_arguments, judged, options, verdict_text
+
+BASELINE_DEFAULT = (
+    " (default: each group's newest earlier run on the machine at the same benchmark version; a tuned run's, its GPU's;"
+    " with two folders, the first's newest)"
+)
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "alert", help="the CI gate: exit 1 when a run regresses against its baseline, 0 when nothing changed"
+    )
+    add_arguments(parser, BASELINE_DEFAULT)
+    parser.add_argument("--dump-thresholds", action="store_true", help="print the preset in force and exit")
+    parser.set_defaults(handler=lambda a: command_alert(**options(a), dump=a.dump_thresholds))
+
+
+def command_alert(
+    *, results_dirs, machine, suite, baseline, candidate, preset, output_format, rows, strict, dump
+) -> int:
+    """Judge, print the verdict (and what warns), append it to GitHub's step summary; exit 1 on an alert."""
+    from fusedbench.regressions.gate import Outcome
+    from fusedbench.regressions.render import dump as dump_json
+    from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
+
+    if dump:
+        return dump_thresholds(results_dirs, machine, preset)
+    verdict = judged(
+        results_dirs=results_dirs,
+        machine=machine,
+        suite=suite,
+        baseline=baseline,
+        candidate=candidate,
+        preset=preset,
+        strict=strict,
+        gate=True,
+    )
+    if output_format == "json":
+        text = dump_json(to_json(verdict))
+    elif output_format == "md":
+        text = summary_markdown(verdict)
+    else:
+        text = verdict_text(verdict, rows=rows, only_alerts=True)
+    try:
+        emit(text)
+    except BrokenPipeError:  # `alert | head`: the verdict still decides the exit code
+        silence_stdout()
+    finally:
+        write_step_summary(summary_markdown(verdict))  # a failure here is exit 2, the verdict printed first
+    return EXIT_FAILED if verdict.outcome is Outcome.RED else EXIT_OK
+
+
+def dump_thresholds(results_dirs, machine, preset) -> int:
+    """Print the preset in force for the machine (the newest run's where none is named) and why."""
+    from fusedbench.errors import FusedbenchError
+    from fusedbench.regressions.render import dump
+    from fusedbench.regressions.thresholds import preset_for
+    from fusedbench.results.loader import load_results
+    from fusedbench.results.runs import group_runs, newest_machine
+
+    if machine is None:
+        folder = (results_dirs or ["results"])[-1]
+        try:
+            machine = newest_machine(group_runs(load_results(folder)), folder)
+        except FusedbenchError:
+            machine = ""
+    found, line = preset_for(machine, preset)
+    emit(dump(found.to_json() | {"in_force_because": line}))
+    return EXIT_OK

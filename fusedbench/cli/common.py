@@ -1,0 +1,133 @@
+"""What every command shares: the argument parser's one-line errors, argument types, output that fails as an
+error line (never a traceback), rich tables as text, and loading a results folder with its warnings."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+
+from fusedbench.errors import FusedbenchError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line and exits 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def names(value: str) -> list[str]:
+    """Accept repeated flags and comma-separated lists alike; an empty name is a mistake, not 'all'."""
+    found = [part.strip() for part in value.split(",")]
+    if not value.strip() or not all(found):
+        raise argparse.ArgumentTypeError(f"expected one or more comma-separated names, got {value!r}")
+    return found
+
+
+def nonempty(value: str) -> str:
+    """A name that may not be empty (an empty --machine would read as 'unset')."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"expected a name, got {value!r}")
+    return value
+
+
+def seed(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number < 2**32:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**32 - 1, got {value!r}")
+    return number
+
+
+def count(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of rows, 0 or more, got {value!r}")
+    return int(value)
+
+
+def console(file=None):
+    """A rich console: the terminal's width, or wide enough for the check table when output goes to a file or a
+    CI log."""
+    from rich.console import Console
+
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 200
+    return Console(file=file, width=width, highlight=False)
+
+
+def table(title: str, columns: Sequence[str], rows):
+    """A rich table whose cells are plain text: `y[y < 0] = 0` is code, not markup."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    found = Table(title=title)
+    for column in columns:
+        found.add_column(column, overflow="fold")
+    for row in rows:
+        found.add_row(*(escape(str(value)) for value in row))
+    return found
+
+
+def render(*items) -> str:
+    """Rich tables (or plain strings) as text, so that writing them out fails the way every other output does."""
+    out = console(io.StringIO())
+    for item in items:
+        out.print(item, markup=False, soft_wrap=True) if isinstance(item, str) else out.print(item)
+    return out.file.getvalue()
+
+
+def emit(text: str) -> None:
+    """Write to standard output, a full disk or a closed pipe becoming a FusedbenchError, not a traceback."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+        raise
+    except OSError as exc:
+        silence_stdout()
+        raise FusedbenchError(f"could not write to standard output ({exc.strerror or exc})") from None
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so Python's own flush at exit does not fail a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def warn(text: str) -> None:
+    sys.stderr.write(f"warning: {text}\n")
+
+
+def load(results_dir: str, *, strict: bool):
+    """The results, each data problem a warning line (an error with --strict)."""
+    from fusedbench.results.loader import load_results
+
+    results = load_results(results_dir)
+    for problem in results.problems:
+        warn(problem)
+    if strict and results.problems:
+        raise FusedbenchError(f"{len(results.problems)} data problem(s) in {results_dir} (--strict)")
+    return results
+
+
+def folder_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "results_dir", nargs="?", default="results", type=nonempty, help="asv's results folder (default: results)"
+    )
+    parser.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
+
+
+def results_arguments(parser: argparse.ArgumentParser) -> None:
+    folder_arguments(parser)
+    parser.add_argument("--machine", action="extend", type=names, default=[], help="only these machines")
+    parser.add_argument("--commit", action="extend", type=names, default=[], help="only these commits (prefixes)")

@@ -1,0 +1,42 @@
+"""`fusedbench compare`: two runs cell by cell, suite by suite, as the gate sees them (exit 0 whatever changed;
+`alert` is the one that fails)."""
+
+from __future__ import annotations
+
+from fusedbench.cli.common import EXIT_OK, emit
+from fusedbench.cli.gating import add_arguments, judged, options, verdict_text
+
+BASELINE_DEFAULT = (
+    " (default: each group's newest earlier run on the machine at the same benchmark version; with two folders, the"
+    " first's newest)"
+)
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "compare", help="compare two runs cell by cell: each metric's change, its interval and a verdict"
+    )
+    add_arguments(parser, BASELINE_DEFAULT)
+    parser.set_defaults(handler=lambda a: command_compare(**options(a)))
+
+
+def command_compare(*, results_dirs, machine, suite, baseline, candidate, preset, output_format, rows, strict) -> int:
+    """Print every compared row that moved, per suite and group (all rows with --format json)."""
+    from fusedbench.regressions.render import comparison_markdown, dump, to_json
+
+    verdict = judged(
+        results_dirs=results_dirs,
+        machine=machine,
+        suite=suite,
+        baseline=baseline,
+        candidate=candidate,
+        preset=preset,
+        strict=strict,
+    )
+    if output_format == "json":
+        emit(dump(to_json(verdict, rows=True)))
+    elif output_format == "md":
+        emit(comparison_markdown(verdict))
+    else:
+        emit(verdict_text(verdict, rows=rows, only_alerts=False))
+    return EXIT_OK

@@ -1,0 +1,144 @@
+"""What `alert` and `compare` share: their flags, the runs they are asked to judge, the verdict in a terminal."""
+
+from __future__ import annotations
+
+import re
+
+from fusedbench.catalog.suites import SUITES
+from fusedbench.cli.common import count, load, nonempty, render, warn
+from fusedbench.errors import FusedbenchError
+
+REF_HELP = "COMMIT (a prefix, on --machine), MACHINE@COMMIT, or MACHINE@ (its newest runs)"
+REF = re.compile(r"(?:(?P<machine>[^@\s]+)@)?(?P<commit>[0-9a-fA-F]*)")
+
+
+def add_arguments(parser, baseline_default: str) -> None:
+    parser.add_argument(
+        "results_dirs",
+        nargs="*",
+        default=[],
+        type=nonempty,
+        metavar="RESULTS",
+        help="asv's results folder (default: results), or two: the baseline's, then the candidate's",
+    )
+    parser.add_argument(
+        "--machine", default=None, type=nonempty, help="the machine (default: the one with the newest run)"
+    )
+    parser.add_argument(
+        "--suite",
+        action="append",
+        choices=tuple(SUITES),
+        help="judge this suite, group by group (repeatable; default: the suites of the candidate's commit)",
+    )
+    parser.add_argument("--baseline", default=None, metavar="REF", help=REF_HELP + baseline_default)
+    parser.add_argument(
+        "--candidate", default=None, metavar="REF", help=REF_HELP + " (default: each group's newest run)"
+    )
+    parser.add_argument(
+        "--preset", default=None, type=nonempty, help="threshold preset (default: the machine's; --dump-thresholds)"
+    )
+    parser.add_argument("--format", dest="output_format", choices=("text", "md", "json"), default="text")
+    parser.add_argument("--rows", type=count, default=40, help="rows of the terminal table (default: 40)")
+    parser.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
+
+
+def options(args) -> dict:
+    return {
+        name: getattr(args, name)
+        for name in ("results_dirs", "machine", "suite", "baseline", "candidate", "preset", "output_format", "rows")
+    } | {"strict": args.strict}
+
+
+def parse_ref(ref: str | None, flag: str) -> tuple[str | None, str | None]:
+    """'MACHINE@COMMIT', 'MACHINE@' (its newest runs) or 'COMMIT' -> (machine or None, commit prefix or None)."""
+    if ref is None:
+        return None, None
+    found = REF.fullmatch(ref)
+    if found is None or not ref:
+        raise FusedbenchError(f"{flag} {ref!r} is not COMMIT, MACHINE@COMMIT or MACHINE@ (e.g. h100-80gb-hbm3@7dd23c5)")
+    return found["machine"], found["commit"] or None
+
+
+def judged(*, results_dirs, machine, suite, baseline, candidate, preset, strict: bool, gate: bool = False):
+    """Load the folders, resolve the choice of runs, judge it: the gate's MachineVerdict."""
+    from fusedbench.catalog.tuning import gpu_machine
+    from fusedbench.regressions.gate import Sources, default_choice, judge, resolve
+    from fusedbench.results.runs import group_runs, newest_machine
+
+    if len(results_dirs) > 2:
+        raise FusedbenchError(f"give one results folder, or two (baseline's, candidate's), not {len(results_dirs)}")
+    folders = results_dirs or ["results"]
+    loaded = [load(folder, strict=strict) for folder in folders]
+    two = len(loaded) == 2
+    cand_machine, cand_ref = parse_ref(candidate, "--candidate")
+    base_machine, base_ref = parse_ref(baseline, "--baseline")
+    machine_name = cand_machine or machine or newest_machine(group_runs(loaded[-1]), folders[-1])
+    base_machine = base_machine or gpu_machine(machine_name)  # a tuned run is judged against its GPU's
+    if gate:
+        refuse_unreadable(loaded, {machine_name, base_machine})
+    cand_commit = resolve(loaded[-1], machine_name, cand_ref, folders[-1] if two else "")
+    base_commit = resolve(loaded[0], base_machine, base_ref, folders[0] if two else "")
+    if not two and base_machine == machine_name and base_commit is not None and base_commit == cand_commit:
+        raise FusedbenchError(f"the baseline and the candidate are the same run ({machine_name}@{cand_commit[:8]})")
+    choice = default_choice(
+        loaded[-1],
+        machine_name,
+        suites=tuple(suite or ()),
+        candidate=cand_commit,
+        baseline=base_commit,
+        baseline_machine=base_machine,
+        preset=preset,
+    )
+    sources = Sources(loaded[-1], loaded[0], (folders[0], folders[-1]) if two else ("", ""))
+    return judge(loaded[-1], choice, sources)
+
+
+def refuse_unreadable(loaded, machines: set[str]) -> None:
+    """A CI gate judges nothing it could not read in full on the machines it compares."""
+    for results in loaded:
+        lost = [p for p in results.problems if p.machine in machines]
+        if lost:
+            raise FusedbenchError(f"alert judges only results it can read in full: {lost[0]}")
+
+
+def verdict_text(verdict, *, rows: int, only_alerts: bool) -> str:
+    """The verdict for a terminal: its headline, then per suite its line, the runs compared, and a table of its
+    alerts (or, for compare, of every row that is not 'same' and the group gates that moved)."""
+    from fusedbench.regressions.render import headline, run_pairs, suite_line
+
+    parts = [headline(verdict)]
+    for suite in verdict.suites:
+        parts.append(suite_line(suite))
+        pairs = run_pairs(suite)
+        if pairs:
+            parts.append(f"  compared: {pairs}; {suite.preset_line}")
+        parts += suite_tables(suite, rows=rows, only_alerts=only_alerts)
+    return render(*parts)
+
+
+def suite_tables(suite, *, rows: int, only_alerts: bool) -> list:
+    import pandas
+
+    from fusedbench.regressions.compare import Verdict
+    from fusedbench.regressions.gate import describe
+
+    if only_alerts:
+        shown = [describe(row) for _, row in suite.alerts.iterrows()]
+    else:
+        moved = [
+            (g.group, row)
+            for g in suite.groups
+            if g.judged is not None
+            for frame in (g.judged.comparison.cells, g.judged.comparison.groups)
+            for _, row in frame[frame["verdict"] != Verdict.SAME].iterrows()
+        ]
+        shown = [describe(pandas.Series(row.to_dict() | {"group": group})) for group, row in moved]
+    found = []
+    if shown:
+        title = "alerts, worst first" if only_alerts else "what is not 'same', worst first"
+        found.append(f"  {title}:\n" + "\n".join(f"  - {line}" for line in shown[:rows]))
+    if len(shown) > rows:
+        found.append(f"... {len(shown) - rows} more rows (--rows N, or --format md / json for all)")
+    for warning in suite.warnings:
+        warn(warning)
+    return found

@@ -1,0 +1,76 @@
+"""One verdict wherever it is shown: the report's gate section, machine by machine and suite by suite, says what
+`fusedbench alert --format json` says, on the committed results and report, and on a red run."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fusedbench.cli import main
+from fusedbench.report import render_report
+from fusedbench.results.loader import load_results
+from tests.test_alert_cli import MACHINE, copy_runs
+
+ROOT = Path(__file__).parent.parent
+SPAN = re.compile(r"<span id='[^']*-verdict' ([^>]*)>")
+
+
+def verdicts_on_page(page: str) -> dict[tuple[str, str], dict]:
+    """(machine, suite) -> the verdict, alerts, compared and cells the report's gate section gives."""
+    found = {}
+    for attributes in SPAN.findall(page):
+        data = {k: html.unescape(v) for k, v in re.findall(r"data-(\w+)='([^']*)'", attributes)}
+        found[(data.pop("machine"), data.pop("suite"))] = data
+    return found
+
+
+def verdicts_of_alert(capsys, folder, machine: str, suites) -> dict[tuple[str, str], dict]:
+    """The same, from `fusedbench alert --machine M --suite S ... --format json` (exit 1 for red, 0 otherwise)."""
+    argv = ["alert", str(folder), "--machine", machine, "--format", "json"]
+    code = main([*argv, *(arg for suite in suites for arg in ("--suite", suite))])
+    document = json.loads(capsys.readouterr().out)
+    assert code == (1 if document["outcome"] == "red" else 0)
+    return {
+        (machine, s["suite"]): {
+            "verdict": s["outcome"],
+            "alerts": str(len(s["alerts"])),
+            "compared": str(s["compared"]),
+            "cells": str(s["cells"]),
+        }
+        for s in document["suites"]
+    }
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return load_results(str(ROOT / "results"))
+
+
+def test_the_committed_report_says_what_alert_says_on_the_committed_results(capsys, monkeypatch, committed):
+    import fusedbench.results.loader as loader
+
+    monkeypatch.setattr(loader, "load_results", lambda folder: committed)  # read once for every command
+    shown = verdicts_on_page((ROOT / "reports" / "index.html").read_text())
+    machines = sorted({machine for machine, _ in shown})
+    assert machines == ["h100-80gb-hbm3", "h200-141gb"]
+    assert {suite for _, suite in shown} == {"quick", "default", "peers", "mlp"}
+    said = {}
+    for machine in machines:
+        said |= verdicts_of_alert(capsys, ROOT / "results", machine, [s for m, s in shown if m == machine])
+    assert shown == said
+
+
+def test_a_red_run_is_red_in_the_report_and_in_alert_alike(capsys, tmp_path):
+    """cuBLASLt refuses DRELU_BGRAD's fused cell without a workspace: the tuned run misses a cell its GPU's run of
+    the same commit timed."""
+    tuned = f"{MACHINE}-tuned-fused-workspace-0"
+    results = copy_runs(tmp_path / "results", ["67306e2d"])
+    shutil.copytree(ROOT / "results" / tuned, results / tuned)
+    shown = verdicts_on_page(render_report(load_results(str(results)), machines=[tuned]))
+    assert shown == verdicts_of_alert(capsys, results, tuned, ["quick"])
+    assert shown[(tuned, "quick")]["verdict"] == "red" and shown[(tuned, "quick")]["alerts"] == "1"
