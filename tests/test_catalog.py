@@ -77,3 +77,28 @@ def test_a_provider_is_one_registered_unit_whose_builder_resolves_without_a_gpu(
         "cutlass_cppgen",
     ]
     assert provider_libraries(["fused", "gemm"]) == ["nvmath-python"]
+
+
+def test_asv_versions_come_from_the_groups_and_are_byte_identical_to_the_history_they_key():
+    """asv keys a benchmark's history by its class name and version: the versions are derived from each group's
+    declaration, and must stay exactly the strings the committed results were recorded under (a changed string
+    starts a new history; change one only with the measurement, and this file with it)."""
+    import json
+    from pathlib import Path
+
+    from fusedbench.catalog.suites import ASV_VERSIONS, GROUPS, MLP_GROUPS
+
+    pinned = json.loads((Path(__file__).parent / "fixtures" / "asv_versions.json").read_text())
+    assert ASV_VERSIONS == pinned
+    assert {name: g.version for name, g in {**GROUPS, **MLP_GROUPS}.items()} == {
+        k: v for k, v in pinned.items() if "Ceiling" not in k
+    }
+
+
+def test_a_groups_kind_is_declared_not_read_from_its_name():
+    from fusedbench.catalog.suites import CONTROL_GROUPS, GROUPS, PEER_ONLY_GROUPS, GroupKind
+
+    assert CONTROL_GROUPS == {"Blog", "TwoPass"}
+    assert PEER_ONLY_GROUPS == {n for n, g in GROUPS.items() if g.kind is GroupKind.PEER_ONLY}
+    assert {g.kind for n, g in GROUPS.items() if n.endswith("Peers")} == {GroupKind.PEERS}
+    assert GROUPS["Fp16Seed"].kind is GroupKind.LADDER and GROUPS["Quick"].kind is GroupKind.LADDER

@@ -16,13 +16,15 @@ import pytest
 
 from fusedbench.catalog.dtypes import dtype_spec
 from fusedbench.catalog.epilogs import EPILOGS, Summed, epilog_spec
-from fusedbench.catalog.providers import CUTLASS_EVT, CUTLASS_EVT_DTYPES, CUTLASS_EVT_EPILOGS, FUSED, UNFUSED
+from fusedbench.catalog.providers import CUTLASS_EVT, FUSED, PROVIDERS, UNFUSED
 from fusedbench.catalog.suites import GROUPS, PEER_ONLY_GROUPS, SUITES
 from fusedbench.catalog.workloads import Workload
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.measure.gpu import cutlass_evt
 from fusedbench.measure.reference import ReferenceInputs, reference_outputs
 from fusedbench.measure.verify import verify_outputs
+
+CUTLASS_EVT_EPILOGS, CUTLASS_EVT_DTYPES = PROVIDERS[CUTLASS_EVT].epilog_names, PROVIDERS[CUTLASS_EVT].dtypes
 
 M, K, N = 24, 16, 40
 REFUSED = [spec.name for spec in EPILOGS.values() if spec.name not in CUTLASS_EVT_EPILOGS]

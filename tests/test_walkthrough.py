@@ -8,10 +8,12 @@ import pytest
 
 from fusedbench.catalog.dtypes import dtype_spec
 from fusedbench.catalog.epilogs import EPILOGS, Epilog, relu_aux_shape
-from fusedbench.catalog.providers import FUSED, PEERS, UNFUSED, WALKTHROUGH, WALKTHROUGH_DTYPES, WALKTHROUGH_EPILOGS
+from fusedbench.catalog.providers import FUSED, NUMBA_NAIVE, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
 from fusedbench.catalog.suites import GROUPS, PEER_ONLY_GROUPS, SUITES
 from fusedbench.measure.reference import ReferenceInputs, reference_outputs
 from fusedbench.measure.verify import verify_outputs
+
+WALKTHROUGH_EPILOGS, WALKTHROUGH_DTYPES = PROVIDERS[NUMBA_NAIVE].epilog_names, PROVIDERS[NUMBA_NAIVE].dtypes
 
 simulator = pytest.importorskip("numba.cuda.simulator", reason="the numba kernels' tests need numba-cuda")
 walkthrough = pytest.importorskip("fusedbench.measure.gpu.walkthrough")

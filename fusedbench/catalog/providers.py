@@ -10,7 +10,30 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fusedbench.catalog.epilogs import Epilog
 from fusedbench.errors import FusedbenchError
+
+# The epilogs the cutlass-evt peer's visitor trees compute: not cuBLASLt's ReLU bit-mask (EVT nodes load and store
+# whole elements), nor the operand sums (made in the main loop).
+_CUTLASS_EVT_EPILOGS = tuple(
+    Epilog[name]
+    for name in (
+        "DEFAULT",
+        "RELU",
+        "BIAS",
+        "RELU_BIAS",
+        "GELU",
+        "GELU_AUX",
+        "GELU_BIAS",
+        "GELU_AUX_BIAS",
+        "DGELU",
+        "DGELU_BGRAD",
+    )
+)
+# The forward epilogs the seed walkthrough's numba kernels fuse (shared/seeds/004), fp16 with fp32 accumulation.
+_WALKTHROUGH_EPILOGS = tuple(
+    Epilog[name] for name in ("DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU_BIAS", "RELU_AUX_BIAS")
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +52,13 @@ class Provider:
     # "module:function" that compiles, at once and in parallel, every kernel a list of workloads will need
     # (a compiler's peer), so that no builder waits on a compiler one kernel at a time; "" for none
     precompile: str = ""
+    # what it computes, in the order its groups list them (asv's parameters): every epilog and dtype unless named
+    epilogs: tuple[Epilog, ...] = tuple(Epilog)
+    dtypes: tuple[str, ...] = ("fp16", "bf16", "fp32", "tf32", "fp8")
+
+    @property
+    def epilog_names(self) -> tuple[str, ...]:
+        return tuple(epilog.name for epilog in self.epilogs)
 
 
 # Cheapest to write first. Each is prepared once (allocation, planning) and then run many times
@@ -99,6 +129,8 @@ PROVIDERS: dict[str, Provider] = {
             ("numba", "numba_cuda"),
             "fusedbench.measure.gpu.walkthrough:build_numba_naive",
             peer=True,
+            epilogs=_WALKTHROUGH_EPILOGS,
+            dtypes=("fp16", "fp32"),
         ),
         Provider(
             "numba-tiled",
@@ -108,6 +140,8 @@ PROVIDERS: dict[str, Provider] = {
             ("numba", "numba_cuda"),
             "fusedbench.measure.gpu.walkthrough:build_numba_tiled",
             peer=True,
+            epilogs=_WALKTHROUGH_EPILOGS,
+            dtypes=("fp16", "fp32"),
         ),
         Provider(
             "triton",
@@ -139,6 +173,8 @@ PROVIDERS: dict[str, Provider] = {
             "fusedbench.measure.gpu.cutlass_evt:build_cutlass_evt",
             peer=True,
             precompile="fusedbench.measure.gpu.cutlass_evt:precompile",
+            epilogs=_CUTLASS_EVT_EPILOGS,
+            dtypes=("fp16", "bf16"),  # fp32 accumulation
         ),
         Provider(
             "two-pass",
@@ -174,16 +210,9 @@ UNFUSED = "unfused"
 TRITON = "triton"
 TORCH_COMPILE = "torch-compile"
 CUTLASS_EVT = "cutlass-evt"
-# The epilogs the cutlass-evt peer's visitor trees compute: not cuBLASLt's ReLU bit-mask (EVT nodes load and store
-# whole elements), nor the operand sums (made in the main loop).
-CUTLASS_EVT_EPILOGS = (
-    "DEFAULT", "RELU", "BIAS", "RELU_BIAS", "GELU", "GELU_AUX", "GELU_BIAS", "GELU_AUX_BIAS", "DGELU", "DGELU_BGRAD",
-)  # fmt: skip
-CUTLASS_EVT_DTYPES = ("fp16", "bf16")  # fp32 accumulation
-# The seed walkthrough's rungs (shared/seeds/004), and the forward epilogs its numba kernels fuse.
-WALKTHROUGH = ("einsum", "numba-naive", "numba-tiled")
-WALKTHROUGH_EPILOGS = ("DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU_BIAS", "RELU_AUX_BIAS")
-WALKTHROUGH_DTYPES = ("fp16", "fp32")  # fp16 with fp32 accumulation
+NUMBA_NAIVE = "numba-naive"
+# The seed walkthrough's rungs (shared/seeds/004).
+WALKTHROUGH = ("einsum", NUMBA_NAIVE, "numba-tiled")
 GEMM = "gemm"
 CONTROL_OF_TEXTBOOK = "blog"
 CONTROL_OF_UNFUSED = "two-pass"

@@ -12,6 +12,7 @@ The mlp suite's groups (`MlpGroup`, benchmarks/mlp.py) time the seed notebook's 
 
 from __future__ import annotations
 
+import enum
 import itertools
 import re
 from dataclasses import dataclass
@@ -24,17 +25,14 @@ from fusedbench.catalog.model import CellKey
 from fusedbench.catalog.providers import (
     CONTROL_OF_UNFUSED,
     CUTLASS_EVT,
-    CUTLASS_EVT_DTYPES,
-    CUTLASS_EVT_EPILOGS,
     FUSED,
     LADDER,
+    NUMBA_NAIVE,
     PROVIDERS,
     TORCH_COMPILE,
     TRITON,
     UNFUSED,
     WALKTHROUGH,
-    WALKTHROUGH_DTYPES,
-    WALKTHROUGH_EPILOGS,
 )
 from fusedbench.catalog.shapes import SHAPE_SETS, shape_set
 from fusedbench.catalog.workloads import Workload, build_workloads
@@ -68,46 +66,25 @@ CUTLASS_REVISION = (
     "1: CUTLASS sm90 GEMMs with the epilog as an epilogue visitor tree beside fused and unfused, compiled before timing"
 )
 WALKTHROUGH_REVISION = "1: einsum and the numba kernels beside fused and unfused, skipped past half a second a call"
-ASV_VERSIONS = {
+TWO_PASS_REVISION = "1: unfused's one-pass backward against the two passes it replaced"
+MLP_STEP_REVISION = (
+    "1: wall clock and kernel time of one verified training step, fp32 masters, loss summed over the batch"
+)
+MLP_EPOCH_REVISION = "1: wall clock of each epoch on digits after the first, at the notebook's sizes"
+CEILING_VERSIONS = {
     "GemmCeiling": "2a00b4b7e29bb04968bb39009d43a695117a7af8f6d44716e2cbebe053d54ec8",
     "CopyCeiling": "7ccc417e886a6e0f014a37ecb1a23fa2d47425ccbbe76aee6f8ac768719d7b37",
-    **dict.fromkeys(
-        (
-            "Quick",
-            "Fp16Seed",
-            "Fp16Llm",
-            "Fp16Membound",
-            "Bf16Seed",
-            "Bf16Llm",
-            "Bf16Membound",
-            "Fp32Seed",
-            "Fp32Llm",
-            "Fp32Membound",
-            "Tf32Seed",
-            "Tf32Llm",
-            "Tf32Membound",
-            "Fp8Seed",
-            "Fp8Llm",
-            "Fp8Membound",
-        ),
-        CELLS_REVISION,
-    ),
-    "Blog": BLOG_REVISION,
-    **dict.fromkeys(("Fp16SeedPeers", "Fp16MemboundPeers", "Bf16SeedPeers", "Bf16MemboundPeers"), PEERS_REVISION),
-    **dict.fromkeys(
-        ("Fp16SeedCompiled", "Fp16MemboundCompiled", "Bf16SeedCompiled", "Bf16MemboundCompiled"), COMPILED_REVISION
-    ),
-    **dict.fromkeys(
-        ("Fp16SeedCutlass", "Fp16MemboundCutlass", "Bf16SeedCutlass", "Bf16MemboundCutlass"), CUTLASS_REVISION
-    ),
-    **dict.fromkeys(
-        ("Fp16SeedWalkthrough", "Fp16MemboundWalkthrough", "Fp32SeedWalkthrough", "Fp32MemboundWalkthrough"),
-        WALKTHROUGH_REVISION,
-    ),
-    "TwoPass": "1: unfused's one-pass backward against the two passes it replaced",
-    "MlpStep": "1: wall clock and kernel time of one verified training step, fp32 masters, loss summed over the batch",
-    "MlpEpoch": "1: wall clock of each epoch on digits after the first, at the notebook's sizes",
 }
+
+
+class GroupKind(enum.Enum):
+    """What a group times, which decides where its cells are read: a workload's ladder, a control beside the
+    provider it checks, the peers suite's peers beside the whole ladder, or peers beside fused and unfused alone."""
+
+    LADDER = "ladder"
+    CONTROL = "control"
+    PEERS = "peers"  # a peer beside the whole ladder: the workload's ladder may be read from it
+    PEER_ONLY = "peer-only"  # peers beside fused and unfused alone: each peer's ratios paired within its group
 
 
 @dataclass(frozen=True)
@@ -119,6 +96,8 @@ class BenchmarkGroup:
     shape_set: str
     epilogs: tuple[str, ...]
     providers: tuple[str, ...]
+    kind: GroupKind = GroupKind.LADDER
+    version: str = CELLS_REVISION  # asv's version of its benchmark: bump it only when what it measures changes
     module: ClassVar[str] = BENCHMARK_MODULE
 
     def workloads(self) -> list[Workload]:
@@ -135,19 +114,29 @@ class BenchmarkGroup:
 
     @property
     def asv_version(self) -> str:
-        return ASV_VERSIONS[self.name]
+        return self.version
 
 
 def _group(
-    dtype: str, shapes: str, epilogs=None, providers=None, name: str | None = None, kind: str = ""
+    dtype: str,
+    shapes: str,
+    epilogs=None,
+    providers=None,
+    *,
+    name: str | None = None,
+    suffix: str = "",
+    kind: GroupKind = GroupKind.LADDER,
+    version: str = CELLS_REVISION,
 ) -> BenchmarkGroup:
-    """A group named after its dtype and shapes (and `kind`, a peers group's: Fp16SeedPeers), unless `name`d."""
+    """A group named after its dtype and shapes (and `suffix`, a peers group's: Fp16SeedPeers), unless `name`d."""
     return BenchmarkGroup(
-        name=name or f"{dtype.capitalize()}{shapes.capitalize()}{kind}",
+        name=name or f"{dtype.capitalize()}{shapes.capitalize()}{suffix}",
         dtype=dtype,
         shape_set=shapes,
         epilogs=tuple(epilogs or (spec.name for spec in EPILOGS.values())),
         providers=tuple(providers or LADDER),
+        kind=kind,
+        version=version,
     )
 
 
@@ -161,49 +150,90 @@ GROUPS: dict[str, BenchmarkGroup] = {
     for group in (
         _group("fp16", "seed", ("DEFAULT", "BIAS", "RELU_BIAS", "GELU_AUX_BIAS", "DRELU_BGRAD"), name="Quick"),
         # The textbook against the blog's own snippets, in rounds of their own (fusedbench.measure.gpu.blog).
-        _group("fp16", "seed", ("RELU_BIAS", "DRELU_BGRAD"), ("textbook", "blog"), name="Blog"),
+        _group(
+            "fp16",
+            "seed",
+            ("RELU_BIAS", "DRELU_BGRAD"),
+            ("textbook", "blog"),
+            name="Blog",
+            kind=GroupKind.CONTROL,
+            version=BLOG_REVISION,
+        ),
         *(_group(dtype, shapes) for dtype in DTYPES for shapes in _TIMED_SETS),
         # The triton peer beside the whole ladder, on the shapes where fusion matters most and the blog's: as large
         # a group as the ladder's own, so that the report reads a workload's ladder from one group.
         *(
-            _group(dtype, shapes, providers=(*LADDER, TRITON), kind="Peers")
+            _group(
+                dtype, shapes, providers=(*LADDER, TRITON), suffix="Peers", kind=GroupKind.PEERS, version=PEERS_REVISION
+            )
             for dtype in _PEER_DTYPES
             for shapes in _PEER_SHAPES
         ),
         # torch.compile beside fused and unfused only, on the same cells: max-autotune costs seconds of compiling
         # a cell (a median of 3-4 on an H100 at cad4196, up to 18 for a group's first), so its groups run on their own.
         *(
-            _group(dtype, shapes, providers=(UNFUSED, FUSED, TORCH_COMPILE), kind="Compiled")
+            _group(
+                dtype,
+                shapes,
+                providers=(UNFUSED, FUSED, TORCH_COMPILE),
+                suffix="Compiled",
+                kind=GroupKind.PEER_ONLY,
+                version=COMPILED_REVISION,
+            )
             for dtype in _PEER_DTYPES
             for shapes in _PEER_SHAPES
         ),
         # CUTLASS's epilogue visitor trees beside fused and unfused, on the epilogs a tree computes: a kernel takes nvcc
         # a minute, compiled ahead in parallel (fusedbench.measure.gpu.cutlass_evt.precompile).
         *(
-            _group(dtype, shapes, CUTLASS_EVT_EPILOGS, (UNFUSED, FUSED, CUTLASS_EVT), kind="Cutlass")
-            for dtype in CUTLASS_EVT_DTYPES
+            _group(
+                dtype,
+                shapes,
+                PROVIDERS[CUTLASS_EVT].epilog_names,
+                (UNFUSED, FUSED, CUTLASS_EVT),
+                suffix="Cutlass",
+                kind=GroupKind.PEER_ONLY,
+                version=CUTLASS_REVISION,
+            )
+            for dtype in PROVIDERS[CUTLASS_EVT].dtypes
             for shapes in _PEER_SHAPES
         ),
         # The seed walkthrough's einsum and numba kernels beside fused and unfused, on its forward epilogs; the
         # kernels skip the cells where a call would take seconds (the seed shape), naming the time they measured.
         *(
-            _group(dtype, shapes, WALKTHROUGH_EPILOGS, (UNFUSED, FUSED, *WALKTHROUGH), kind="Walkthrough")
-            for dtype in WALKTHROUGH_DTYPES
+            _group(
+                dtype,
+                shapes,
+                PROVIDERS[NUMBA_NAIVE].epilog_names,
+                (UNFUSED, FUSED, *WALKTHROUGH),
+                suffix="Walkthrough",
+                kind=GroupKind.PEER_ONLY,
+                version=WALKTHROUGH_REVISION,
+            )
+            for dtype in PROVIDERS[NUMBA_NAIVE].dtypes
             for shapes in _PEER_SHAPES
         ),
         # unfused's one-pass backward against the two passes it replaced, where the passes are most of the time.
-        _group("fp16", "membound", ("DRELU_BGRAD", "DGELU_BGRAD"), (UNFUSED, CONTROL_OF_UNFUSED), name="TwoPass"),
+        _group(
+            "fp16",
+            "membound",
+            ("DRELU_BGRAD", "DGELU_BGRAD"),
+            (UNFUSED, CONTROL_OF_UNFUSED),
+            name="TwoPass",
+            kind=GroupKind.CONTROL,
+            version=TWO_PASS_REVISION,
+        ),
     )
 }
-PEER_GROUPS = tuple(name for name in GROUPS if name.endswith(("Peers", "Compiled", "Cutlass", "Walkthrough")))
+PEER_GROUPS = tuple(name for name, g in GROUPS.items() if g.kind in (GroupKind.PEERS, GroupKind.PEER_ONLY))
 # Groups that time peers beside fused and unfused alone: not a workload's ladder (analysis.ladder_cells), each
 # peer's ratios paired within its group (report.peers).
-PEER_ONLY_GROUPS = frozenset(name for name in GROUPS if name.endswith(("Compiled", "Cutlass", "Walkthrough")))
+PEER_ONLY_GROUPS = frozenset(name for name, g in GROUPS.items() if g.kind is GroupKind.PEER_ONLY)
+# Groups that time a control beside the provider it checks, apart from the ladder's speedups.
+CONTROL_GROUPS = frozenset(name for name, g in GROUPS.items() if g.kind is GroupKind.CONTROL)
 # The benchmark versions whose unfused runs DRELU_BGRAD / DGELU_BGRAD in one pass (every earlier cells revision
-# ran two): what its passes move depends on it (EpilogSpec.unfused_extra_bytes).
-ONE_PASS_BACKWARD_VERSIONS = frozenset(
-    version for name, version in ASV_VERSIONS.items() if name in GROUPS and name != "Blog"
-)
+# ran two): what its passes move depends on it (EpilogSpec.unfused_extra_bytes). The Blog group times no unfused.
+ONE_PASS_BACKWARD_VERSIONS = frozenset(g.version for name, g in GROUPS.items() if name != "Blog")
 
 # The mlp suite: the notebook's network (inputs-hidden-outputs) from its own size to LLM-sized layers, at
 # batches from the notebook's 256 to 65,536. A step costs about 4 x batch x inputs x hidden FLOPs.
@@ -240,6 +270,7 @@ class MlpGroup:
     batches: tuple[int, ...]
     param_names: tuple[str, ...]  # asv's parameters, of "layers", "batch", "dtype", "version"
     benchmarks: dict[str, str]  # clock -> the asv benchmark that records it (benchmarks/mlp.py)
+    version: str  # asv's version of its benchmarks
     dtypes: tuple[str, ...] = MLP_DTYPES
     providers: tuple[str, ...] = MLP_VERSIONS  # the versions
     epilogs: ClassVar[
@@ -284,7 +315,7 @@ class MlpGroup:
 
     @property
     def asv_version(self) -> str:
-        return ASV_VERSIONS[self.name]
+        return self.version
 
 
 ACCURACY_TRACK = "accuracy"  # the epoch group's test accuracy, an asv track beside its time
@@ -296,6 +327,7 @@ MLP_GROUPS: dict[str, MlpGroup] = {
         MLP_BATCHES,
         ("layers", "batch", "dtype", "version"),
         {WALL: "mlp.MlpStep.time_step", GPU_TIME: "mlp.MlpStep.time_step_gpu"},
+        MLP_STEP_REVISION,
     ),
     "MlpEpoch": MlpGroup(  # sklearn's digits at the notebook's batch
         "MlpEpoch",
@@ -304,11 +336,17 @@ MLP_GROUPS: dict[str, MlpGroup] = {
         (256,),
         ("dtype", "version"),
         {EPOCH_TIME: "mlp.MlpEpoch.time_epoch", ACCURACY_TRACK: "mlp.MlpEpoch.track_test_accuracy"},
+        MLP_EPOCH_REVISION,
     ),
 }
+# asv's `version` of every benchmark class, from the groups' own declarations (tests/test_catalog.py pins them: a
+# changed string starts a new history in asv).
+ASV_VERSIONS = (
+    CEILING_VERSIONS
+    | {name: g.version for name, g in GROUPS.items()}
+    | {name: g.version for name, g in MLP_GROUPS.items()}
+)
 
-# Groups that time a control beside the provider it checks, apart from the ladder's speedups.
-CONTROL_GROUPS = frozenset(name for name, group in GROUPS.items() if any(PROVIDERS[p].control for p in group.providers))
 
 SUITES: dict[str, tuple[str, ...]] = {
     "quick": ("Quick",),

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fusedbench.catalog.epilogs import Activation, Derivative, EpilogSpec, Summed
-from fusedbench.catalog.providers import CUTLASS_EVT_DTYPES, CUTLASS_EVT_EPILOGS
+from fusedbench.catalog.providers import CUTLASS_EVT, PROVIDERS
 from fusedbench.catalog.workloads import Workload
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.files import write_text_atomically
@@ -79,10 +79,11 @@ _COMPILE_SECONDS: dict[tuple[str, str], float] = {}
 def refusal(workload: Workload) -> str | None:
     """Why this peer does not build `workload`'s cell, or None where it does."""
     spec, dtype = workload.epilog, workload.dtype
-    if spec.name not in CUTLASS_EVT_EPILOGS:
+    peer = PROVIDERS[CUTLASS_EVT]
+    if spec.epilog not in peer.epilogs:
         return _tree_refusal(spec)
-    if dtype.name not in CUTLASS_EVT_DTYPES:
-        return f"cutlass-evt builds {' and '.join(CUTLASS_EVT_DTYPES)} kernels (fp32 accumulation), not {dtype.name}"
+    if dtype.name not in peer.dtypes:
+        return f"cutlass-evt builds {' and '.join(peer.dtypes)} kernels (fp32 accumulation), not {dtype.name}"
     multiple = ROW_BYTES // dtype.operand_itemsize
     if workload.m % multiple or workload.k % multiple:
         return (
@@ -123,7 +124,7 @@ def evt_source(spec: EpilogSpec) -> EvtFunction:
       plus of one argument: the derivative is one multiply_add(x, ..., 0.5 + 0.5 t), which every use of x reaches.
     D may feed nothing else on sm_90 (the epilogue reuses its shared memory), so a value both stored as D and summed
     is named twice."""
-    if spec.name not in CUTLASS_EVT_EPILOGS:
+    if spec.epilog not in PROVIDERS[CUTLASS_EVT].epilogs:
         raise Unsupported(_tree_refusal(spec))
     inputs, lines, x = ["accum"], [], "accum"
     if spec.bias:

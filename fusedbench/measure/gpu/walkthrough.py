@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from fusedbench.catalog.epilogs import EPILOGS, Activation, Epilog, EpilogSpec
-from fusedbench.catalog.providers import WALKTHROUGH_DTYPES, WALKTHROUGH_EPILOGS
+from fusedbench.catalog.providers import NUMBA_NAIVE, PROVIDERS
 from fusedbench.catalog.shapes import shape_label
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.measure.gpu import GpuStack
@@ -41,7 +41,8 @@ try:  # a module global: numba's simulator swaps it for its own in the kernels i
 except ImportError as missing:
     cuda, _MISSING = None, missing
 
-KERNEL_EPILOGS = frozenset(Epilog[name] for name in WALKTHROUGH_EPILOGS)
+KERNEL_EPILOGS = frozenset(PROVIDERS[NUMBA_NAIVE].epilogs)  # the numba kernels' (numba-tiled's are the same)
+KERNEL_DTYPES = PROVIDERS[NUMBA_NAIVE].dtypes
 TILE = 32  # threads along each side of a block, and the side of a shared-memory tile
 PROBE_SHAPE = (1024, 1024, 1024)  # (M, K, N) of the call timed to estimate a cell's
 CALL_LIMIT_S = 0.5  # a cell times about 15 calls: at most a few seconds a cell
@@ -168,7 +169,7 @@ def build_numba(stack: GpuStack, operands: Operands, *, tiled: bool) -> Prepared
     if spec.epilog not in KERNEL_EPILOGS:
         fused = ", ".join(e.name for e in sorted(KERNEL_EPILOGS))
         raise Unsupported(f"{name} fuses the walkthrough's forward epilogs only ({fused}), not {spec.name}")
-    if workload.dtype.name not in WALKTHROUGH_DTYPES:
+    if workload.dtype.name not in KERNEL_DTYPES:
         raise Unsupported(f"{name} runs fp32 and fp16 (fp32 accumulation), not {workload.dtype.name}")
     numba_cuda = _numba_cuda()
     probe = _probe_seconds(stack, workload.dtype.operand, tiled)
