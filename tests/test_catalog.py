@@ -89,7 +89,7 @@ def test_asv_versions_come_from_the_groups_and_are_byte_identical_to_the_history
     from fusedbench.catalog.suites import ASV_VERSIONS, GROUPS, MLP_GROUPS
 
     pinned = json.loads((Path(__file__).parent / "fixtures" / "asv_versions.json").read_text())
-    assert ASV_VERSIONS == pinned
+    assert pinned == ASV_VERSIONS
     assert {name: g.version for name, g in {**GROUPS, **MLP_GROUPS}.items()} == {
         k: v for k, v in pinned.items() if "Ceiling" not in k
     }
@@ -98,7 +98,7 @@ def test_asv_versions_come_from_the_groups_and_are_byte_identical_to_the_history
 def test_a_groups_kind_is_declared_not_read_from_its_name():
     from fusedbench.catalog.suites import CONTROL_GROUPS, GROUPS, PEER_ONLY_GROUPS, GroupKind
 
-    assert CONTROL_GROUPS == {"Blog", "TwoPass"}
-    assert PEER_ONLY_GROUPS == {n for n, g in GROUPS.items() if g.kind is GroupKind.PEER_ONLY}
+    assert {"Blog", "TwoPass"} == CONTROL_GROUPS
+    assert {n for n, g in GROUPS.items() if g.kind is GroupKind.PEER_ONLY} == PEER_ONLY_GROUPS
     assert {g.kind for n, g in GROUPS.items() if n.endswith("Peers")} == {GroupKind.PEERS}
     assert GROUPS["Fp16Seed"].kind is GroupKind.LADDER and GROUPS["Quick"].kind is GroupKind.LADDER

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fusedbench.catalog.model import Status
-from fusedbench.regressions.compare import FUSION_SPEEDUP, TIME, Run, Verdict, compare_runs
+from fusedbench.regressions.compare import Run, Verdict, compare_runs
 from fusedbench.regressions.gate import (
     AlertKind,
     GroupJudgement,
@@ -18,6 +18,7 @@ from fusedbench.regressions.gate import (
     SuiteVerdict,
     judge_comparison,
 )
+from fusedbench.regressions.metrics import FUSION_SPEEDUP, TIME
 from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
 from fusedbench.regressions.thresholds import Preset
 
@@ -286,3 +287,27 @@ def test_a_suite_with_fewer_than_half_its_cells_compared_is_not_judged_and_an_al
     assert as_verdict(same, cells=24).outcome is Outcome.GREEN  # 12 of 24: half
     slower = judged(make_run("a" * 40, seed=1), make_run("b" * 40, seed=2, scale={("GELU", "fused"): 1.3}))
     assert as_verdict(slower, cells=1000).outcome is Outcome.RED
+
+
+def test_each_metric_is_one_registry_entry_with_its_series_direction_alert_and_thresholds():
+    from fusedbench.regressions.metrics import METRICS, AlertKind, metric_rows
+    from fusedbench.regressions.thresholds import presets
+
+    rounds = np.array([1.0, 2.0, 4.0])
+    samples = {"gemm": rounds, "fused": rounds * 1.1, "unfused": rounds * 1.5}
+    found = {(provider, metric): series for provider, metric, series, _ in metric_rows(samples)}
+    assert set(found) == {
+        ("gemm", "time"),
+        ("fused", "time"),
+        ("fused", "epilog-cost"),
+        ("unfused", "time"),
+        ("unfused", "epilog-cost"),
+        ("fused", "fusion-speedup"),
+    }
+    assert np.allclose(found[("fused", "epilog-cost")], 1.1) and np.allclose(
+        found[("fused", "fusion-speedup")], 1.5 / 1.1
+    )
+    assert [m for m in METRICS if METRICS[m].worse_when_lower] == ["fusion-speedup"]
+    assert {m.alert for m in METRICS.values()} == {AlertKind.REGRESSION, AlertKind.FUSION_LOSS}
+    for preset in presets().values():  # every metric has a threshold for every class in every committed preset
+        assert {metric for metric, _ in preset.thresholds} == set(METRICS)

@@ -26,10 +26,6 @@ import pandas as pd
 from fusedbench.catalog.suites import CONTROL_GROUPS, SUITES
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.compare import (
-    EPILOG_COST,
-    METRICS,
-    TIME,
-    WORSE_WHEN_LOWER,
     Paired,
     Run,
     gate_class,
@@ -38,6 +34,7 @@ from fusedbench.regressions.compare import (
     restrict,
     select_run,
 )
+from fusedbench.regressions.metrics import EPILOG_COST, METRICS, TIME, WORSE_WHEN_LOWER
 from fusedbench.regressions.thresholds import CLASSES, GATES, GROUP_GATE, PROVIDER_GATE, Preset, cell_class
 from fusedbench.results.loader import ResultSet
 

@@ -1,13 +1,8 @@
 """Two runs, cell by cell: each metric's change with its interval, and a verdict.
 
-Metrics (`METRICS`), each the median of a per-round series of one run:
-- `time`: the cell's samples;
-- `epilog-cost`: the cell over its workload's plain GEMM, round by round (the ratio shown is
-  candidate (1 + cost) over baseline (1 + cost): 1.10 means the cell got 10% slower against
-  its GEMM);
-- `fusion-speedup`: unfused over fused, round by round (above 1 fusion pays; it is worse when it falls).
-Both calls of a round saw the same clock, so the paired metrics cancel much of the power cap's
-drift; they are not immune to a run's power state (docs/regressions.md has the noise).
+Metrics (`regressions.metrics.METRICS`: time, epilog cost, fusion speedup), each the median of a per-round
+series of one run. Both calls of a round saw the same clock, so the paired metrics cancel much of the power
+cap's drift; they are not immune to a run's power state (docs/regressions.md has the noise).
 
 The interval is a bootstrap of the runs' rounds: one resample of round indices for every cell of
 both runs, so the pairing within a run holds, and so does the pairing between the runs: both
@@ -22,7 +17,6 @@ to pass the preset's threshold for its metric and cell class, calibrated on A/A 
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,15 +24,12 @@ import pandas as pd
 
 from fusedbench.bootstrap import BOOTSTRAP, bootstrap_medians, percentile_interval
 from fusedbench.catalog.model import KEY, WORKLOAD, Status
-from fusedbench.catalog.providers import FUSED, GEMM
 from fusedbench.errors import FusedbenchError
-from fusedbench.regressions.thresholds import GROUP_GATE, METRIC_NAMES, PROVIDER_GATE, Preset, cell_class
+from fusedbench.regressions.metrics import TIME, WORSE_WHEN_LOWER, metric_rows
+from fusedbench.regressions.thresholds import GROUP_GATE, PROVIDER_GATE, Preset, cell_class
 from fusedbench.results.loader import ResultSet
 from fusedbench.results.runs import group_runs, require_machine, resolve_commit
 
-METRICS = METRIC_NAMES
-TIME, EPILOG_COST, FUSION_SPEEDUP = METRICS
-WORSE_WHEN_LOWER = {FUSION_SPEEDUP}  # fusion paying less is the regression; for the others a rise is
 CELL = [*KEY, "group"]  # one cell of a run: a workload may be timed in two groups (the Blog control's textbook)
 OK = Status.OK.value
 
@@ -106,25 +97,14 @@ class Series:
 
 
 def metric_series(run: Run) -> Series:
-    """The run's metrics: time for every timed cell, epilog cost where the workload's GEMM was timed,
-    fusion speedup where fused and unfused both were (per-round ratios need equal sample counts)."""
+    """The run's metrics (`regressions.metrics`) for every timed cell, each workload's cells of a group together
+    (they share rounds)."""
     ok = run.cells[run.cells["status"] == OK]
     rows, values = [], []
-    for workload, cells in ok.groupby([*WORKLOAD, "group"], sort=False):  # a group's cells share rounds
+    for workload, cells in ok.groupby([*WORKLOAD, "group"], sort=False):
         raw = {p: np.asarray(r, dtype=float) for p, r in zip(cells["provider"], cells["raw"], strict=True) if len(r)}
         where = dict(zip([*WORKLOAD, "group"], workload, strict=True))
-        gemm = raw.get(GEMM)
-        gemm_time = float(np.median(gemm)) if gemm is not None else math.nan
-        found = []  # (provider, metric, per-round series, the time its class is judged by)
-        for provider, samples in raw.items():
-            found.append((provider, TIME, samples, float(np.median(samples))))
-            if provider != GEMM and gemm is not None and len(gemm) == len(samples):
-                found.append((provider, EPILOG_COST, samples / gemm, gemm_time))
-        fused, unfused = raw.get(FUSED), raw.get("unfused")
-        if fused is not None and unfused is not None and len(fused) == len(unfused):
-            scale = gemm_time if gemm is not None else float(np.median(fused))
-            found.append((FUSED, FUSION_SPEEDUP, unfused / fused, scale))
-        for provider, metric, series, scale in found:
+        for provider, metric, series, scale in metric_rows(raw):
             rows.append(where | {"provider": provider, "metric": metric, "scale_s": scale})
             values.append(series)
     return Series(pd.DataFrame(rows, columns=[*KEY, "group", "metric", "scale_s"]), values)

@@ -35,9 +35,6 @@ from fusedbench.regressions.compare import (
     ALL_PROVIDERS,
     CELL,
     COMPARED,
-    EPILOG_COST,
-    FUSION_SPEEDUP,
-    TIME,
     Comparison,
     Run,
     Verdict,
@@ -45,6 +42,7 @@ from fusedbench.regressions.compare import (
     compare_runs,
 )
 from fusedbench.regressions.history import cell_series, regression_start
+from fusedbench.regressions.metrics import METRICS, TIME, WORSE_WHEN_LOWER, AlertKind
 from fusedbench.regressions.thresholds import Preset, preset_for
 from fusedbench.results.loader import ResultSet
 from fusedbench.results.runs import (
@@ -60,14 +58,6 @@ from fusedbench.results.runs import (
 
 KNOWN_SHOWN = 3  # known inversions named in the warning (the worst); the rest are counted
 JUDGED_SHARE = 0.5  # a suite with fewer of its cells compared than this is not judged
-
-
-class AlertKind(enum.Enum):
-    REGRESSION = "regression"
-    FUSION_INVERSION = "fusion-inversion"
-    FUSION_LOSS = "fusion-loss"
-    MISSING = "missing"
-    FAILED = Verdict.FAILED.value
 
 
 class Outcome(enum.Enum):
@@ -91,9 +81,9 @@ class Judged:
         return not self.alerts.empty
 
 
-def _inverted(value: float, high: float) -> bool:
-    """Fused significantly below INVERSION x unfused: the speedup and its whole interval under the line."""
-    return value < INVERSION and high < INVERSION
+def _inverted(value: float, high: float, line: float) -> bool:
+    """Significantly below the line (fused below INVERSION x unfused): the value and its whole interval under it."""
+    return value < line and high < line
 
 
 def _cell_alert(row, warnings: list[str], known: list[tuple[float, str]]) -> AlertKind | None:
@@ -108,20 +98,20 @@ def _cell_alert(row, warnings: list[str], known: list[tuple[float, str]]) -> Ale
             kind = AlertKind.FAILED
     elif verdict is Verdict.MISSING:
         kind = AlertKind.MISSING
-    elif metric == FUSION_SPEEDUP:
-        now = _inverted(row["candidate"], row["candidate_high"])
-        before = row["baseline"] < INVERSION
+    elif (line := METRICS[metric].inverts_below) is not None:
+        now = _inverted(row["candidate"], row["candidate_high"], line)
+        before = row["baseline"] < line
         if now and before:
             known.append((row["candidate"], f"{where(row)} {row['candidate']:.2f}x (was {row['baseline']:.2f}x)"))
         if verdict is Verdict.SLOWER:
-            kind = AlertKind.FUSION_INVERSION if now and not before else AlertKind.FUSION_LOSS
+            kind = AlertKind.FUSION_INVERSION if now and not before else METRICS[metric].alert
         elif now and not before:
             warnings.append(
                 f"{where(row)}: fused is now {row['candidate']:.2f}x unfused, below "
-                f"{INVERSION:g}x, but the change is within the noise ({_change(row)})"
+                f"{line:g}x, but the change is within the noise ({_change(row)})"
             )
-    elif verdict is Verdict.SLOWER and metric in (TIME, EPILOG_COST):
-        kind = AlertKind.REGRESSION
+    elif verdict is Verdict.SLOWER:
+        kind = METRICS[metric].alert
     if verdict is Verdict.UNDECIDED and _worse(row):
         warnings.append(f"{where(row)} {metric}: {_change(row)}, beyond its threshold but too noisy to tell")
     return kind
@@ -132,7 +122,7 @@ def _gate_alerts(comparison: Comparison) -> list[dict]:
     found = []
     for _, gate in comparison.groups.iterrows():
         if gate["verdict"] is Verdict.SLOWER:
-            kind = AlertKind.FUSION_LOSS if gate["metric"] == FUSION_SPEEDUP else AlertKind.REGRESSION
+            kind = METRICS[gate["metric"]].alert
             found.append(
                 dict.fromkeys(COMPARED)
                 | {key: gate[key] for key in ("group", "provider", "metric", "verdict", "ratio", "ci_low", "ci_high")}
@@ -186,7 +176,7 @@ def _count(cells: pd.DataFrame, verdict: Verdict) -> int:
 
 def _worse(row) -> bool:
     ratio = row["ratio"]
-    return (ratio < 1) if row["metric"] == FUSION_SPEEDUP else (ratio > 1)
+    return (ratio < 1) if row["metric"] in WORSE_WHEN_LOWER else (ratio > 1)
 
 
 def where(row) -> str:

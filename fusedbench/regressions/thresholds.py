@@ -18,13 +18,13 @@ from typing import Any
 from fusedbench.catalog.suites import SUITES
 from fusedbench.catalog.tuning import gpu_machine
 from fusedbench.errors import FusedbenchError
+from fusedbench.regressions.metrics import METRICS
 
 # Cell classes by the time that sets their noise: the cell's own median for `time`, its workload's
 # GEMM for the paired metrics. Short kernels are noisier (launch and clock jitter weigh more).
 CLASSES = (("large", 5e-3), ("medium", 1e-3), ("small", 0.0))  # (name, lower bound in seconds)
 # The gates: a group's median change over all its providers' cells, and over one provider's cells.
 GROUP_GATE, PROVIDER_GATE = "group", "provider"
-METRIC_NAMES = ("time", "epilog-cost", "fusion-speedup")  # what compare measures (compare.METRICS)
 GATES = (GROUP_GATE, PROVIDER_GATE)
 CLASS_LABELS = {
     "large": ">= 5 ms",
@@ -109,7 +109,7 @@ def load_presets(path: str = PRESETS_FILE) -> dict[str, Preset]:
         raise FusedbenchError(f"threshold presets {path} cannot be read ({detail}); {fix}") from None
     for preset in presets.values():
         classes = (*(c for c, _ in CLASSES), *GATES)
-        missing = [f"{m}/{k}" for m in METRIC_NAMES for k in classes if (m, k) not in preset.thresholds]
+        missing = [f"{m}/{k}" for m in METRICS for k in classes if (m, k) not in preset.thresholds]
         wrong = [f"{'/'.join(k)}={v}" for k, v in preset.thresholds.items() if not 0 < v < math.inf]
         if missing or wrong:
             what = f"lacks {', '.join(missing)}" if missing else f"has thresholds not above 0: {', '.join(wrong)}"

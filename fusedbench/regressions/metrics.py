@@ -1,0 +1,115 @@
+"""The comparison metrics, one registry: what each is, its per-round series, which way is worse, what it alerts as.
+
+A metric's name is also its threshold key in a preset (`time/large`, `fusion-speedup/group`); adding a metric is
+one `Metric` entry here, and one threshold per class earned for it by `fusedbench calibrate`. Each metric is the
+median of a per-round series of one run: every provider of a workload was timed in the same rounds, so sample i of
+each saw the same clock, and a ratio taken round by round cancels much of the power cap's drift.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from fusedbench.analysis.speedups import INVERSION
+from fusedbench.catalog.providers import FUSED, GEMM, UNFUSED
+
+Samples = Mapping[str, np.ndarray]  # a workload's raw samples in one group, by provider, round by round
+
+
+class AlertKind(enum.Enum):
+    """What a change fails a build as (`regressions.gate`)."""
+
+    REGRESSION = "regression"
+    FUSION_INVERSION = "fusion-inversion"
+    FUSION_LOSS = "fusion-loss"
+    MISSING = "missing"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # and its threshold key in a preset
+    description: str
+    # (the workload's samples, a provider) -> the provider's per-round series of this metric, or None where the
+    # metric does not apply (rounds of unequal length cannot be paired)
+    series: Callable[[Samples, str], np.ndarray | None]
+    # (the workload's samples, a provider) -> the seconds whose class (large, medium, small) sets its threshold
+    scale: Callable[[Samples, str], float]
+    alert: AlertKind  # what a change worse than its threshold fails the build as
+    worse_when_lower: bool = False  # fusion paying less is the regression; for the others a rise is
+    # a value below which the candidate counts as a fusion inversion (a new one is its own alert kind)
+    inverts_below: float | None = None
+    of_workload: bool = False  # one series per workload (filed under one provider), after the per-provider ones
+
+
+def _median(samples: np.ndarray | None) -> float:
+    return float(np.median(samples)) if samples is not None and len(samples) else float("nan")
+
+
+def _paired(samples: Samples, numerator: str, denominator: str) -> np.ndarray | None:
+    top, bottom = samples.get(numerator), samples.get(denominator)
+    if top is None or bottom is None or len(top) != len(bottom) or not len(top):
+        return None
+    return top / bottom
+
+
+def _epilog_cost(samples: Samples, provider: str) -> np.ndarray | None:
+    return None if provider == GEMM else _paired(samples, provider, GEMM)
+
+
+def _fusion_speedup(samples: Samples, provider: str) -> np.ndarray | None:
+    return _paired(samples, UNFUSED, FUSED) if provider == FUSED else None
+
+
+def _gemm_or_fused(samples: Samples, provider: str) -> float:
+    return _median(samples[GEMM]) if GEMM in samples else _median(samples.get(FUSED))
+
+
+TIME, EPILOG_COST, FUSION_SPEEDUP = "time", "epilog-cost", "fusion-speedup"
+METRICS: dict[str, Metric] = {
+    metric.name: metric
+    for metric in (
+        Metric(
+            TIME,
+            "the cell's samples",
+            lambda samples, provider: samples[provider] if len(samples[provider]) else None,
+            lambda samples, provider: _median(samples[provider]),
+            AlertKind.REGRESSION,
+        ),
+        Metric(
+            EPILOG_COST,
+            "the cell over its workload's plain GEMM, round by round (the ratio shown is candidate (1 + cost) over "
+            "baseline (1 + cost): 1.10 means the cell got 10% slower against its GEMM)",
+            _epilog_cost,
+            lambda samples, provider: _median(samples.get(GEMM)),
+            AlertKind.REGRESSION,
+        ),
+        Metric(
+            FUSION_SPEEDUP,
+            "unfused over fused, round by round (above 1 fusion pays; it is worse when it falls)",
+            _fusion_speedup,
+            _gemm_or_fused,
+            AlertKind.FUSION_LOSS,
+            worse_when_lower=True,
+            inverts_below=INVERSION,
+            of_workload=True,
+        ),
+    )
+}
+WORSE_WHEN_LOWER = frozenset(name for name, metric in METRICS.items() if metric.worse_when_lower)
+
+
+def metric_rows(samples: Samples) -> list[tuple[str, str, np.ndarray, float]]:
+    """(provider, metric, per-round series, scale seconds) of every metric that applies to a workload's cells:
+    provider by provider, then the workload's own."""
+    ordered = [(p, m) for p in samples for m in METRICS.values() if not m.of_workload]
+    ordered += [(p, m) for m in METRICS.values() if m.of_workload for p in samples]
+    return [
+        (provider, metric.name, series, metric.scale(samples, provider))
+        for provider, metric in ordered
+        if (series := metric.series(samples, provider)) is not None
+    ]
