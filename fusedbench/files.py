@@ -53,7 +53,10 @@ def check_writable_folder(folder: str, flag: str) -> None:
         raise FusedbenchError(f"{flag} {folder!r} lies under the file {existing!r}; name a folder")
     problem = _write_error(existing)
     if problem:
-        raise FusedbenchError(f"{flag} {folder!r}: cannot write in {existing!r} ({problem}); name a writable folder")
+        raise FusedbenchError(
+            f"{flag} {folder!r}: {existing!r} takes no new files (creating one there fails: {problem}); "
+            "name a writable folder"
+        )
 
 
 def check_writable_file(path: str, flag: str) -> None:

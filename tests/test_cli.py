@@ -130,7 +130,7 @@ def test_run_refuses_a_bad_bench_regex_before_looking_for_a_gpu(capsys, monkeypa
             ["-o", "{tmp}/file"],
             "error: -o '{tmp}/file' is a file, not a folder",
         ),
-        (lambda tmp: None, ["-o", "/sys/fusedbench"], "error: -o '/sys/fusedbench': cannot write in '/sys'"),
+        (lambda tmp: None, ["-o", "/sys/fusedbench"], "error: -o '/sys/fusedbench': '/sys' takes no new files"),
         (
             lambda tmp: None,
             ["-o", "{tmp}/out", "--export", "{tmp}/missing/cells.csv"],

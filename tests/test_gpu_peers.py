@@ -9,7 +9,7 @@ import pytest
 from fusedbench.catalog.dtypes import dtype_spec
 from fusedbench.catalog.epilogs import epilog_spec
 from fusedbench.catalog.model import Status
-from fusedbench.catalog.providers import CONTROL_OF_UNFUSED, CUTLASS_EVT_EPILOGS, PEERS, UNFUSED, WALKTHROUGH_EPILOGS
+from fusedbench.catalog.providers import CONTROL_OF_UNFUSED, PEERS, PROVIDERS, UNFUSED
 from fusedbench.catalog.shapes import shape_set
 from fusedbench.catalog.workloads import Workload
 from fusedbench.errors import Skipped
@@ -44,11 +44,11 @@ def test_every_peer_cell_of_the_small_check_passes(peers_check):
         key = cell.key
         if key.provider == CONTROL_OF_UNFUSED and key.epilog not in ("DRELU_BGRAD", "DGELU_BGRAD"):
             assert cell.status is Status.UNSUPPORTED and "only for DRELU_BGRAD" in cell.reason, cell
-        elif key.provider.startswith("numba") and key.epilog not in WALKTHROUGH_EPILOGS:
+        elif key.provider.startswith("numba") and key.epilog not in PROVIDERS[key.provider].epilog_names:
             assert cell.status is Status.UNSUPPORTED and "the walkthrough's forward epilogs" in cell.reason, cell
         elif key.provider.startswith("numba") and key.dtype not in ("fp32", "fp16"):
             assert cell.status is Status.UNSUPPORTED and "runs fp32 and fp16" in cell.reason, cell
-        elif key.provider == "cutlass-evt" and key.epilog not in CUTLASS_EVT_EPILOGS:
+        elif key.provider == "cutlass-evt" and key.epilog not in PROVIDERS[key.provider].epilog_names:
             assert cell.status is Status.UNSUPPORTED and "cutlass-evt: " + key.epilog in cell.reason, cell
         elif key.provider == "cutlass-evt" and key.dtype not in ("fp16", "bf16"):
             assert cell.status is Status.UNSUPPORTED and "builds fp16 and bf16 kernels" in cell.reason, cell

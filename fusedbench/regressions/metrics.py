@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fusedbench.analysis.speedups import INVERSION
+from fusedbench.catalog.model import Status
 from fusedbench.catalog.providers import FUSED, GEMM, UNFUSED
 
 Samples = Mapping[str, np.ndarray]  # a workload's raw samples in one group, by provider, round by round
@@ -27,7 +28,7 @@ class AlertKind(enum.Enum):
     FUSION_INVERSION = "fusion-inversion"
     FUSION_LOSS = "fusion-loss"
     MISSING = "missing"
-    FAILED = "failed"
+    FAILED = Status.FAILED.value
 
 
 @dataclass(frozen=True)

@@ -434,6 +434,9 @@ def check_report_outputs(*, out_dir: str, export: str | None = None, png: bool =
     """Refuse, before any work, an output the report could not write: a bad -o or --export path, a missing
     Parquet engine, or --png without kaleido and a Chrome for it to drive."""
     check_writable_folder(out_dir, "-o")
+    page = os.path.join(out_dir, REPORT_NAME)
+    if os.path.isdir(page):
+        raise FusedbenchError(f"-o {out_dir!r}: {page} is a folder, where the report goes; move it or name another")
     if export:
         if not export.endswith((".csv", ".parquet")):
             raise FusedbenchError(f"--export {export!r}: name a .csv or .parquet file")
@@ -488,18 +491,27 @@ def write_report(
     export: str | None = None,
     png: bool = False,
 ) -> str:
-    """Write `out_dir/index.html` atomically (the tidy table to `export`, CSV or Parquet; PNGs if asked)."""
+    """Write `out_dir/index.html` atomically (the tidy table to `export`, CSV or Parquet; PNGs if asked). Every
+    output is made before the first is written, and results with nothing to show replace no earlier report."""
     check_report_outputs(out_dir=out_dir, export=export, png=png)
+    path = os.path.join(out_dir, REPORT_NAME)
+    if results.cells.empty and results.mlp.empty and os.path.exists(path):
+        raise FusedbenchError(
+            f"the results hold no fusedbench runs, so the report already in {path} was left as it is; pass the "
+            "results folder `fusedbench run` writes (results/)"
+        )
     page = render_report(results, machines=machines, commits=commits)
     images = render_pngs(key_figures(results, machines=machines, commits=commits)) if png else {}
-    path = os.path.join(out_dir, REPORT_NAME)
-    write_text_atomically(path, page)  # every output is ready before the first is written
+    known = results.runs()
+    cells = select_cells(results.cells, machines=machines or (), commits=commits or (), known=known)
+    table = (
+        (cells.to_csv(index=False).encode() if export.endswith(".csv") else cells.to_parquet(index=False))
+        if export
+        else b""
+    )
+    write_text_atomically(path, page)
     for name, image in images.items():
         write_bytes_atomically(os.path.join(out_dir, name), image)
     if export:
-        cells = select_cells(results.cells, machines=machines or (), commits=commits or ())
-        if export.endswith(".csv"):
-            write_text_atomically(export, cells.to_csv(index=False))
-        else:
-            write_bytes_atomically(export, cells.to_parquet(index=False))
+        write_bytes_atomically(export, table)
     return path

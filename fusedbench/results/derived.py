@@ -50,7 +50,7 @@ def paired_ratios(
             if numerator is not None and work.at[i, "provider"] != numerator:
                 continue
             mine = raw_samples[work.index.get_loc(i)]
-            if paired[i] and len(mine) == len(reference):
+            if paired[i] and len(mine) == len(reference) and len(mine):
                 per_round = [a / b for a, b in zip(mine, reference, strict=True)]
                 ratios.loc[i] = (statistics.median(per_round), *median_interval(per_round))
             else:

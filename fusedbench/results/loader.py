@@ -228,6 +228,10 @@ def _benchmark_results(result, benchmark: str) -> dict[tuple, tuple]:
     samples = result.get_result_samples(benchmark, params) or [None] * len(combos)
     if not len(combos) == len(values) == len(stats) == len(samples):
         raise ValueError(f"{benchmark} has {len(combos)} parameter sets but {len(values)} results")
+    timed = [not math.isnan(_number(value)) for value in values]
+    unsampled = sum(t and not s for t, s in zip(timed, samples, strict=True))
+    if unsampled and any(samples):  # asv recorded samples, but not for every time it kept
+        raise ValueError(f"{benchmark} has no samples for {unsampled} of its {sum(timed)} timed parameter sets")
     return {c: (value, stat, sample) for c, value, stat, sample in zip(combos, values, stats, samples, strict=True)}
 
 
@@ -536,9 +540,11 @@ def select_cells(
             raise FusedbenchError(f"--machine {unknown[0]!r} has no results; machines with results: {have}")
         chosen, known = chosen[chosen["machine"].isin(machines)], known[known["machine"].isin(machines)]
     if commits:
-        if not known["commit"].map(lambda c: any(c.startswith(p) for p in commits)).any():
+        unmatched = [p for p in commits if not known["commit"].str.startswith(p).any()]
+        if unmatched:
             have = ", ".join(sorted({c[:8] for c in known["commit"]})) or "none"
-            raise FusedbenchError(f"--commit {', '.join(commits)} matches no results here; commits: {have}")
+            which = ", ".join(commits) if len(unmatched) == len(commits) else unmatched[0]
+            raise FusedbenchError(f"--commit {which} matches no results here; commits: {have}")
         chosen = chosen[chosen["commit"].map(lambda c: any(c.startswith(p) for p in commits)).astype(bool)]
     return chosen
 
