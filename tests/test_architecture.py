@@ -111,3 +111,22 @@ def test_the_cli_starts_without_importing_numpy_or_pandas():
     code = "import sys, fusedbench.cli; print(sorted({'numpy', 'pandas'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
+
+
+# Functions that are kernel source (CUDA C in a string, Triton or numba kernels): read as one piece of code.
+KERNEL_SOURCE = {
+    "fusedbench.measure.gpu.kernels": {"_epilog_kernel", "_row_sum_kernel"},
+    "fusedbench.measure.gpu.triton_epilog": {"_kernels", "autotuned", "matmul_epilog"},
+    "fusedbench.measure.gpu.walkthrough": {"make_kernel"},
+}
+LONGEST_FUNCTION = 60
+
+
+def test_no_function_outside_kernel_source_is_over_60_lines():
+    for name, tree in sources(PACKAGE).items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name not in KERNEL_SOURCE.get(
+                name, ()
+            ):
+                length = node.end_lineno - node.lineno + 1
+                assert length <= LONGEST_FUNCTION, f"{name}.{node.name} is {length} lines; split it"

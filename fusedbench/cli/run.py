@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from fusedbench.catalog.model import FormatError, Status, count_by_status, format_counts
 from fusedbench.catalog.suites import (
@@ -169,48 +170,73 @@ def run_suite(
 
     register_asv_machine(machine, cwd=repo)
     results_folder = os.path.join(asv_results_dir(repo), machine)
-    targets = run_targets(groups)
-    codes: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fusedbench-progress-") as progress_dir:
-        environment = dict(os.environ)
-        environment[PROGRESS_DIR_VARIABLE] = progress_dir
-        environment.pop(TUNE_VARIABLE, None)  # a run is tuned by --tune only, never by a leftover variable
-        if tuning is not None:
-            environment[TUNE_VARIABLE] = tuning.label
-        if "PYTHONPATH" in environment:  # asv drops PYTHONPATH unless it comes as ASV_PYTHONPATH
-            environment.setdefault("ASV_PYTHONPATH", environment["PYTHONPATH"])
         cells = sum(g.cell_count for g in groups)
         echo(f"timing suite {suite!r}: {len(groups)} groups, {cells} cells, as machine {machine}")
         wall = time.perf_counter()
         progress = ProgressEcho(progress_dir, echo)
         progress.start()
-        for index, (label, regex, count) in enumerate(targets, start=1):
-            command = asv_command(
-                bench_regex=regex, machine=machine, commit=checkout.commit, launch_method=launch_method
-            )
-            echo(f"[{index}/{len(targets)}] {label} ({count} cells), {time.perf_counter() - wall:.0f} s in")
-            kept = KeptResults(results_folder, checkout.commit)
-            try:
-                codes[label] = subprocess.run(command, cwd=repo, env=environment).returncode
-            except KeyboardInterrupt:
-                codes[label] = 130
-            for path in kept.new_records():
-                echo(f"  {record_summary(path)}")
-            if codes[label] != 0 and kept.had_results:
-                kept.restore()
-                echo(
-                    f"{label} failed or was interrupted (asv exit code {codes[label]}): "
-                    "this commit's earlier results are kept as they were"
-                )
-            if codes[label] == 130:
-                echo(f"interrupted during {label}: every group before it is saved in results/")
-                break
+        runner = GroupRunner(repo, machine, checkout.commit, launch_method, asv_environment(progress_dir, tuning))
+        codes = runner.run_all(run_targets(groups), results_folder, echo)
         progress.stop()
         wall = time.perf_counter() - wall
     code = max(codes.values(), default=0)
     echo(f"asv finished in {wall:.0f} s (exit codes {codes}); results and records in {results_folder}")
     write_run_report(repo, echo)
     return code
+
+
+def asv_environment(progress_dir: str, tuning: Tuning | None) -> dict[str, str]:
+    """The environment asv and its benchmark processes run in: where to report progress, and the tuning if any."""
+    environment = dict(os.environ)
+    environment[PROGRESS_DIR_VARIABLE] = progress_dir
+    environment.pop(TUNE_VARIABLE, None)  # a run is tuned by --tune only, never by a leftover variable
+    if tuning is not None:
+        environment[TUNE_VARIABLE] = tuning.label
+    if "PYTHONPATH" in environment:  # asv drops PYTHONPATH unless it comes as ASV_PYTHONPATH
+        environment.setdefault("ASV_PYTHONPATH", environment["PYTHONPATH"])
+    return environment
+
+
+@dataclass(frozen=True)
+class GroupRunner:
+    """asv run a target at a time, each commit's earlier results put back where a target fails."""
+
+    repo: str
+    machine: str
+    commit: str
+    launch_method: str
+    environment: dict[str, str]
+
+    def run_all(self, targets, results_folder: str, echo) -> dict[str, int]:
+        """asv's exit code per target label; stops after an interrupt (every finished target kept)."""
+        codes: dict[str, int] = {}
+        wall = time.perf_counter()
+        for index, (label, regex, count) in enumerate(targets, start=1):
+            echo(f"[{index}/{len(targets)}] {label} ({count} cells), {time.perf_counter() - wall:.0f} s in")
+            codes[label] = self.run_one(regex, KeptResults(results_folder, self.commit), label, echo)
+            if codes[label] == 130:
+                echo(f"interrupted during {label}: every group before it is saved in results/")
+                break
+        return codes
+
+    def run_one(self, regex: str, kept: KeptResults, label: str, echo) -> int:
+        command = asv_command(
+            bench_regex=regex, machine=self.machine, commit=self.commit, launch_method=self.launch_method
+        )
+        try:
+            code = subprocess.run(command, cwd=self.repo, env=self.environment).returncode
+        except KeyboardInterrupt:
+            code = 130
+        for path in kept.new_records():
+            echo(f"  {record_summary(path)}")
+        if code != 0 and kept.had_results:
+            kept.restore()
+            echo(
+                f"{label} failed or was interrupted (asv exit code {code}): "
+                "this commit's earlier results are kept as they were"
+            )
+        return code
 
 
 def check_cells(groups: list[BenchmarkGroup], *, suite: str, device: str, tuning: Tuning | None, echo) -> int:

@@ -3,6 +3,12 @@
 The loop takes its clock and its between-samples hook as parameters, so its logic is tested on
 the CPU with a fake clock; on the GPU the clock is `gpu.timing.CudaEventClock` and the hook
 flushes L2. Samples are kept raw (seconds, one per call); statistics are derived from them.
+
+Why rounds: a GPU at its power cap changes clock within seconds, so consecutive samples of one run
+drift together; interleaving spreads that drift over every run, and sample i of every run comes from
+round i (`SAMPLING`), so runs can be compared round by round. What ran just before a call matters too
+(a GEMM after a memory-bound pass starts with power to spare: 2-6% faster on an H100 or H200 at the
+seed shape), so the rounds follow a carryover-balanced design.
 """
 
 from __future__ import annotations
@@ -58,19 +64,11 @@ def sample_interleaved(
     between_samples: Callable[[], None] | None = None,
     order_seed: int = 0,
 ) -> dict[str, list[float] | Exception]:
-    """Time several ways of doing one piece of work in rounds: each round calls each run once.
-
-    A GPU at its power cap changes clock within seconds, so consecutive samples of one run
-    drift together; interleaving spreads that drift over every run, and sample i of every run
-    comes from round i (`SAMPLING`), so runs can be compared round by round. What ran just
-    before a call matters too (a GEMM after a memory-bound pass starts with power to spare:
-    2-6% faster on an H100 or H200 at the seed shape), so the rounds follow a carryover-balanced
-    design, each run taking its place in it from `order_seed`. Warm-up lasts at least `warmup`
-    rounds and `warmup_seconds` of measured time; every call is timed alone, so no queue of
-    calls builds up ahead of the GPU. `between_samples` (an L2 flush) runs before every timed
-    call of the sampling rounds, outside the timed region. A run that raises is dropped from
-    later rounds; its exception is its result.
-    """
+    """Time several ways of doing one piece of work in carryover-balanced rounds (module docstring), each run
+    taking its place in them from `order_seed`. Warm-up lasts at least `warmup` rounds and `warmup_seconds` of
+    measured time; every call is timed alone, so no queue of calls builds up ahead of the GPU. `between_samples`
+    (an L2 flush) runs before every timed call of the sampling rounds, outside the timed region. A run that raises
+    is dropped from later rounds; its exception is its result."""
     if samples < 1 or warmup < 0:
         raise ValueError(f"need samples >= 1 and warmup >= 0, got samples={samples}, warmup={warmup}")
     results: dict[str, list[float] | Exception] = {name: [] for name in runs}

@@ -10,6 +10,7 @@ dropdowns over one figure's traces, and every figure carries `LEAN_TEMPLATE` ins
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -116,13 +117,7 @@ def _epilog_by_shape(
     custom = _grid(indexed.reindex(full), hover_columns)
     customdata = [custom[i * len(shapes) : (i + 1) * len(shapes)] for i in range(len(epilogs))]
     kernels = indexed["fused_kernels"].reindex(full).to_numpy(dtype=float).reshape(len(epilogs), len(shapes))
-    text = [
-        [
-            "n/a" if math.isnan(v) else label(v) + (MULTI_KERNEL_MARK if k > 1 else "")
-            for v, k in zip(*pair, strict=True)
-        ]
-        for pair in zip(values, kernels, strict=True)
-    ]
+    text = _cell_texts(values, kernels, label)
     # A greyed cell has no colour of its own: the grey cover is drawn first, under the values' text, and
     # carries the cell's hover (one text layer: a second one would double the drawing time).
     cover = [[(epilog, shape) in greyed for shape in shapes] for epilog in epilogs]
@@ -133,20 +128,7 @@ def _epilog_by_shape(
     hovertemplate = "%{y} %{x}<br>" + hover + "<extra></extra>"
     figure = go.Figure()
     if greyed:
-        figure.add_heatmap(
-            z=[[1 if grey else None for grey in mask] for mask in cover],
-            x=shapes,
-            y=epilogs,
-            customdata=[
-                [cell if grey else None for cell, grey in zip(row, mask, strict=True)]
-                for row, mask in zip(customdata, cover, strict=True)
-            ],
-            hovertemplate=hovertemplate,
-            hoverongaps=False,
-            colorscale=[[0, INDISTINCT_GREY], [1, INDISTINCT_GREY]],
-            showscale=False,
-            name=GREY_NAME,
-        )
+        _add_grey_cover(figure, cover, shapes, epilogs, customdata, hovertemplate)
     figure.add_trace(
         go.Heatmap(
             z=grid,
@@ -169,6 +151,35 @@ def _epilog_by_shape(
         margin={"l": 140},
     )
     return figure
+
+
+def _cell_texts(values, kernels, label) -> list[list[str]]:
+    """Each heatmap cell's label: its value, MULTI_KERNEL_MARK where fused launched more than one kernel, "n/a"."""
+    return [
+        [
+            "n/a" if math.isnan(v) else label(v) + (MULTI_KERNEL_MARK if k > 1 else "")
+            for v, k in zip(*pair, strict=True)
+        ]
+        for pair in zip(values, kernels, strict=True)
+    ]
+
+
+def _add_grey_cover(figure: go.Figure, cover, shapes, epilogs, customdata, hovertemplate: str) -> None:
+    """The grey drawn under the covered cells' text, carrying their hover."""
+    figure.add_heatmap(
+        z=[[1 if grey else None for grey in mask] for mask in cover],
+        x=shapes,
+        y=epilogs,
+        customdata=[
+            [cell if grey else None for cell, grey in zip(row, mask, strict=True)]
+            for row, mask in zip(customdata, cover, strict=True)
+        ],
+        hovertemplate=hovertemplate,
+        hoverongaps=False,
+        colorscale=[[0, INDISTINCT_GREY], [1, INDISTINCT_GREY]],
+        showscale=False,
+        name=GREY_NAME,
+    )
 
 
 def _which(machine: str, dtypes: list[str]) -> str:
@@ -322,40 +333,74 @@ def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, 
     value written; the hover gives each provider's time and the floor's.
 
     The traces are drawn once; each shape is a restyle of their numbers (no per-shape copies of the traces)."""
-    rows = cells[(cells["machine"] == machine) & cells["dtype"].isin(dtypes) & (cells["status"] == OK)]
-    rows = with_shape(rows)
-    epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
-    # The workload's floor (the epilog's FLOPs and bytes under the run's ceilings); the gemm cell's own is lower.
-    floors = rows[rows["provider"] != "gemm"].dropna(subset=["floor_s"])
-    floors = floors.groupby(["dtype", "shape", "epilog"])["floor_s"].first()
-    measured = not floors.empty  # a run measures its ceilings for all its shapes, or for none
-    choices = [
-        (dtype, shape)
-        for dtype in dtypes
-        for shape in dict.fromkeys(rows[rows["dtype"] == dtype].sort_values(["intensity", "size"])["shape"])
-    ]
-    providers = [p for p in (*LADDER, *PEERS) if p in set(rows["provider"])]
-    under = {dtype: _ceilings(ceilings, rows, machine, dtype) for dtype in dtypes}
-    restyles, layouts = [], []
-    for dtype, shape in choices:
-        unit = floors.loc[(dtype, shape)].reindex(epilogs).to_numpy() if measured else np.full(len(epilogs), 1e-3)
-        mine = rows[(rows["dtype"] == dtype) & (rows["shape"] == shape)]
-        parts = {p: mine[mine["provider"] == p].set_index("epilog").reindex(epilogs) for p in providers}
-        highest = [
-            float(np.nanmax(part["ci_high_s"] / unit)) * LADDER_HEADROOM
-            for p, part in parts.items()
-            if p not in CAPPED and part["ci_high_s"].notna().any()
-        ]
-        top = max([2.0 if measured else 0.0, *highest])
-        points = [_ladder_points(parts[p], unit, top, CAPPED.index(p) if p in CAPPED else None) for p in providers]
-        restyle = {key: [point[key] for point in points] for key in points[0]}
-        if measured:  # the floor's trace comes first: at 1, its time in ms for the hover
-            floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3)}
-            restyle = {key: [floor.get(key), *values] for key, values in restyle.items()}
-        restyles.append(restyle)
-        layouts.append({"yaxis.range": [0, top], "title.text": _ladder_title(machine, dtype, shape, under[dtype])})
+    rows = with_shape(cells[(cells["machine"] == machine) & cells["dtype"].isin(dtypes) & (cells["status"] == OK)])
+    ladder = _Ladder.of(rows, ceilings, machine, dtypes)
     figure = go.Figure()
-    if measured:
+    _ladder_traces(figure, ladder)
+    figure.update_layout(**_ladder_layout(ladder, machine, dtypes))
+    if len(ladder.choices) > 1:
+        labels = [shape if len(dtypes) == 1 else f"{dtype} {shape}" for dtype, shape in ladder.choices]
+        add_dropdown(figure, labels, ladder.restyles, ladder.layouts)
+    return figure
+
+
+@dataclass(frozen=True)
+class _Ladder:
+    """What a ladder figure draws: its epilogs and providers, and per (dtype, shape) choice the traces' numbers
+    (`restyles`) and the axis and title (`layouts`)."""
+
+    epilogs: list[str]
+    providers: list[str]
+    choices: list[tuple[str, str]]
+    measured: bool  # whether the run measured its ceilings (a floor to divide by), for all its shapes or none
+    restyles: list[dict]
+    layouts: list[dict]
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame, ceilings: pd.DataFrame, machine: str, dtypes: list[str]) -> _Ladder:
+        epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
+        # The workload's floor (the epilog's FLOPs and bytes under the run's ceilings); the gemm cell's own is lower.
+        floors = rows[rows["provider"] != "gemm"].dropna(subset=["floor_s"])
+        floors = floors.groupby(["dtype", "shape", "epilog"])["floor_s"].first()
+        measured = not floors.empty
+        choices = [
+            (dtype, shape)
+            for dtype in dtypes
+            for shape in dict.fromkeys(rows[rows["dtype"] == dtype].sort_values(["intensity", "size"])["shape"])
+        ]
+        providers = [p for p in (*LADDER, *PEERS) if p in set(rows["provider"])]
+        under = {dtype: _ceilings(ceilings, rows, machine, dtype) for dtype in dtypes}
+        restyles, layouts = [], []
+        for dtype, shape in choices:
+            unit = floors.loc[(dtype, shape)].reindex(epilogs).to_numpy() if measured else np.full(len(epilogs), 1e-3)
+            mine = rows[(rows["dtype"] == dtype) & (rows["shape"] == shape)]
+            restyle, top = _ladder_restyle(mine, providers, epilogs, unit, measured)
+            restyles.append(restyle)
+            layouts.append({"yaxis.range": [0, top], "title.text": _ladder_title(machine, dtype, shape, under[dtype])})
+        return cls(epilogs, providers, choices, measured, restyles, layouts)
+
+
+def _ladder_restyle(mine, providers, epilogs, unit, measured: bool) -> tuple[dict, float]:
+    """One shape's numbers for every trace (the floor's first, where there is one), and the axis' top."""
+    parts = {p: mine[mine["provider"] == p].set_index("epilog").reindex(epilogs) for p in providers}
+    highest = [
+        float(np.nanmax(part["ci_high_s"] / unit)) * LADDER_HEADROOM
+        for p, part in parts.items()
+        if p not in CAPPED and part["ci_high_s"].notna().any()
+    ]
+    top = max([2.0 if measured else 0.0, *highest])
+    points = [_ladder_points(parts[p], unit, top, CAPPED.index(p) if p in CAPPED else None) for p in providers]
+    restyle = {key: [point[key] for point in points] for key in points[0]}
+    if measured:  # the floor's trace comes first: at 1, its time in ms for the hover
+        floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3)}
+        restyle = {key: [floor.get(key), *values] for key, values in restyle.items()}
+    return restyle, top
+
+
+def _ladder_traces(figure: go.Figure, ladder: _Ladder) -> None:
+    """The floor's hover trace, then a trace per provider with the first choice's numbers."""
+    epilogs, restyles = ladder.epilogs, ladder.restyles
+    if ladder.measured:
         figure.add_scatter(  # the floor's time, for the hover (its mark is a line under each epilog)
             name="floor",
             x=epilogs,
@@ -366,9 +411,14 @@ def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, 
             customdata=restyles[0]["customdata"][0],
             hovertemplate="floor %{customdata:.4g} ms<extra></extra>",
         )
-    ratio = "x its floor" if measured else " ms"
-    for provider in providers:
+    ratio = "x its floor" if ladder.measured else " ms"
+    for provider in ladder.providers:
         first = {key: values[len(figure.data)] for key, values in restyles[0].items()} if restyles else {}
+        hover = (
+            ": %{customdata[0]:.4g} ms, %{customdata[1]:.3g}"
+            if provider in CAPPED
+            else ": %{customdata:.4g} ms, %{y:.3g}"
+        )
         figure.add_scatter(
             name=provider,
             x=epilogs,
@@ -385,46 +435,33 @@ def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, 
                 "thickness": 1.5,
             },
             customdata=first.get("customdata"),
-            hovertemplate=provider
-            + (
-                ": %{customdata[0]:.4g} ms, %{customdata[1]:.3g}"
-                if provider in CAPPED
-                else ": %{customdata:.4g} ms, %{y:.3g}"
-            )
-            + ratio
-            + "<extra></extra>",
+            hovertemplate=provider + hover + ratio + "<extra></extra>",
         )
-    figure.update_layout(
-        template=LEAN_TEMPLATE,
-        title=layouts[0]["title.text"] if layouts else f"{machine} {' and '.join(dtypes)}: no cells",
-        scattermode="group",
-        hovermode="x unified",
-        xaxis={"title": "epilog", "type": "category"},
-        yaxis={
-            "title": "time over the workload's floor (1 = the floor)" if measured else "ms (no floor: no ceilings)",
-            "range": layouts[0]["yaxis.range"] if layouts else None,
+
+
+def _ladder_layout(ladder: _Ladder, machine: str, dtypes: list[str]) -> dict:
+    """The first choice's title and axis, and the floor's line under each epilog's group of points."""
+    first = ladder.layouts[0] if ladder.layouts else {}
+    floor_line = {"type": "line", "xref": "x", "yref": "y", "y0": 1, "y1": 1, "line": {"color": "black", "width": 2}}
+    return {
+        "template": LEAN_TEMPLATE,
+        "title": first.get("title.text", f"{machine} {' and '.join(dtypes)}: no cells"),
+        "scattermode": "group",
+        "hovermode": "x unified",
+        "xaxis": {"title": "epilog", "type": "category"},
+        "yaxis": {
+            "title": "time over the workload's floor (1 = the floor)"
+            if ladder.measured
+            else "ms (no floor: no ceilings)",
+            "range": first.get("yaxis.range"),
         },
-        height=520,
-        margin={"t": 130},
-        legend={"orientation": "h", "y": -0.3},
-        shapes=[  # the floor under each epilog's group of points
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "y",
-                "x0": i - 0.42,
-                "x1": i + 0.42,
-                "y0": 1,
-                "y1": 1,
-                "line": {"color": "black", "width": 2},
-            }
-            for i in range(len(epilogs) if measured else 0)
+        "height": 520,
+        "margin": {"t": 130},
+        "legend": {"orientation": "h", "y": -0.3},
+        "shapes": [
+            floor_line | {"x0": i - 0.42, "x1": i + 0.42} for i in range(len(ladder.epilogs) if ladder.measured else 0)
         ],
-    )
-    if len(choices) > 1:
-        labels = [shape if len(dtypes) == 1 else f"{dtype} {shape}" for dtype, shape in choices]
-        add_dropdown(figure, labels, restyles, layouts)
-    return figure
+    }
 
 
 def _ceilings(ceilings: pd.DataFrame, rows: pd.DataFrame, machine: str, dtype: str) -> str:
@@ -534,25 +571,12 @@ def history_figure(series: pd.DataFrame, *, machine: str, commits: list[str], ch
             colorbar={"title": {"text": "from the cell's median", "side": "right"}, "ticksuffix": "%"},
             visible=dtype == dtypes[0],
         )
-        marks = [
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": i - 0.5,
-                "x1": i - 0.5,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": "black", "width": 1.5, "dash": "dot"},
-            }
-            for i, (_, commit) in enumerate(columns)
-            if commit in changes and commit != present[0]
-        ]
+        marks = [i for i, (_, commit) in enumerate(columns) if commit in changes and commit != present[0]]
         layouts.append(
             {
                 "height": 260 + 3 * len(rows),
                 "title.text": _history_title(machine, dtype),
-                "shapes": marks,
+                "shapes": _change_marks(marks),
             }
         )
     figure.update_layout(
@@ -573,6 +597,15 @@ def history_figure(series: pd.DataFrame, *, machine: str, commits: list[str], ch
         visible = [{"visible": [i == chosen for i in range(len(dtypes))]} for chosen in range(len(dtypes))]
         add_dropdown(figure, dtypes, visible, layouts)
     return figure
+
+
+def _change_marks(columns: list[int]) -> list[dict]:
+    """A dotted line before each of these history columns: the measurement changed there."""
+    dotted = {"color": "black", "width": 1.5, "dash": "dot"}
+    return [
+        {"type": "line", "xref": "x", "yref": "paper", "x0": i - 0.5, "x1": i - 0.5, "y0": 0, "y1": 1, "line": dotted}
+        for i in columns
+    ]
 
 
 def _history_title(machine: str, dtype: str) -> str:

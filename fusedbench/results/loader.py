@@ -285,31 +285,10 @@ class _Run:
 def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[GroupRecord]]) -> _Run:
     """The cells and ceilings of one asv results file, each cell with the record of its measurement."""
     machine, commit = result.params["machine"], result.commit_hash
-    read = _Run()
-    rates, bandwidth = ceilings(result)
-    for dtype, rate in rates.items():
-        read.ceilings.append(
-            {
-                "machine": machine,
-                "commit": commit,
-                "dtype": dtype,
-                "gemm_tflops": rate / 1e12,
-                "gemm_at": f"{shape_label(*CEILING_GEMM_SHAPE)} ceiling",
-                "copy_tbps": bandwidth / 1e12,
-            }
-        )
+    read = _Run(ceilings=_ceiling_rows(result))
     unrecorded: dict[str, int] = {}
     dirty: set[str] = set()
     read.mlp = _mlp_rows(result, by_group, unrecorded, dirty)
-    unknown = unknown_benchmarks(result)
-    if unknown:
-        read.problems.append(
-            DataProblem(
-                f"{path}: benchmark(s) {', '.join(unknown)} are not in this checkout's suite (a group renamed or "
-                "removed since): their cells were not read; read these results with the checkout that made them",
-                machine,
-            )
-        )
     for benchmark in sorted(result.get_all_result_keys()):
         parts = benchmark.split(".")
         if parts[0] != BENCHMARK_MODULE or parts[1] not in GROUPS:
@@ -335,24 +314,50 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
                     "kernel_times": kernel_times(cell),
                 }
             )
+    read.problems += _run_problems(path, result, unrecorded, dirty)
+    return read
+
+
+def _ceiling_rows(result) -> list[dict]:
+    """The ceilings one results file measured (CEILING_COLUMNS), a row per dtype."""
+    machine, commit = result.params["machine"], result.commit_hash
+    rates, bandwidth = ceilings(result)
+    return [
+        {
+            "machine": machine,
+            "commit": commit,
+            "dtype": dtype,
+            "gemm_tflops": rate / 1e12,
+            "gemm_at": f"{shape_label(*CEILING_GEMM_SHAPE)} ceiling",
+            "copy_tbps": bandwidth / 1e12,
+        }
+        for dtype, rate in rates.items()
+    ]
+
+
+def _run_problems(path: str, result, unrecorded: dict[str, int], dirty: set[str]) -> list[DataProblem]:
+    """What one results file lost: benchmarks the checkout does not know, cells without a record, records of a
+    checkout with changes."""
+    machine, commit = result.params["machine"], result.commit_hash
+    found = []
+    unknown = unknown_benchmarks(result)
+    if unknown:
+        found.append(
+            f"{path}: benchmark(s) {', '.join(unknown)} are not in this checkout's suite (a group renamed or "
+            "removed since): their cells were not read; read these results with the checkout that made them"
+        )
     if unrecorded:
-        read.problems.append(
-            DataProblem(
-                f"{path}: no fusedbench record for group(s) {', '.join(unrecorded)} of commit {commit[:8]} on "
-                f"{machine}: {sum(unrecorded.values())} cells asv skipped show as skipped with no reason, and their "
-                "workloads' epilog costs are not paired by round",
-                machine,
-            )
+        found.append(
+            f"{path}: no fusedbench record for group(s) {', '.join(unrecorded)} of commit {commit[:8]} on "
+            f"{machine}: {sum(unrecorded.values())} cells asv skipped show as skipped with no reason, and their "
+            "workloads' epilog costs are not paired by round"
         )
     if dirty:
-        read.problems.append(
-            DataProblem(
-                f"{path}: group(s) {', '.join(sorted(dirty))} were measured from a checkout with uncommitted changes "
-                f"(their records say so), so they may not be the code of commit {commit[:8]}",
-                machine,
-            )
+        found.append(
+            f"{path}: group(s) {', '.join(sorted(dirty))} were measured from a checkout with uncommitted changes "
+            f"(their records say so), so they may not be the code of commit {commit[:8]}"
         )
-    return read
+    return [DataProblem(text, machine) for text in found]
 
 
 def unknown_benchmarks(result) -> list[str]:

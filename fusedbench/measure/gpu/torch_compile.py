@@ -125,11 +125,7 @@ def build_torch_compile(stack: GpuStack, operands: Operands, *, timed: bool = Tr
         raise Skipped("the torch-compile peer needs torch with CUDA; install fusedbench[torch]")
     workload = operands.workload
     spec, dtype, m = workload.epilog, workload.dtype, workload.m
-    narrow = dtype.operand_itemsize == 1
-    if narrow and not dtype.fits(m, workload.k, workload.n):
-        raise Unsupported(f"torch._scaled_mm needs M, N and K divisible by {dtype.shape_multiple}; {workload.label}")
-    if narrow and spec.layout != "TN":
-        raise Unsupported(f"torch._scaled_mm multiplies fp8 only in the TN layout; {spec.name} takes {spec.layout}")
+    narrow = _refuse_unscalable(workload)
     # One compiled graph a process: the previous workload's (its provider released before this one is built)
     # would otherwise stay in the code cache, its guards checked on every call, and dynamo's recompile limit
     # would cut a check's 240 workloads short. A graph built before this reset recompiles if called again.
@@ -137,18 +133,9 @@ def build_torch_compile(stack: GpuStack, operands: Operands, *, timed: bool = Tr
     mode = TIMED_MODE if timed else CHECK_MODE
     program = epilog_program(spec, m, narrow)
     compiled = torch.compile(program, mode=mode, fullgraph=True, dynamic=False)
-    x, w = as_torch(operands.b).t(), as_torch(operands.a)
-    unit = torch.ones((), dtype=torch.float32, device="cuda")
-    bias = None if operands.bias is None else as_torch(operands.bias)
-    aux_in = None
-    if spec.derivative is Derivative.DRELU:
-        aux_in = as_torch(operands.relu_aux).t()
-    elif spec.derivative is Derivative.DGELU:
-        aux_in = as_torch(operands.gelu_aux).t()
+    arguments = _arguments(torch, operands)
     allow_tf32 = dtype.compute_type == "COMPUTE_32F_FAST_TF32"
     names = ("result", *spec.outputs)
-
-    arguments = (x, w, unit, bias, aux_in)
 
     def run():
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32  # global in torch (and guarded): set for every call
@@ -182,6 +169,35 @@ def build_torch_compile(stack: GpuStack, operands: Operands, *, timed: bool = Tr
         "autotune_s": round(autotune_s, 3),
     }
     return PreparedProvider(run, (), sizes, provenance=provenance, allocator="torch")
+
+
+def _refuse_unscalable(workload) -> bool:
+    """Whether the workload is fp8 (torch._scaled_mm), refusing the shapes and layouts _scaled_mm cannot take."""
+    spec, dtype = workload.epilog, workload.dtype
+    narrow = dtype.operand_itemsize == 1
+    if narrow and not dtype.fits(workload.m, workload.k, workload.n):
+        raise Unsupported(f"torch._scaled_mm needs M, N and K divisible by {dtype.shape_multiple}; {workload.label}")
+    if narrow and spec.layout != "TN":
+        raise Unsupported(f"torch._scaled_mm multiplies fp8 only in the TN layout; {spec.name} takes {spec.layout}")
+    return narrow
+
+
+def _arguments(torch, operands: Operands) -> tuple:
+    """(x, w, unit scale, bias, aux in) in nn.Linear's frame: x = B^T, w = A, the aux input token-major."""
+    spec = operands.workload.epilog
+    aux_in = None
+    if spec.derivative is Derivative.DRELU:
+        aux_in = as_torch(operands.relu_aux).t()
+    elif spec.derivative is Derivative.DGELU:
+        aux_in = as_torch(operands.gelu_aux).t()
+    bias = None if operands.bias is None else as_torch(operands.bias)
+    return (
+        as_torch(operands.b).t(),
+        as_torch(operands.a),
+        torch.ones((), dtype=torch.float32, device="cuda"),
+        bias,
+        aux_in,
+    )
 
 
 def _autotuning_seconds() -> float:

@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fusedbench.catalog.epilogs import Activation, Derivative, Summed, gelu_aux_shape, relu_aux_shape
@@ -394,33 +396,11 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
     spec, m, n = workload.epilog, workload.m, workload.n
     if _too_large(workload):
         raise Unsupported(f"the triton peer indexes with 32-bit offsets; {workload.label} has 2^31+ elements")
+    buffers = _Buffers.of(torch, triton, operands)
     _, integers, flags = _launch_signature(workload)
-    a, b, d = as_torch(operands.a), as_torch(operands.b), as_torch(operands.result)
-    bias, aux_in, aux_out, sums = d, d, d, d  # D's pointer stands in for what the epilog does not use
-    if spec.bias:
-        bias = as_torch(operands.bias)
-    if spec.derivative is not Derivative.NONE:
-        aux_in = as_torch(operands.relu_aux if spec.derivative is Derivative.DRELU else operands.gelu_aux)
-    outputs: dict[str, Any] = {"result": operands.result}
-    if spec.saves_aux:
-        outputs[spec.outputs[0]] = aux = aux_buffer(operands, spec)
-        aux_out = as_torch(aux)
-    if spec.summed is not Summed.NONE:
-        outputs[spec.outputs[-1]] = summed = operands.empty_vector(n if spec.summed is Summed.B else m)
-        sums = as_torch(summed)
-    if spec.summed is Summed.RESULT:  # fp32 partials: a row per tile row of C, for the smallest BLOCK_N
-        bgrad = sums
-        most_parts = triton.cdiv(n, min(config[0] for config in CONFIGS[workload.dtype.operand_itemsize]))
-        sums = torch.empty((most_parts, m), dtype=torch.float32, device="cuda")
-    strides = (
-        *a.stride(),
-        *b.stride(),
-        aux_in.stride(1) if aux_in is not d else 0,
-        aux_out.stride(1) if spec.saves_aux else 0,
-    )
-    if strides != integers[3:]:
-        raise KernelFault(f"the triton peer expected strides {integers[3:]}, the operands have {strides}")
-    arguments = (a, b, d, bias, aux_in, aux_out, sums, *integers)
+    if buffers.strides != integers[3:]:
+        raise KernelFault(f"the triton peer expected strides {integers[3:]}, the operands have {buffers.strides}")
+    arguments = (*buffers.pointers, *integers)
     kernel = kernels["tables"][workload.dtype.operand_itemsize]
     candidates = _candidates(workload, timed)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -429,36 +409,18 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
         tiles = triton.cdiv(n, meta["BLOCK_N"]) * triton.cdiv(m, meta["BLOCK_M"])
         return (min(tiles, sms if timed else CHECK_PROGRAMS) if meta["PERSISTENT"] else tiles,)
 
-    started = time.perf_counter()
-    try:
-        for index in candidates:  # compile only, or load what precompile left in Triton's cache
-            kernel.fn.warmup(*arguments, grid=(1,), **flags, **kernel.configs[index].all_kwargs())
-        loaded = time.perf_counter()
-        if timed:
-            kernel[grid](*arguments, **flags)  # the autotuner times the compiled configs and keeps the best
-        config = kernel.best_config if timed else kernel.configs[candidates[0]]
-        settings = {**flags, **config.all_kwargs()}
-
-        def product():  # the chosen config launched directly: no autotuner in the hot call
-            kernel.fn[grid](*arguments, **settings)
-
-        product()
-        torch.cuda.synchronize()
-    except _triton_errors(triton) as exc:
-        message = " ".join(str(exc).split())[:300]
-        raise Unsupported(f"Triton cannot build this kernel: {type(exc).__name__}: {message}") from exc
-    except RuntimeError as exc:  # a CUDA fault in our kernel, say: no refusal (prepare_provider would make it one)
-        raise KernelFault(f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from exc
-    autotune_s = time.perf_counter() - loaded
+    chosen = _choose_config(torch, triton, kernel, candidates, arguments, flags, grid, timed)
+    config, product = chosen.config, chosen.product
     # Compile seconds from precompile's processes where it compiled these kernels; else this process's own.
     compiled = [_COMPILE_SECONDS.get(_kernel_key(workload, index)) for index in candidates]
-    compile_s = sum(compiled) if None not in compiled else loaded - started
+    compile_s = sum(compiled) if None not in compiled else chosen.compile_s
     launches = [product]
     if spec.summed is Summed.RESULT:
         parts = triton.cdiv(n, config.kwargs["BLOCK_N"])
         partial_grid = (triton.cdiv(m, PARTIAL_BLOCK),)
-        add = kernels["add_partials"]
+        add, sums, bgrad = kernels["add_partials"], buffers.pointers[6], buffers.bgrad
         launches.append(lambda: add[partial_grid](sums, bgrad, m, parts, BLOCK=PARTIAL_BLOCK))
+    outputs = buffers.outputs
 
     def run():
         for launch in launches:
@@ -469,6 +431,81 @@ def build_triton(stack: GpuStack, operands: Operands, *, timed: bool = True) -> 
         "algorithm": describe_config(config),
         "chosen_by": f"triton autotune over {len(candidates)} configs" if timed else "the check's one config",
         "compile_s": round(compile_s, 3),  # the kernels it autotuned among; shared with the dtype's other shapes
-        "autotune_s": round(autotune_s, 3),
+        "autotune_s": round(chosen.autotune_s, 3),
     }
     return PreparedProvider(run, tuple(outputs.values()), provenance=provenance)
+
+
+@dataclass(frozen=True)
+class _Buffers:
+    """The kernel's pointer arguments (A, B, D, bias, aux in, aux out, sums), with D's pointer standing in for what
+    the epilog does not use; the outputs the provider returns; and where an fp32 bias gradient lands."""
+
+    pointers: tuple
+    outputs: dict[str, Any]
+    strides: tuple[int, ...]
+    bgrad: Any = None
+
+    @classmethod
+    def of(cls, torch, triton, operands: Operands) -> _Buffers:
+        workload = operands.workload
+        spec, m, n = workload.epilog, workload.m, workload.n
+        a, b, d = as_torch(operands.a), as_torch(operands.b), as_torch(operands.result)
+        bias, aux_in, aux_out, sums = d, d, d, d
+        if spec.bias:
+            bias = as_torch(operands.bias)
+        if spec.derivative is not Derivative.NONE:
+            aux_in = as_torch(operands.relu_aux if spec.derivative is Derivative.DRELU else operands.gelu_aux)
+        outputs: dict[str, Any] = {"result": operands.result}
+        if spec.saves_aux:
+            outputs[spec.outputs[0]] = aux = aux_buffer(operands, spec)
+            aux_out = as_torch(aux)
+        if spec.summed is not Summed.NONE:
+            outputs[spec.outputs[-1]] = summed = operands.empty_vector(n if spec.summed is Summed.B else m)
+            sums = as_torch(summed)
+        bgrad = None
+        if spec.summed is Summed.RESULT:  # fp32 partials: a row per tile row of C, for the smallest BLOCK_N
+            bgrad = sums
+            most_parts = triton.cdiv(n, min(config[0] for config in CONFIGS[workload.dtype.operand_itemsize]))
+            sums = torch.empty((most_parts, m), dtype=torch.float32, device="cuda")
+        strides = (
+            *a.stride(),
+            *b.stride(),
+            aux_in.stride(1) if aux_in is not d else 0,
+            aux_out.stride(1) if spec.saves_aux else 0,
+        )
+        return cls((a, b, d, bias, aux_in, aux_out, sums), outputs, strides, bgrad)
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    config: Any  # triton.Config
+    product: Callable[[], None]  # the chosen config launched directly: no autotuner in the hot call
+    compile_s: float
+    autotune_s: float
+
+
+def _choose_config(torch, triton, kernel, candidates, arguments, flags, grid, timed: bool) -> _Chosen:
+    """Compile the candidate configs (or load what precompile left in Triton's cache), let the autotuner time them
+    and keep the best (a check takes the first), and launch it once; a refusal is Unsupported, a fault KernelFault."""
+    started = time.perf_counter()
+    try:
+        for index in candidates:
+            kernel.fn.warmup(*arguments, grid=(1,), **flags, **kernel.configs[index].all_kwargs())
+        loaded = time.perf_counter()
+        if timed:
+            kernel[grid](*arguments, **flags)  # the autotuner times the compiled configs and keeps the best
+        config = kernel.best_config if timed else kernel.configs[candidates[0]]
+        settings = {**flags, **config.all_kwargs()}
+
+        def product():
+            kernel.fn[grid](*arguments, **settings)
+
+        product()
+        torch.cuda.synchronize()
+    except _triton_errors(triton) as exc:
+        message = " ".join(str(exc).split())[:300]
+        raise Unsupported(f"Triton cannot build this kernel: {type(exc).__name__}: {message}") from exc
+    except RuntimeError as exc:  # a CUDA fault in our kernel, say: no refusal (prepare_provider would make it one)
+        raise KernelFault(f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from exc
+    return _Chosen(config, product, loaded - started, time.perf_counter() - loaded)
