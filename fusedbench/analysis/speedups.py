@@ -24,6 +24,48 @@ from fusedbench.catalog.suites import CONTROL_GROUPS, PEER_ONLY_GROUPS
 from fusedbench.results.derived import OK, RUN_WORKLOAD, paired_ratios
 from fusedbench.stats import NOISY_RELATIVE_IQR
 
+# The workload table's columns (`speedups`), named here and nowhere else: each provider's own columns, and the
+# paired ratios with their 95% intervals.
+PROVIDER_COLUMNS = {  # a cell's column -> the suffix of its provider's column: 'fused', 'fused_ci_low', ...
+    "time_s": "",
+    "ci_low_s": "_ci_low",
+    "ci_high_s": "_ci_high",
+    "samples": "_samples",
+    "gemm_ratio": "_gemm_ratio",
+    "gemm_ratio_low": "_gemm_ratio_low",
+    "gemm_ratio_high": "_gemm_ratio_high",
+    "kernels": "_kernels",
+}
+
+
+def provider_column(provider: str, cell_column: str = "time_s") -> str:
+    """A provider's column in the workload table: 'fused' (its time), 'fused_gemm_ratio_low', 'unfused_kernels'."""
+    return provider + PROVIDER_COLUMNS[cell_column]
+
+
+def speedup_column(other: str) -> str:
+    """Fused's speedup over `other` (its time over fused's): 'over_unfused', 'over_textbook', 'over_triton'."""
+    return "over_" + other
+
+
+def peer_ratio_column(peer: str) -> str:
+    """A peer's time over unfused's: 'triton_over_unfused', 'torch-compile_over_unfused'."""
+    return peer + "_over_" + UNFUSED
+
+
+def interval_columns(ratio: str) -> tuple[str, str]:
+    """A ratio column's paired 95% interval: ('over_unfused_low', 'over_unfused_high'), NaN where unpaired."""
+    return ratio + "_low", ratio + "_high"
+
+
+def paired_fused_column(peer: str) -> str:
+    """The fused time a peer timed in a group of its own is paired with there: 'torch-compile_paired_fused'."""
+    return peer + "_paired_fused"
+
+
+EPILOG_COST = "epilog_cost"  # fused / gemm - 1, from fused's gemm ratio
+OVER_UNFUSED = speedup_column(UNFUSED)  # the headline's speedup
+
 # A fused epilog this much slower than the unfused GEMM + pass is a fusion inversion.
 INVERSION = 0.95
 INVERSIONS_COLUMN = f"fused < {INVERSION:g}x unfused, told apart"  # the headline's count of them
@@ -80,10 +122,11 @@ def peers_speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> p
     owns = []
     for _, part in alone.groupby("group", sort=False):
         own = _workload_table(with_shape(part), detail)
-        owns.append(own.assign(**{f"{peer}_paired_fused": own[FUSED] for peer in set(part["provider"]) & set(PEERS)}))
+        peers = set(part["provider"]) & set(PEERS)
+        owns.append(own.assign(**{paired_fused_column(peer): own[FUSED] for peer in peers}))
     own = pd.concat(owns).groupby(workload, sort=False).first()
     peers = [peer for peer in PEERS if peer in set(alone["provider"])]
-    columns = [c for c in own.columns for p in peers if c == p or c.startswith((f"{p}_", f"over_{p}"))]
+    columns = [c for c in own.columns for p in peers if c == p or c.startswith((f"{p}_", speedup_column(p)))]
     ladder = table.set_index(workload)
     joined = ladder.drop(columns=columns, errors="ignore").join(own[columns], how="outer")
     unladdered = own.index.difference(ladder.index)  # timed by no ladder group (fp32): their own group's row whole
@@ -94,50 +137,42 @@ def peers_speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> p
 def _workload_table(ok: pd.DataFrame, detail: pd.DataFrame | None) -> pd.DataFrame:
     """`speedups` of ok cells that hold one group per workload and run."""
     keys = ["machine", "commit", "dtype", "epilog", "shape", "size", "intensity"]
-    columns = {
-        "time_s": "",
-        "ci_low_s": "_ci_low",
-        "ci_high_s": "_ci_high",
-        "samples": "_samples",
-        "gemm_ratio": "_gemm_ratio",
-        "gemm_ratio_low": "_gemm_ratio_low",
-        "gemm_ratio_high": "_gemm_ratio_high",
-        "kernels": "_kernels",
-    }
-    wide = ok.pivot_table(index=keys, columns="provider", values=list(columns), aggfunc="first")
+    wide = ok.pivot_table(index=keys, columns="provider", values=list(PROVIDER_COLUMNS), aggfunc="first")
     nothing = pd.Series(np.nan, index=wide.index)
     table = {
-        provider + suffix: wide[(value, provider)] if (value, provider) in wide.columns else nothing
+        provider_column(provider, value): wide[(value, provider)] if (value, provider) in wide.columns else nothing
         for provider in (*LADDER, *PEERS)
-        for value, suffix in columns.items()
+        for value in PROVIDER_COLUMNS
     }
     if detail is not None:
         raw, paired = list(detail.loc[ok.index, "raw"]), detail.loc[ok.index, "paired"].astype(bool)
-    ratios = {f"over_{other}": (FUSED, other) for other in (*BASELINES, *PEERS)}
-    ratios |= {f"{peer}_over_{UNFUSED}": (UNFUSED, peer) for peer in PEERS}
+    ratios = {speedup_column(other): (FUSED, other) for other in (*BASELINES, *PEERS)}
+    ratios |= {peer_ratio_column(peer): (UNFUSED, peer) for peer in PEERS}
     for name, (denominator, numerator) in ratios.items():
+        low, high = interval_columns(name)
         table[name] = table[numerator] / table[denominator]
-        table[f"{name}_low"] = table[f"{name}_high"] = nothing
+        table[low] = table[high] = nothing
         if detail is not None:
             paired_ratio = paired_ratios(ok, raw, paired, denominator, numerator).dropna(subset=["low"])
             intervals = paired_ratio.set_index(pd.MultiIndex.from_frame(ok.loc[paired_ratio.index, keys]))
-            table[f"{name}_low"] = intervals["low"].reindex(wide.index)
-            table[f"{name}_high"] = intervals["high"].reindex(wide.index)
-    table["epilog_cost"] = table[f"{FUSED}_gemm_ratio"] - 1
+            table[low] = intervals["low"].reindex(wide.index)
+            table[high] = intervals["high"].reindex(wide.index)
+    table[EPILOG_COST] = table[provider_column(FUSED, "gemm_ratio")] - 1
     return pd.DataFrame(table, index=wide.index).reset_index()
 
 
 def indistinct(table: pd.DataFrame, baseline: str) -> pd.Series:
     """Speedups whose paired 95% interval includes 1.0: fused and `baseline` are not told apart (False where
     the run gave no interval)."""
-    return (table[f"over_{baseline}_low"] <= 1.0) & (table[f"over_{baseline}_high"] >= 1.0)
+    low, high = interval_columns(speedup_column(baseline))
+    return (table[low] <= 1.0) & (table[high] >= 1.0)
 
 
 def machine_pairs(table: pd.DataFrame, reference: str, other: str, baseline: str) -> pd.DataFrame:
     """Fused's speedup over `baseline` on two machines, per workload both timed: columns `x` (`reference`) and
     `y` (`other`), indexed by dtype, epilog and shape."""
     speedup = {
-        m: table[table["machine"] == m].set_index(["dtype", "epilog", "shape"])[f"over_{baseline}"]
+        m: table[table["machine"] == m].set_index(["dtype", "epilog", "shape"])[speedup_column(baseline)]
         for m in (reference, other)
     }
     return pd.concat({"x": speedup[reference], "y": speedup[other]}, axis=1).dropna()
@@ -152,7 +187,7 @@ def geometric_mean(values: pd.Series) -> float:
 def inversions(table: pd.DataFrame) -> pd.DataFrame:
     """Workloads where fused runs below INVERSION x the unfused GEMM + pass, told apart from it (the paired
     interval excludes 1.0, where there is one): fusion does not pay."""
-    return table[(table["over_unfused"] < INVERSION) & ~indistinct(table, "unfused")]
+    return table[(table[OVER_UNFUSED] < INVERSION) & ~indistinct(table, UNFUSED)]
 
 
 def noisy_cells(cells: pd.DataFrame) -> pd.DataFrame:
@@ -166,17 +201,17 @@ def headline(cells: pd.DataFrame, table: pd.DataFrame, machine: str) -> pd.DataF
     for dtype in dict.fromkeys(table[table["machine"] == machine]["dtype"]):
         part = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
         counts = cells[(cells["machine"] == machine) & (cells["dtype"] == dtype)]["status"].value_counts()
-        measured = part["over_unfused"].notna()
-        worst = part.loc[part["over_unfused"].idxmin()] if measured.any() else None
+        measured = part[OVER_UNFUSED].notna()
+        worst = part.loc[part[OVER_UNFUSED].idxmin()] if measured.any() else None
         rows.append(
             {
                 "dtype": dtype,
-                **{f"fused over {b} (geomean)": f"{geometric_mean(part[f'over_{b}']):.2f}x" for b in BASELINES},
+                **{f"fused over {b} (geomean)": f"{geometric_mean(part[speedup_column(b)]):.2f}x" for b in BASELINES},
                 "fused over unfused (range)": (
-                    f"{part['over_unfused'].min():.2f}x-{part['over_unfused'].max():.2f}x" if measured.any() else ""
+                    f"{part[OVER_UNFUSED].min():.2f}x-{part[OVER_UNFUSED].max():.2f}x" if measured.any() else ""
                 ),
                 INVERSIONS_COLUMN: f"{len(inversions(part))} of {int(measured.sum())}",
-                "worst": "" if worst is None else f"{worst['epilog']} {worst['shape']}: {worst['over_unfused']:.2f}x",
+                "worst": "" if worst is None else f"{worst['epilog']} {worst['shape']}: {worst[OVER_UNFUSED]:.2f}x",
                 **{status.value: int(counts.get(status.value, 0)) for status in Status},
             }
         )

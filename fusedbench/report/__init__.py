@@ -24,6 +24,7 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 from fusedbench.analysis.speedups import (
     INVERSION,
     INVERSIONS_COLUMN,
+    OVER_UNFUSED,
     headline,
     ladder_cells,
     machine_pairs,
@@ -172,12 +173,12 @@ def summary(headlines: dict[str, pd.DataFrame], tables: dict[str, pd.DataFrame])
         textbook = ", ".join(f"{r['fused over textbook (geomean)']} at {r['dtype']}" for r in rows)
         losses = ", ".join(f"{r[INVERSIONS_COLUMN]} at {r['dtype']}" for r in rows)
         table = tables[machine]
-        worst = table.loc[table["over_unfused"].idxmin()]
+        worst = table.loc[table[OVER_UNFUSED].idxmin()]
         sentences.append(
             f"On <b>{html.escape(machine)}</b>, fused epilogs over the best unfused version: {unfused} (geometric "
             f"means over the workloads, their range in brackets); over the textbook: {textbook}. Fusion loses "
             f"(below {INVERSION:g}x, told apart from 1x) in {losses} workloads; the worst is "
-            f"{html.escape(worst['epilog'])} {worst['dtype']} {worst['shape']} at {worst['over_unfused']:.2f}x."
+            f"{html.escape(worst['epilog'])} {worst['dtype']} {worst['shape']} at {worst[OVER_UNFUSED]:.2f}x."
         )
     first, *others = list(tables) or [None]
     for other in others:

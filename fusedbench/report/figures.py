@@ -16,11 +16,20 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fusedbench.analysis.speedups import indistinct, machine_pairs, with_shape
+from fusedbench.analysis.speedups import (
+    EPILOG_COST,
+    indistinct,
+    interval_columns,
+    machine_pairs,
+    paired_fused_column,
+    provider_column,
+    speedup_column,
+    with_shape,
+)
 from fusedbench.catalog.dtypes import DTYPES
 from fusedbench.catalog.epilogs import EPILOGS
 from fusedbench.catalog.model import Status
-from fusedbench.catalog.providers import BASELINES, LADDER, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
+from fusedbench.catalog.providers import BASELINES, FUSED, LADDER, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value
@@ -197,12 +206,13 @@ def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtypes: list[str], bas
     each cell, on the shared colour range; greyed where the paired interval includes 1x."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
     # a peer timed in groups of its own is paired with the fused of its group's run, which the hover shows
-    fused = f"{baseline}_paired_fused" if f"{baseline}_paired_fused" in rows else "fused"
+    fused = paired_fused_column(baseline) if paired_fused_column(baseline) in rows else FUSED
     rows = _in_ms(_columns(rows), [fused, baseline])
     unclear = rows[indistinct(rows, baseline)]
     greyed = frozenset(zip(unclear["epilog"], unclear["column"], strict=True))
-    speedup = f"over_{baseline}"
-    paired = rows[f"{speedup}_low"].notna().any()
+    speedup = speedup_column(baseline)
+    low, high = interval_columns(speedup)
+    paired = rows[low].notna().any()
     return _epilog_by_shape(
         rows,
         speedup,
@@ -217,9 +227,7 @@ def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtypes: list[str], bas
         hover=f"fused %{{customdata[0]:.4g}} ms, {baseline} %{{customdata[1]:.4g}} ms<br>"
         "speedup %{customdata[2]:.3f}x"
         + (", paired 95% interval %{customdata[3]:.3f}-%{customdata[4]:.3f}" if paired else UNPAIRED),
-        hover_columns=[f"{fused}_ms", f"{baseline}_ms", speedup, f"{speedup}_low", f"{speedup}_high"][
-            : 5 if paired else 3
-        ],
+        hover_columns=[f"{fused}_ms", f"{baseline}_ms", speedup, low, high][: 5 if paired else 3],
         greyed=greyed,
         title=f"{_which(machine, dtypes)}: fused over {baseline} ({_above_one(baseline)})<br><sup>grey: the paired 95% "
         f"interval includes 1x; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not timed "
@@ -232,9 +240,9 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str]) 
     interval of its round-by-round ratios where the run paired them."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
     rows = _in_ms(rows, ["fused", "gemm"]).assign(
-        cost_pct=rows["epilog_cost"] * 100,
-        cost_low_pct=(rows["fused_gemm_ratio_low"] - 1) * 100,
-        cost_high_pct=(rows["fused_gemm_ratio_high"] - 1) * 100,
+        cost_pct=rows[EPILOG_COST] * 100,
+        cost_low_pct=(rows[provider_column(FUSED, "gemm_ratio_low")] - 1) * 100,
+        cost_high_pct=(rows[provider_column(FUSED, "gemm_ratio_high")] - 1) * 100,
     )
     paired = rows["cost_low_pct"].notna().any()
     return _epilog_by_shape(
@@ -267,12 +275,12 @@ def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go
     def timed(column: str) -> bool:
         return column in rows and rows[column].notna().any()
 
-    others = [name for name in (*reversed(BASELINES), *PEERS) if name != UNFUSED and timed(f"over_{name}")]
+    others = [name for name in (*reversed(BASELINES), *PEERS) if name != UNFUSED and timed(speedup_column(name))]
     views = {
         f"fused over {baseline}": speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline=baseline)
         for baseline in (UNFUSED, *others)
     }
-    if timed("epilog_cost"):
+    if timed(EPILOG_COST):
         views["epilog cost"] = epilog_cost_figure(table, machine=machine, dtypes=dtypes)
     figure = go.Figure(views["fused over unfused"])
     figure.data = []

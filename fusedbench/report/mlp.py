@@ -29,11 +29,18 @@ from fusedbench.report.tables import anchor, folded, table_html
 from fusedbench.results.runs import cells_of_runs, mlp_cells, order_runs
 from fusedbench.results.runs import newest_runs as newest_group_runs
 
-BASELINES = ("unfused", "textbook", "torch")
+UNFUSED = "unfused"
+BASELINES = (UNFUSED, "textbook", "torch")
 CLOCKS = {"wall": "wall clock per step", "gpu": "GPU time of the step's kernels"}
 VERSIONS = ("fused", *BASELINES)
 OK = Status.OK.value
 FUSION_PAYS = 1.0  # a speedup over unfused above this, told apart from it, is where fusion pays
+
+
+def step_speedup(baseline: str, clock: str = "wall") -> str:
+    """The step table's column of fused's speedup over `baseline` by a clock: 'over_unfused' (wall clock),
+    'gpu_over_unfused' (the kernels' GPU time)."""
+    return ("gpu_" if clock == "gpu" else "") + "over_" + baseline
 
 
 def newest_runs(mlp: pd.DataFrame) -> pd.DataFrame:
@@ -59,8 +66,8 @@ def step_table(mlp: pd.DataFrame) -> pd.DataFrame:
             table[f"{version}_{unit}"] = wide[column][version].to_numpy(dtype=float) * 1e3 if timed else np.nan
     table["fused_overhead_ms"] = table["fused_ms"] - table["fused_gpu_ms"]
     for baseline in BASELINES:
-        table[f"over_{baseline}"] = table[f"{baseline}_ms"] / table["fused_ms"]
-        table[f"gpu_over_{baseline}"] = table[f"{baseline}_gpu_ms"] / table["fused_gpu_ms"]
+        table[step_speedup(baseline)] = table[f"{baseline}_ms"] / table["fused_ms"]
+        table[step_speedup(baseline, "gpu")] = table[f"{baseline}_gpu_ms"] / table["fused_gpu_ms"]
         table[f"{baseline}_distinct"] = (table[f"{baseline}_low_ms"] > table["fused_high_ms"]) | (
             table[f"{baseline}_high_ms"] < table["fused_low_ms"]
         )
@@ -72,7 +79,7 @@ def step_table(mlp: pd.DataFrame) -> pd.DataFrame:
 
 def _view(rows: pd.DataFrame, baseline: str, clock: str) -> go.Heatmap:
     """Layers x batch of one dtype: fused's speedup over `baseline` by `clock`, written in each cell."""
-    speedup = f"{'gpu_' if clock == 'gpu' else ''}over_{baseline}"
+    speedup = step_speedup(baseline, clock)
     layers = [label for label in MLP_LAYERS if label in set(rows["layers"])]
     batches = sorted(set(rows["batch"]))
     grid = rows.set_index(["layers", "batch"])
@@ -185,7 +192,7 @@ def step_png_figure(table: pd.DataFrame, machine: str) -> tuple[go.Figure | None
 def where_fusion_stops_paying(table: pd.DataFrame, machine: str) -> str:
     """One paragraph per dtype: the sizes where the fused step beats unfused (intervals apart), those where it
     loses, and how much of fused's step at the notebook's size is the host's."""
-    rows = table[(table["machine"] == machine) & table["over_unfused"].notna()]
+    rows = table[(table["machine"] == machine) & table[step_speedup(UNFUSED)].notna()]
     parts = []
     for dtype in MLP_DTYPES:
         mine = rows[rows["dtype"] == dtype]
@@ -193,8 +200,8 @@ def where_fusion_stops_paying(table: pd.DataFrame, machine: str) -> str:
             continue
         label = lambda r: f"{r.layers} at batch {r.batch} ({r.over_unfused:.2f}x)"  # noqa: E731
         distinct = mine[mine["unfused_distinct"]]
-        wins = [label(r) for r in distinct[distinct["over_unfused"] > FUSION_PAYS].itertuples()]
-        losses = [label(r) for r in distinct[distinct["over_unfused"] < FUSION_PAYS].itertuples()]
+        wins = [label(r) for r in distinct[distinct[step_speedup(UNFUSED)] > FUSION_PAYS].itertuples()]
+        losses = [label(r) for r in distinct[distinct[step_speedup(UNFUSED)] < FUSION_PAYS].itertuples()]
         even = len(mine) - len(wins) - len(losses)
         parts.append(
             f"<li><b>{dtype}</b>: the fused step beats unfused at {', '.join(wins) or 'no size'}; it loses at "
@@ -225,7 +232,7 @@ def step_rows_html(table: pd.DataFrame, machine: str) -> str:
             **{f"{v} ms": rows[f"{v}_ms"].map(_ms) for v in VERSIONS},
             "fused GPU ms": rows["fused_gpu_ms"].map(_ms),
             "fused host ms": rows["fused_overhead_ms"].map(_ms),
-            **{f"over {b}": _pairs(rows[f"over_{b}"], rows[f"gpu_over_{b}"]) for b in BASELINES},
+            **{f"over {b}": _pairs(rows[step_speedup(b)], rows[step_speedup(b, "gpu")]) for b in BASELINES},
         }
     )
     note = "<p class='muted'>over X: X's median over fused's, wall clock / GPU time (above 1x: fusion pays).</p>"

@@ -17,7 +17,13 @@ import html
 import numpy as np
 import pandas as pd
 
-from fusedbench.analysis.speedups import ladder_cells, peers_speedups
+from fusedbench.analysis.speedups import (
+    interval_columns,
+    ladder_cells,
+    peer_ratio_column,
+    peers_speedups,
+    speedup_column,
+)
 from fusedbench.catalog.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED
 from fusedbench.catalog.shapes import shape_label
 from fusedbench.catalog.suites import PEER_ONLY_GROUPS, SUITES
@@ -40,12 +46,12 @@ def peer_rows(table: pd.DataFrame, cells: pd.DataFrame, peer: str) -> pd.DataFra
     paired intervals wholly below 1x) and by how much at best (the faster of fused and unfused over the peer),
     the config or mode it ran most often, and the seconds compiling (the most over the shapes: a group's first
     cells compile what later ones find in the compiler's caches) and autotuning (the median) took."""
-    over_fused, over_unfused = f"over_{peer}", f"{peer}_over_{UNFUSED}"
+    over_fused, over_unfused = speedup_column(peer), peer_ratio_column(peer)
     timed = table.dropna(subset=[over_fused])
     mine = cells[(cells["provider"] == peer) & (cells["status"] == OK)]
     rows = []
     for (dtype, epilog), part in timed.groupby(["dtype", "epilog"], sort=False):
-        wins = part[(part[f"{over_fused}_high"] < 1) & (part[f"{over_unfused}_high"] < 1)]
+        wins = part[(part[interval_columns(over_fused)[1]] < 1) & (part[interval_columns(over_unfused)[1]] < 1)]
         gain = 1 / np.maximum(wins[over_fused], wins[over_unfused])  # from the peer's own paired ratios
         spent = mine[(mine["dtype"] == dtype) & (mine["epilog"] == epilog)]
         rows.append(
