@@ -1,1 +1,1 @@
-"""fusedbench's asv suite: thin classes over fusedbench's catalog (see fusedbench/suites.py)."""
+"""fusedbench's asv suite: thin classes over fusedbench's catalog (see fusedbench/catalog/suites.py)."""
