@@ -14,34 +14,26 @@ BASELINE_DEFAULT = (
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
-        "alert", help="the CI gate: exit 1 when a run regresses against its baseline, 0 when nothing changed"
+    parser = add_arguments(
+        commands,
+        "alert",
+        "the CI gate: exit 1 when a run regresses against its baseline, 0 when nothing changed",
+        BASELINE_DEFAULT,
     )
-    add_arguments(parser, BASELINE_DEFAULT)
     parser.add_argument("--dump-thresholds", action="store_true", help="print the preset in force and exit")
     parser.set_defaults(handler=lambda a: command_alert(**options(a), dump=a.dump_thresholds))
 
 
-def command_alert(
-    *, results_dirs, machine, suite, baseline, candidate, preset, output_format, rows, strict, dump
-) -> int:
-    """Judge, print the verdict (and what warns), append it to GitHub's step summary; exit 1 on an alert."""
+def command_alert(*, output_format: str, rows: int, dump: bool, **selection) -> int:
+    """Judge (`selection`: the runs, as `cli.gating.judged` takes them), print the verdict (and what warns), append
+    it to GitHub's step summary; exit 1 on an alert."""
     from fusedbench.regressions.gate import Outcome
     from fusedbench.regressions.render import dump as dump_json
     from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
 
     if dump:
-        return dump_thresholds(results_dirs, machine, preset)
-    verdict = judged(
-        results_dirs=results_dirs,
-        machine=machine,
-        suite=suite,
-        baseline=baseline,
-        candidate=candidate,
-        preset=preset,
-        strict=strict,
-        gate=True,
-    )
+        return dump_thresholds(selection["results_dirs"], selection["machine"], selection["preset"])
+    verdict = judged(**selection, gate=True)
     if output_format == "json":
         text = dump_json(to_json(verdict))
     elif output_format == "md":

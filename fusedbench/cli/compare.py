@@ -13,26 +13,21 @@ BASELINE_DEFAULT = (
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
-        "compare", help="compare two runs cell by cell: each metric's change, its interval and a verdict"
+    parser = add_arguments(
+        commands,
+        "compare",
+        "compare two runs cell by cell: each metric's change, its interval and a verdict",
+        BASELINE_DEFAULT,
     )
-    add_arguments(parser, BASELINE_DEFAULT)
     parser.set_defaults(handler=lambda a: command_compare(**options(a)))
 
 
-def command_compare(*, results_dirs, machine, suite, baseline, candidate, preset, output_format, rows, strict) -> int:
-    """Print every compared row that moved, per suite and group (all rows with --format json)."""
+def command_compare(*, output_format: str, rows: int, **selection) -> int:
+    """Print every compared row that moved, per suite and group (all rows with --format json); `selection`: the
+    runs, as `cli.gating.judged` takes them."""
     from fusedbench.regressions.render import comparison_markdown, dump, to_json
 
-    verdict = judged(
-        results_dirs=results_dirs,
-        machine=machine,
-        suite=suite,
-        baseline=baseline,
-        candidate=candidate,
-        preset=preset,
-        strict=strict,
-    )
+    verdict = judged(**selection)
     if output_format == "json":
         emit(dump(to_json(verdict, rows=True)))
     elif output_format == "md":

@@ -12,7 +12,9 @@ REF_HELP = "COMMIT (a prefix, on --machine), MACHINE@COMMIT, or MACHINE@ (its ne
 REF = re.compile(r"(?:(?P<machine>[^@\s]+)@)?(?P<commit>[0-9a-fA-F]*)")
 
 
-def add_arguments(parser, baseline_default: str) -> None:
+def add_arguments(commands, name: str, helptext: str, baseline_default: str):
+    """The command's parser with the flags alert and compare share."""
+    parser = commands.add_parser(name, help=helptext)
     parser.add_argument(
         "results_dirs",
         nargs="*",
@@ -40,6 +42,7 @@ def add_arguments(parser, baseline_default: str) -> None:
     parser.add_argument("--format", dest="output_format", choices=("text", "md", "json"), default="text")
     parser.add_argument("--rows", type=count, default=40, help="rows of the terminal table (default: 40)")
     parser.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
+    return parser
 
 
 def options(args) -> dict:
