@@ -30,7 +30,7 @@ _CUTLASS_EVT_EPILOGS = tuple(
         "DGELU_BGRAD",
     )
 )
-# The forward epilogs the seed walkthrough's numba kernels fuse (shared/seeds/004), fp16 with fp32 accumulation.
+# The forward epilogs the seed walkthrough's numba kernels fuse, fp16 with fp32 accumulation.
 _WALKTHROUGH_EPILOGS = tuple(
     Epilog[name] for name in ("DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU_BIAS", "RELU_AUX_BIAS")
 )
@@ -211,7 +211,7 @@ TRITON = "triton"
 TORCH_COMPILE = "torch-compile"
 CUTLASS_EVT = "cutlass-evt"
 NUMBA_NAIVE = "numba-naive"
-# The seed walkthrough's rungs (shared/seeds/004).
+# The seed walkthrough's rungs: the matmul tutorial that climbs from loops to einsum, a numba kernel, the library.
 WALKTHROUGH = ("einsum", NUMBA_NAIVE, "numba-tiled")
 GEMM = "gemm"
 CONTROL_OF_TEXTBOOK = "blog"

@@ -1,4 +1,4 @@
-"""The seed walkthrough's rungs (shared/seeds/004: loops, einsum, a numba CUDA kernel, the library) as peers.
+"""The seed walkthrough's rungs (loops, einsum, a numba CUDA kernel, the library: a matmul tutorial) as peers.
 
 - `einsum`: the product through the array library's einsum (cupy's, or torch's for torch operands), then the
   textbook's epilog statements: what a user gets from one line that names the contraction.
