@@ -224,7 +224,11 @@ def test_compare_markdown_lists_what_moved_worst_first_and_the_gates(capsys, tmp
     )
     assert code == 0  # compare reports; only alert fails a build
     lines = out.splitlines()
-    assert lines[0] == f"## {tuned}" and lines[2].startswith("### quick: red, ")
+    assert lines[0] == f"## {tuned}" and lines[4].startswith("### quick: red, ")
+    assert (
+        lines[2]
+        == f"fusedbench compare: red by the gate's rules ({tuned}: 2 alert(s)); compare fails nothing, alert does"
+    )
     assert f"Quick: {tuned}@67306e2d against {MACHINE}@7dd23c51" in lines
     assert "| slower | GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused | time | large | 1.184 |" in out
     assert "| slower | Quick | * | time | 1.029 |" in out and "| same |" not in out

@@ -148,3 +148,57 @@ def test_a_report_is_replaced_only_by_a_report_of_something(capsys, quick, tmp_p
     code, _, err = run_cli(capsys, "report", quick, "-o", tmp_path / "blocked")
     assert code == 2 and "index.html is a folder, where the report goes" in err
     assert (good / "index.html").read_text() == "the report before"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--baseline", "nosuchmachine@"], "machine 'nosuchmachine' has no results"),
+        (["--machine", MACHINE, "--candidate", "h200-141gb@e022eab"], "name two machines; give one"),
+        (["{quick}", "--machine", MACHINE], "is named twice"),
+    ],
+)
+def test_a_baseline_or_candidate_that_names_nothing_real_is_an_error_never_a_pass(capsys, quick, argv, says):
+    filled = [a.format(quick=quick) for a in argv]
+    code, out, err = run_cli(capsys, "alert", quick, *filled)
+    assert code == 2 and out == "" and says in err and err.count("error: ") == 1
+
+
+def test_a_baseline_folder_without_the_machine_is_an_error(capsys, quick, tmp_path):
+    other = copy_runs(tmp_path / "other", ["e022eaba"], "h200-141gb")
+    code, _, err = run_cli(capsys, "alert", other, quick, "--suite", "quick")
+    assert code == 2 and f"machine '{MACHINE}' has no results in {other}" in err
+
+
+def test_a_run_is_never_its_own_baseline_and_a_suite_named_twice_is_judged_once(capsys, quick):
+    code, out, err = run_cli(capsys, "alert", quick, "--machine", MACHINE, "--baseline", QUICK_RUNS[-1])
+    assert code == 2 and out == "" and "the baseline 7dd23c51 is the candidate itself (the newest run of Quick)" in err
+    code, out, _ = run_cli(capsys, "alert", quick, "--machine", MACHINE, "--suite", "quick", "--suite", "quick")
+    assert code == 0 and out.count("quick: green") == 1
+
+
+def test_alert_with_standard_output_closed_is_exit_2_not_a_traceback(quick):
+    closed = subprocess.run(
+        [sys.executable, "-m", "fusedbench", "alert", str(quick), "--machine", MACHINE],
+        stdout=None,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert closed.returncode == 2 and "error: standard output is closed" in closed.stderr
+    assert "Traceback" not in closed.stderr
+
+
+def test_the_verdict_comes_before_its_warnings(tmp_path):
+    tuned = f"{MACHINE}-tuned-fused-algorithm-7"
+    results = copy_runs(tmp_path / "results", ["67306e2d"])
+    shutil.copytree(ROOT / "results" / tuned, results / tuned)
+    both = subprocess.run(
+        [sys.executable, "-m", "fusedbench", "alert", str(results), "--machine", tuned],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+    ).stdout
+    assert both.startswith(f"fusedbench alert: green ({tuned}: no alert)") and "\nwarning: GELU_AUX_BIAS" in both

@@ -5,7 +5,7 @@ verdict where there is one."""
 from __future__ import annotations
 
 from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, emit, silence_stdout
-from fusedbench.cli.gating import add_arguments, judged, options, verdict_text
+from fusedbench.cli.gating import add_arguments, judged, options, verdict_text, warn_all
 
 BASELINE_DEFAULT = (
     " (default: each group's newest earlier run on the machine at the same benchmark version; a tuned run's, its GPU's;"
@@ -45,6 +45,7 @@ def command_alert(*, output_format: str, rows: int, dump: bool, **selection) -> 
     except BrokenPipeError:  # `alert | head`: the verdict still decides the exit code
         silence_stdout()
     finally:
+        warn_all(verdict)
         write_step_summary(summary_markdown(verdict))  # a failure here is exit 2, the verdict printed first
     return EXIT_FAILED if verdict.outcome is Outcome.RED else EXIT_OK
 

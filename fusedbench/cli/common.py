@@ -59,7 +59,7 @@ def console(file=None):
     CI log."""
     from rich.console import Console
 
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 200
+    width = shutil.get_terminal_size().columns if sys.stdout is not None and sys.stdout.isatty() else 200
     return Console(file=file, width=width, highlight=False)
 
 
@@ -86,6 +86,8 @@ def render(*items) -> str:
 
 def emit(text: str) -> None:
     """Write to standard output, a full disk or a closed pipe becoming a FusedbenchError, not a traceback."""
+    if sys.stdout is None:  # started with standard output closed (`>&-`)
+        raise FusedbenchError("standard output is closed: nothing can be printed; give the command somewhere to write")
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

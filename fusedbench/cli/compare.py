@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from fusedbench.cli.common import EXIT_OK, emit
-from fusedbench.cli.gating import add_arguments, judged, options, verdict_text
+from fusedbench.cli.gating import add_arguments, judged, options, verdict_text, warn_all
 
 BASELINE_DEFAULT = (
     " (default: each group's newest earlier run on the machine at the same benchmark version; with two folders, the"
@@ -34,4 +34,5 @@ def command_compare(*, output_format: str, rows: int, **selection) -> int:
         emit(comparison_markdown(verdict))
     else:
         emit(verdict_text(verdict, rows=rows, only_alerts=False))
+    warn_all(verdict)
     return EXIT_OK

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from fusedbench.catalog.suites import SUITES
@@ -71,10 +72,14 @@ def judged(*, results_dirs, machine, suite, baseline, candidate, preset, strict:
     if len(results_dirs) > 2:
         raise FusedbenchError(f"give one results folder, or two (baseline's, candidate's), not {len(results_dirs)}")
     folders = results_dirs or ["results"]
+    if len(folders) == 2 and os.path.realpath(folders[0]) == os.path.realpath(folders[1]):
+        raise FusedbenchError(f"{folders[0]!r} is named twice: give one results folder, or the baseline's and another")
     loaded = [load(folder, strict=strict) for folder in folders]
     two = len(loaded) == 2
     cand_machine, cand_ref = parse_ref(candidate, "--candidate")
     base_machine, base_ref = parse_ref(baseline, "--baseline")
+    if cand_machine and machine and cand_machine != machine:
+        raise FusedbenchError(f"--machine {machine!r} and --candidate {candidate!r} name two machines; give one")
     machine_name = cand_machine or machine or newest_machine(group_runs(loaded[-1]), folders[-1])
     base_machine = base_machine or gpu_machine(machine_name)  # a tuned run is judged against its GPU's
     if gate:
@@ -109,7 +114,7 @@ def verdict_text(verdict, *, rows: int, only_alerts: bool) -> str:
     alerts (or, for compare, of every row that is not 'same' and the group gates that moved)."""
     from fusedbench.regressions.render import headline, run_pairs, suite_line
 
-    parts = [headline(verdict)]
+    parts = [headline(verdict, gate=only_alerts)]
     for suite in verdict.suites:
         parts.append(suite_line(suite))
         pairs = run_pairs(suite)
@@ -142,6 +147,11 @@ def suite_tables(suite, *, rows: int, only_alerts: bool) -> list:
         found.append(f"  {title}:\n" + "\n".join(f"  - {line}" for line in shown[:rows]))
     if len(shown) > rows:
         found.append(f"... {len(shown) - rows} more rows (--rows N, or --format md / json for all)")
-    for warning in suite.warnings:
-        warn(warning)
     return found
+
+
+def warn_all(verdict) -> None:
+    """Every suite's warnings on standard error, after the verdict is out."""
+    for suite in verdict.suites:
+        for warning in suite.warnings:
+            warn(warning)

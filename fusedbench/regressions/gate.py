@@ -28,7 +28,7 @@ import pandas as pd
 
 from fusedbench.analysis.speedups import INVERSION
 from fusedbench.catalog.model import cell_label
-from fusedbench.catalog.suites import SUITES
+from fusedbench.catalog.suites import GROUPS, SUITES
 from fusedbench.catalog.tuning import gpu_machine
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.compare import (
@@ -58,6 +58,7 @@ from fusedbench.results.runs import (
 
 KNOWN_SHOWN = 3  # known inversions named in the warning (the worst); the rest are counted
 JUDGED_SHARE = 0.5  # a suite with fewer of its cells compared than this is not judged
+SELF_BASELINE = "its baseline would be the run itself"  # a group whose only baseline is its own run
 
 
 class Outcome(enum.Enum):
@@ -223,7 +224,7 @@ class GroupJudgement:
     def compared(self) -> int:
         """How many of the candidate's cells the baseline also holds: each compared by time, or by status (a cell
         refused in both runs is judged unchanged, one that stopped running is missing)."""
-        if self.judged is None:
+        if self.judged is None or self.not_judged:
             return 0
         comparison = self.judged.comparison
         keys = [pd.MultiIndex.from_frame(run.cells[CELL]) for run in (comparison.baseline, comparison.candidate)]
@@ -250,12 +251,12 @@ class SuiteVerdict:
 
     @property
     def alerts(self) -> pd.DataFrame:
-        found = [g.judged.alerts for g in self.groups if g.judged is not None and g.judged.failed]
+        found = [g.judged.alerts for g in self.groups if g.judged is not None and g.judged.failed and not g.not_judged]
         return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=[*COMPARED, "kind", "began_at"])
 
     @property
     def warnings(self) -> list[str]:
-        return [w for g in self.groups if g.judged is not None for w in g.judged.warnings]
+        return [w for g in self.groups if g.judged is not None and not g.not_judged for w in g.judged.warnings]
 
     @property
     def outcome(self) -> Outcome:
@@ -328,11 +329,11 @@ def _baseline_row(runs, base_runs, choice: Choice, candidate: pd.Series) -> pd.S
         return None if newest.empty else newest.iloc[-1]
     if machine == choice.machine:
         return baseline_of(runs, candidate)
-    # a tuned run: its GPU's run of the group at the same commit (the same code untuned), else the newest before it
+    # another machine (a tuned run's GPU, or one named MACHINE@): its run of the group at the same commit (for a
+    # tuned run, the same code untuned), else its newest at the candidate's version
     mine = runs[(runs["machine"] == machine) & (runs["group"] == group) & (runs["version"] == candidate["version"])]
     same = mine[mine["commit"] == candidate["commit"]]
-    earlier = mine.loc[: candidate.name - 1]
-    return same.iloc[-1] if not same.empty else (None if earlier.empty else earlier.iloc[-1])
+    return same.iloc[-1] if not same.empty else (None if mine.empty else mine.iloc[-1])
 
 
 def _no_baseline(choice: Choice, base: pd.Series | None) -> str:
@@ -362,20 +363,24 @@ def _judge_group(sources: Sources, runs, base_runs, choice: Choice, preset: Pres
     cells = group_cell_count(group)
     candidate = _candidate_row(runs, choice, group)
     if candidate is None:
-        return GroupJudgement(group, cells, None, not_judged=f"never ran on {choice.machine}")
+        where = f"at {choice.candidate[:8]}" if choice.candidate else f"on {choice.machine}"
+        return GroupJudgement(group, cells, None, not_judged=f"not run {where}")
     cand = cells_run(sources.results, choice.machine, candidate["commit"], sources.origins[1], groups=[group])
-    if group not in preset.calibrated_groups:
-        suites = " and ".join(preset.rates.get("pairs_by_suite", {})) or "no"
-        why = f"no calibration: preset {preset.name!r} was earned on A/A runs of the {suites} suites' groups"
-        return GroupJudgement(group, cells, cand, not_judged=why)
     base = _baseline_row(runs, base_runs, choice, candidate)
     if base is None or base["version"] != candidate["version"]:
         return GroupJudgement(group, cells, cand, not_judged=_no_baseline(choice, base))
+    if (base["machine"], base["commit"]) == (choice.machine, candidate["commit"]) and not sources.two:
+        return GroupJudgement(group, cells, cand, not_judged=SELF_BASELINE)
     baseline = cells_run(
         sources.baseline_results, str(base["machine"]), str(base["commit"]), sources.origins[0], groups=[group]
     )
-    judged = judge_comparison(compare_runs(baseline, cand, preset))
-    return GroupJudgement(group, cells, cand, baseline, _with_step_starts(judged, sources.results, cand))
+    if group not in preset.calibrated_groups:  # compared where compare reads the cells, never judged by another's noise
+        suites = " and ".join(preset.rates.get("pairs_by_suite", {})) or "no"
+        why = f"no calibration: preset {preset.name!r} was earned on A/A runs of the {suites} suites' groups"
+        compared = judge_comparison(compare_runs(baseline, cand, preset)) if group in GROUPS else None
+        return GroupJudgement(group, cells, cand, baseline, compared, not_judged=why)
+    judged = _with_step_starts(judge_comparison(compare_runs(baseline, cand, preset)), sources.results, cand)
+    return GroupJudgement(group, cells, cand, baseline, judged)
 
 
 def _with_step_starts(judged: Judged, results: ResultSet, candidate: Run) -> Judged:
@@ -402,13 +407,20 @@ def judge(results: ResultSet, choice: Choice, sources: Sources | None = None) ->
     runs = group_runs(sources.results)
     require_machine(runs, choice.machine, sources.origins[1])
     base_runs = group_runs(sources.baseline_results) if sources.two else runs
+    require_machine(base_runs, choice.baseline_machine or gpu_machine(choice.machine), sources.origins[0])
     preset, preset_line = preset_for(choice.machine, choice.preset)
     suites = []
     for suite in choice.suites:
         groups = tuple(_judge_group(sources, runs, base_runs, choice, preset, group) for group in SUITES[suite])
         suites.append(SuiteVerdict(choice.machine, suite, preset, preset_line, groups))
     verdict = MachineVerdict(choice.machine, tuple(suites))
-    if choice.baseline is not None and not any(g.judged for s in verdict.suites for g in s.groups):
+    itself = [g for s in verdict.suites for g in s.groups if g.not_judged == SELF_BASELINE]
+    if itself and not any(g.baseline for s in verdict.suites for g in s.groups):
+        raise FusedbenchError(
+            f"the baseline {choice.baseline[:8] if choice.baseline else ''} is the candidate itself (the newest run "
+            f"of {', '.join(g.group for g in itself)}); name an earlier commit with --baseline"
+        )
+    if choice.baseline is not None and not any(g.baseline for s in verdict.suites for g in s.groups):
         raise FusedbenchError(
             f"the baseline {choice.baseline[:8]} shares no group at one benchmark version with "
             f"{choice.candidate[:8] if choice.candidate else 'the newest runs'} on {choice.machine}, so nothing can be "
@@ -429,7 +441,7 @@ def default_choice(results: ResultSet, machine: str, **given) -> Choice:
     require_machine(runs, machine)
     candidate = given.get("candidate")
     commit = candidate or str(runs.loc[runs["machine"] == machine, "commit"].iloc[-1])
-    suites = given.pop("suites", None) or suites_of_commit(runs, machine, commit)
+    suites = tuple(dict.fromkeys(given.pop("suites", None) or suites_of_commit(runs, machine, commit)))
     return Choice(machine, tuple(suites), **given)
 
 

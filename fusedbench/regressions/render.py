@@ -87,8 +87,14 @@ def dump(obj) -> str:
     return json.dumps(obj, indent=2, allow_nan=False) + "\n"
 
 
-def headline(verdict: MachineVerdict) -> str:
-    """'fusedbench alert: RED (h100-80gb-hbm3: 2 alerts)' and the like: the first line of every rendering."""
+def headline(verdict: MachineVerdict, *, gate: bool = True) -> str:
+    """'fusedbench alert: RED (h100-80gb-hbm3: 2 alert(s)): the build fails' and the like: the first line of every
+    rendering; `compare` (not the gate, `gate` False) says what alert would say, and that it fails nothing itself."""
+    if not gate:
+        return (
+            f"fusedbench compare: {verdict.outcome.value} by the gate's rules ({verdict.machine}: {verdict.alerts} "
+            "alert(s)); compare fails nothing, alert does"
+        )
     if verdict.outcome is Outcome.RED:
         return f"fusedbench alert: RED ({verdict.machine}: {verdict.alerts} alert(s)): the build fails"
     if verdict.outcome is Outcome.GREEN:
@@ -135,10 +141,12 @@ def summary_markdown(verdict: MachineVerdict, limit: int = STEP_SUMMARY_LIMIT) -
 
 
 def comparison_markdown(verdict: MachineVerdict) -> str:
-    """`compare --format md`: per suite, every row that is not 'same', worst first, then the gates that moved."""
-    text = [f"## {verdict.machine}", ""]
+    """`compare --format md`: per suite, every row that is not 'same', worst first, then the gates that moved, and
+    the warnings."""
+    text = [f"## {verdict.machine}", "", headline(verdict, gate=False), ""]
     for suite in verdict.suites:
         text += [f"### {suite_line(suite)}", ""]
+        text += [f"- warning: {w}" for w in suite.warnings] + ([""] if suite.warnings else [])
         for group in suite.groups:
             if group.judged is None:
                 continue
