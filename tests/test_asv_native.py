@@ -92,7 +92,9 @@ def test_every_run_of_the_current_version_is_graphed_by_asv_publish(tmp_path):
                 points = json.load(stream)
             assert revisions[run["commit"]] in [point[0] for point in points], (run["machine"], run["commit"][:8], name)
             graphed += 1
-    assert graphed >= 4 * 10  # the d1e4d02 and 253b8cc default runs on both machines, ten benchmarks each
+    # Not vacuous: the mlp suite's runs on both machines kept their versions through the burst lead-in (which
+    # started a new history for every cell group and the ceilings), and so did their points.
+    assert graphed >= 20
 
 
 def runs_of_one_version() -> list[tuple[str, str, str]]:

@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -68,3 +69,17 @@ def test_a_legacy_run_file_becomes_one_record_per_group(tmp_path):
     assert len(legacy.cells) == 384 and {c.key.dtype for c in legacy.cells} == {"fp16"}
     assert sum(c.status is Status.UNSUPPORTED for c in legacy.cells) == 40
     assert legacy.environment["gpu"]["name"] == "NVIDIA H200"
+
+
+def test_a_record_keeps_each_cells_per_sample_telemetry_a_cell_per_line(tmp_path):
+    key = CellKey("RELU_BIAS", "fp16", 65536, 16384, 8192, "fused", "h100-80gb-hbm3", COMMIT)
+    telemetry = {"sm_mhz_before": (1980, 1965), "sm_mhz_after": (1755, 1740), "power_w": (690, 702), "throttle": (4, 4)}
+    measured = replace(Cell.measured(key, [0.0229, 0.0231]), telemetry=telemetry)
+    path = write_record(str(tmp_path), record(cells=[measured]))
+    (back,) = read_record_file(path)
+    assert back.cells[0].telemetry == telemetry
+    with open(path) as stream:
+        lines = stream.read().splitlines()
+    assert sum('"telemetry":{' in line for line in lines) == 1  # the cell on one line, not a line a number
+    old = record().to_json() | {"format": "fusedbench-record/1"}  # records before telemetry still read
+    assert GroupRecord.from_json(old).cells[0] == record().cells[0]

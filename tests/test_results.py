@@ -336,3 +336,22 @@ def test_a_results_file_with_malformed_values_is_a_warning_not_a_traceback(tmp_p
     assert problem.startswith(f"{path} holds asv results fusedbench cannot read") or problem.startswith(
         f"{path} is not an asv results file"
     )
+
+
+def test_the_table_gives_each_cells_median_clock_and_power_and_what_the_clock_explains():
+    from dataclasses import replace
+
+    from fusedbench.catalog.model import Cell, CellKey
+    from fusedbench.results.loader import COLUMNS, cell_of, power_state
+
+    key = CellKey("RELU_BIAS", "fp16", 65536, 16384, 8192, "fused", "h100-80gb-hbm3", "c" * 40)
+    clocks = [1980, 1900, 1800, 1700, 1600]
+    telemetry = {"sm_mhz_before": tuple(clocks), "sm_mhz_after": tuple(clocks), "power_w": (300, -1, 500, 700, 650)}
+    recorded = replace(Cell.measured(key, ()), telemetry=telemetry)
+    cell = cell_of(key, 0.03, [1 / c for c in clocks], recorded)  # asv's samples, the record's telemetry
+    assert cell.telemetry == telemetry
+    state = power_state(cell)
+    assert state["sm_mhz"] == 1800 and state["power_w"] == 575  # -1: no reading, left out
+    assert state["clock_explains"] == pytest.approx(1.0)
+    assert {"sm_mhz", "power_w", "clock_explains"} <= set(COLUMNS)
+    assert all(math.isnan(v) for v in power_state(Cell.measured(key, [0.03])).values())  # runs before telemetry

@@ -4,7 +4,17 @@ from collections import Counter
 
 import pytest
 
-from fusedbench.measure.sampling import carryover_balanced_orders, sample_interleaved
+from fusedbench.measure.sampling import (
+    BACK_TO_BACK,
+    BURST,
+    PAIRED_SAMPLINGS,
+    PROTOCOL,
+    PROTOCOLS,
+    SUSTAINED,
+    LeadIn,
+    carryover_balanced_orders,
+    sample_interleaved,
+)
 
 
 class FakeClock:
@@ -117,3 +127,98 @@ def test_warmup_lasts_at_least_the_given_measured_time():
     )
     assert len(calls) == 4 + 1  # warm-up until 0.4 s of GPU time, then the one timed call
     assert samples == {"a": [7.0]}
+
+
+class FakeHost:
+    """A host clock that only sleep() moves, and a log of what the lead-in and the probe did."""
+
+    def __init__(self, log):
+        self.time, self.log = 100.0, log
+
+    def now(self):
+        return self.time
+
+    def sleep(self, seconds):
+        self.log.append(("sleep", round(seconds, 6)))
+        self.time += seconds
+
+    def heat(self, seconds):
+        self.log.append(("heat", round(seconds, 6)))
+
+
+class FakeProbe:
+    """Logs its readings; each reading after a call takes the host `seconds`."""
+
+    def __init__(self, log, host, seconds):
+        self.log, self.host, self.seconds = log, host, seconds
+
+    def before(self, name):
+        self.log.append(("before", name))
+
+    def after(self, name):
+        self.log.append(("after", name))
+        self.host.time += self.seconds
+
+
+def lead_in_log(protocol, duration, reading_seconds=0.0):
+    """What happens around the second timed call of a single run lasting `duration` (its warm-up the same), the
+    probe taking `reading_seconds` after each timed call."""
+    log = []
+    host = FakeHost(log)
+
+    class Clock:
+        def start(self):
+            log.append("start")
+
+        def stop(self):
+            log.append("stop")
+            return duration
+
+    lead_in = LeadIn(protocol, sleep=host.sleep, heat=host.heat if protocol.heat_s(1.0) else None, now=host.now)
+    samples = sample_interleaved(
+        {"call": lambda: log.append("call")},
+        clock=Clock(),
+        samples=2,
+        warmup=1,
+        between_samples=lambda: log.append("flush"),
+        lead_in=lead_in,
+        probe=FakeProbe(log, host, reading_seconds),
+    )
+    assert samples == {"call": [duration, duration]}
+    return log[log.index(("after", "call")) + 1 :]  # after the first timed call
+
+
+def test_burst_idles_as_long_as_the_call_counting_the_time_already_idle_then_times_it():
+    assert lead_in_log(BURST, 0.020) == [
+        ("sleep", 0.02),
+        "flush",
+        ("before", "call"),
+        "start",
+        "call",
+        "stop",
+        ("after", "call"),
+    ]
+    assert lead_in_log(BURST, 0.020, reading_seconds=0.001)[0] == ("sleep", 0.019)  # 1 ms already idle: 19 more
+    assert lead_in_log(BURST, 0.020, reading_seconds=0.030)[0] == "flush"  # the readings took longer than the idle
+
+
+def test_burst_wakes_the_gpu_with_the_call_itself_where_it_is_shorter_than_the_wake():
+    log = lead_in_log(BURST, 0.002)
+    assert log[0] == ("sleep", BURST.idle_min_s)  # at least 5 ms idle, however short the call
+    assert log[1:4] == ["call"] * 3  # 5 ms of wake at 2 ms a call, queued before the flush and the timed call
+    assert log[4:] == ["flush", ("before", "call"), "start", "call", "stop", ("after", "call")]
+    assert BURST.wake_calls(0.0) == 0  # no warm-up, no known length: no wake
+
+
+def test_sustained_queues_a_heater_as_long_as_the_call_and_never_idles():
+    log = lead_in_log(SUSTAINED, 0.020)
+    assert log[0] == ("heat", 0.02) and not any(step[0] == "sleep" for step in log if isinstance(step, tuple))
+    assert lead_in_log(SUSTAINED, 0.001)[0] == ("heat", SUSTAINED.heat_min_s)
+    with pytest.raises(ValueError, match="needs a heater"):
+        LeadIn(SUSTAINED)
+
+
+def test_back_to_back_adds_nothing_before_a_call_and_every_protocol_pairs_its_rounds():
+    assert lead_in_log(BACK_TO_BACK, 0.020) == ["flush", ("before", "call"), "start", "call", "stop", ("after", "call")]
+    assert PROTOCOL.sampling in PAIRED_SAMPLINGS and "williams-rounds" in PAIRED_SAMPLINGS
+    assert {p.sampling for p in PROTOCOLS.values()} <= PAIRED_SAMPLINGS

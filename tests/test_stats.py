@@ -26,3 +26,19 @@ def test_relative_iqr_comes_from_the_raw_samples_around_their_median():
 def test_a_tight_spread_is_not_noisy():
     assert relative_iqr((1.00, 1.01, 0.99, 1.00)) <= NOISY_RELATIVE_IQR
     assert math.isnan(relative_iqr((2.0,)))  # one sample says nothing about the spread
+
+
+def test_the_aa_spread_is_max_minus_min_over_the_median():
+    from fusedbench.stats import spread
+
+    assert spread([10.0, 10.1, 9.9, 10.0, 10.2]) == pytest.approx(0.3 / 10.0)
+    assert math.isnan(spread([10.0]))
+
+
+def test_the_clock_explains_a_spread_it_caused_and_not_one_it_did_not():
+    from fusedbench.stats import clock_explains
+
+    clocks = [1980, 1900, 1800, 1700, 1600]
+    assert clock_explains([1.0 / c for c in clocks], clocks) == pytest.approx(1.0)  # time is cycles / clock
+    assert math.isnan(clock_explains([1.0, 1.2, 0.9], [1980] * 3))  # a steady clock explains nothing measurable
+    assert clock_explains([1.0, 1.0, 1.2, 1.2, 1.1], [1900, 1980, 1900, 1980, 1900]) == pytest.approx(0.0)

@@ -82,7 +82,8 @@ class Cell:
 
     `error` is the largest error against the float64 reference where a check measured it
     (max |out - ref| / max |ref|; inf where an output was missing or non-finite). `provenance`
-    is free-form room for what later measurements add (kernels, cuBLASLt's algorithm).
+    is free-form room for what later measurements add (kernels, cuBLASLt's algorithm). `telemetry` is the GPU's
+    state around each sample, a series per reading in sample order (measure.telemetry.SAMPLE_SERIES).
     """
 
     key: CellKey
@@ -91,6 +92,7 @@ class Cell:
     samples: tuple[float, ...] = ()
     error: float | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    telemetry: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -133,6 +135,8 @@ class Cell:
             record["error"] = None if math.isinf(self.error) else self.error
         if self.provenance:
             record["provenance"] = dict(self.provenance)
+        if self.telemetry:
+            record["telemetry"] = {name: list(series) for name, series in self.telemetry.items()}
         return record
 
     @classmethod
@@ -165,9 +169,10 @@ class Cell:
         try:
             samples = tuple(float(s) for s in record.get("samples", ()))
             provenance = dict(record.get("provenance", {}))
-        except (TypeError, ValueError) as exc:
-            raise FormatError(f"cell samples or provenance unreadable ({exc})") from None
-        return cls(key, status, reason, samples, error, provenance)
+            telemetry = {str(name): tuple(int(v) for v in series) for name, series in record.get("telemetry", {}).items()}
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise FormatError(f"cell samples, provenance or telemetry unreadable ({exc})") from None
+        return cls(key, status, reason, samples, error, provenance, telemetry)
 
 
 def _typed(record: Mapping[str, Any], name: str, kind: type):

@@ -22,6 +22,7 @@ from fusedbench.cli import (
     listing,
     machine,
     mlp,
+    protocols,
     report,
     run,
     table,
@@ -30,7 +31,7 @@ from fusedbench.cli.common import EXIT_OK, EXIT_USAGE, Parser
 from fusedbench.errors import FusedbenchError
 
 # In the order `fusedbench --help` lists them: the main job first, then reading results, then the gate.
-COMMANDS = (listing, check, run, machine, table, advise, report, compare, alert, history, mlp, calibrate)
+COMMANDS = (listing, check, run, machine, table, advise, report, compare, alert, history, mlp, calibrate, protocols)
 
 
 def build_parser() -> Parser:

@@ -6,6 +6,9 @@ into asv's results folder for its machine: the group's cells in the one JSON for
 `fusedbench.catalog.model`, how they were sampled, the checkout they measured, the GPU, the library
 versions and NVML telemetry. A plain `asv run` writes them as `fusedbench run` does.
 
+asv's results hold the samples; the record holds everything else, the GPU's state around each sample
+included (each cell's `telemetry`, format /2), a cell per line so that it stays small and readable.
+
 Runs before this format wrote one `.fbenv` per `fusedbench run` (formats /1 and /2); they are
 read into the same `GroupRecord`s, one per group.
 """
@@ -24,7 +27,8 @@ from fusedbench.catalog.suites import GROUPS
 from fusedbench.errors import DataProblem
 from fusedbench.files import write_text_atomically
 
-RECORD_FORMAT = "fusedbench-record/1"
+RECORD_FORMAT = "fusedbench-record/2"  # /2: cells carry per-sample telemetry; `sampling` names the protocol
+READABLE_FORMATS = ("fusedbench-record/1", RECORD_FORMAT)
 LEGACY_FORMATS = ("fusedbench-environment/1", "fusedbench-environment/2")
 RECORD_SUFFIX = ".fbenv"
 
@@ -38,7 +42,7 @@ class GroupRecord:
     group: str  # the asv class, e.g. "Fp16Seed"
     started: str  # ISO 8601, UTC
     seconds: float  # how long the group's measurement took
-    sampling: str | None  # how samples were ordered (fusedbench.measure.sampling.SAMPLING); None: not recorded
+    sampling: str | None  # how samples were taken (sampling.Protocol.sampling); None: not recorded
     dirty: bool | None  # whether the checkout had uncommitted changes; None: not recorded
     environment: Mapping[str, Any] = field(default_factory=dict)  # gpu, versions, telemetry
     cells: tuple[Cell, ...] = ()
@@ -68,8 +72,8 @@ class GroupRecord:
 
     @classmethod
     def from_json(cls, payload: Mapping[str, Any]) -> GroupRecord:
-        if payload.get("format") != RECORD_FORMAT:
-            raise FormatError(f"format {payload.get('format')!r}, expected {RECORD_FORMAT!r}")
+        if payload.get("format") not in READABLE_FORMATS:
+            raise FormatError(f"format {payload.get('format')!r}, expected one of {list(READABLE_FORMATS)}")
         try:
             return cls(
                 machine=str(payload["machine"]),
@@ -93,9 +97,17 @@ def record_path(results_dir: str, record: GroupRecord) -> str:
     return os.path.join(results_dir, record.machine, name)
 
 
+def record_text(record: GroupRecord) -> str:
+    """The record's JSON with a cell per line: its per-sample telemetry would take a line a number indented."""
+    payload = record.to_json()
+    cells = ",\n".join(json.dumps(cell, separators=(",", ":")) for cell in payload.pop("cells"))
+    head = json.dumps(payload, indent=1)
+    return f"{head[:-2]},\n \"cells\": [\n{cells}\n ]\n}}\n"
+
+
 def write_record(results_dir: str, record: GroupRecord) -> str:
     path = record_path(results_dir, record)
-    write_text_atomically(path, json.dumps(record.to_json(), indent=1) + "\n")
+    write_text_atomically(path, record_text(record))
     return path
 
 

@@ -1,38 +1,145 @@
-"""How a workload's providers are sampled: rounds in a carryover-balanced order, with an injectable clock.
+"""How a workload's providers are sampled: rounds in a carryover-balanced order, each timed call after a defined
+lead-in (the measurement protocol), with an injectable clock.
 
-The loop takes its clock and its between-samples hook as parameters, so its logic is tested on
-the CPU with a fake clock; on the GPU the clock is `gpu.timing.CudaEventClock` and the hook
-flushes L2. Samples are kept raw (seconds, one per call); statistics are derived from them.
+The loop takes its clock, its between-samples hook (an L2 flush), the lead-in's idle and heater, and a per-sample
+probe (telemetry) as parameters, so its logic is tested on the CPU with fakes; on the GPU the clock is
+`gpu.timing.CudaEventClock`. Samples are kept raw (seconds, one per call); statistics are derived from them.
 
 Why rounds: a GPU at its power cap changes clock within seconds, so consecutive samples of one run
 drift together; interleaving spreads that drift over every run, and sample i of every run comes from
-round i (`SAMPLING`), so runs can be compared round by round. What ran just before a call matters too
-(a GEMM after a memory-bound pass starts with power to spare: 2-6% faster on an H100 or H200 at the
-seed shape), so the rounds follow a carryover-balanced design.
+round i, so runs can be compared round by round. What ran just before a call matters too (a GEMM after
+a memory-bound pass starts with power to spare: 2-6% faster on an H100 or H200 at the seed shape), so
+the rounds follow a carryover-balanced design.
+
+Why a protocol: at a 700 W cap an H100's SM clock swings between about 1065 and 1980 MHz, and the same
+GEMM takes 14% longer sustained than from idle. A call timed in whatever state its neighbours left
+the GPU in is noisy, and its time depends on its neighbours. A `Protocol` puts the GPU in one named
+state before every timed call: idle for a time scaled to the call, then woken by the call itself
+(burst, the clock at its boost), or held at the cap by a heater load (sustained). docs/measurement.md
+gives the screening that chose `PROTOCOL`.
 """
 
 from __future__ import annotations
 
+import math
 import random
+import statistics
+import time
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Protocol as Interface
 
 # Timed calls per benchmarked cell: enough for asv's confidence intervals and its Mann-Whitney
-# test, few enough that the default suite fits in ten minutes on one H100.
+# test, few enough that the default suite fits in fifteen minutes on one H100.
 SAMPLES = 10
 
-# How `sample_interleaved` orders its calls, recorded with every run: sample i of every provider
-# of a workload comes from round i, so providers can be compared round by round.
-SAMPLING = "williams-rounds"
-PAIRED_SAMPLINGS = frozenset({SAMPLING})
 
-
-class Clock(Protocol):
+class Clock(Interface):
     """Times one region: start() before the work, stop() after it returns the seconds it took."""
 
     def start(self) -> None: ...
 
     def stop(self) -> float: ...
+
+
+class Probe(Interface):
+    """Reads the GPU's state right before and right after each timed call, outside the timed region."""
+
+    def before(self, name: str) -> None: ...
+
+    def after(self, name: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The lead-in of every timed call of the sampling rounds, scaled by the call's expected time (its warm-up).
+
+    In order: a heater load of max(heat_min_s, heat_ratio x expected) seconds, an idle gap of
+    max(idle_min_s, idle_ratio x expected), then the call itself repeated for at least wake_s where it is
+    shorter (the clock rises again after idle); then the L2 flush and the timed call."""
+
+    name: str
+    summary: str
+    idle_ratio: float = 0.0
+    idle_min_s: float = 0.0
+    wake_s: float = 0.0
+    heat_ratio: float = 0.0
+    heat_min_s: float = 0.0
+
+    @property
+    def sampling(self) -> str:
+        """What a record says of how its samples were taken: the rounds and this lead-in."""
+        return f"{ROUNDS_DESIGN}/{self.name}"
+
+    def idle_s(self, expected: float) -> float:
+        return max(self.idle_min_s, self.idle_ratio * expected) if self.idle_ratio or self.idle_min_s else 0.0
+
+    def heat_s(self, expected: float) -> float:
+        return max(self.heat_min_s, self.heat_ratio * expected) if self.heat_ratio or self.heat_min_s else 0.0
+
+    def wake_calls(self, expected: float) -> int:
+        """How many untimed calls wake the GPU before the timed one (none for a call at least wake_s long)."""
+        if not self.wake_s or not 0 < expected < self.wake_s:
+            return 0  # long enough to wake the GPU itself, or of unknown length (no warm-up)
+        return math.ceil(self.wake_s / max(expected, 1e-6))
+
+
+ROUNDS_DESIGN = "williams-rounds"
+# The candidates screened on the GPU (docs/measurement.md); `fusedbench protocols` screens them again on yours.
+BACK_TO_BACK = Protocol("back-to-back", "no lead-in: each call in whatever state the previous one left the GPU")
+BURST = Protocol(
+    "burst",
+    "idle as long as the call (at least 5 ms), then the call itself for 5 ms where it is shorter",
+    idle_ratio=1.0,
+    idle_min_s=0.005,
+    wake_s=0.005,
+)
+BURST_LONG = Protocol(
+    "burst-2x",
+    "idle twice as long as the call (at least 10 ms), then the call itself for 5 ms where it is shorter",
+    idle_ratio=2.0,
+    idle_min_s=0.01,
+    wake_s=0.005,
+)
+SUSTAINED = Protocol(
+    "sustained",
+    "a GEMM heater as long as the call (at least 5 ms) right before it: the GPU held at its power cap",
+    heat_ratio=1.0,
+    heat_min_s=0.005,
+)
+PROTOCOLS = {protocol.name: protocol for protocol in (BACK_TO_BACK, BURST, BURST_LONG, SUSTAINED)}
+PROTOCOL = BURST  # what every run uses; docs/measurement.md gives the screening that chose it
+# How runs recorded their sampling: every protocol's rounds pair (sample i of every provider comes from round i).
+# "williams-rounds" alone is what runs recorded before protocols, back to back.
+PAIRED_SAMPLINGS = frozenset({ROUNDS_DESIGN, *(protocol.sampling for protocol in PROTOCOLS.values())})
+
+
+class LeadIn:
+    """How a protocol's lead-in is carried out: `sleep` idles the host (and so the GPU), `heat(seconds)` queues
+    that much heater work on the GPU (None where the protocol needs none), `now` reads the host's clock. The idle
+    gap counts from the end of the last timed call (`ended`), so reading telemetry after it costs no extra time.
+    Heat and wake calls are queued without waiting: the timed call's launches then queue behind them, and its
+    time is the GPU's, with no launch gap (as NVBench times)."""
+
+    def __init__(self, protocol: Protocol = BACK_TO_BACK, *, sleep=time.sleep, heat=None, now=time.perf_counter):
+        self.protocol, self._sleep, self._heat, self._now = protocol, sleep, heat, now
+        self._ended = now()
+        if protocol.heat_s(1.0) and heat is None:
+            raise ValueError(f"protocol {protocol.name!r} needs a heater; none was given")
+
+    def ended(self) -> None:
+        """A timed call has just returned: the GPU is idle from now on."""
+        self._ended = self._now()
+
+    def __call__(self, run: Callable[[], object], expected: float) -> None:
+        heat = self.protocol.heat_s(expected)
+        if heat:
+            self._heat(heat)
+        idle = self.protocol.idle_s(expected) - (self._now() - self._ended)
+        if idle > 0:
+            self._sleep(idle)
+        for _ in range(self.protocol.wake_calls(expected)):
+            run()
 
 
 def carryover_balanced_orders(count: int) -> list[list[int]]:
@@ -54,6 +161,62 @@ def carryover_balanced_orders(count: int) -> list[list[int]]:
     return orders + [order[::-1] for order in orders] if count % 2 else orders
 
 
+@dataclass
+class _Rounds:
+    """The state of one `sample_interleaved`: each run's timings (or the exception that dropped it) and its
+    expected time, and what surrounds every timed call."""
+
+    runs: Mapping[str, Callable[[], object]]
+    clock: Clock
+    between_samples: Callable[[], None] | None
+    lead_in: LeadIn | None
+    probe: Probe | None
+
+    def __post_init__(self) -> None:
+        self.results: dict[str, list[float] | Exception] = {name: [] for name in self.runs}
+        self.expected: dict[str, float] = {}
+
+    def one_round(self, order: list[str], sampling: bool) -> float:
+        """Time each run of `order` once (sampling: after its lead-in, flush and probe); the seconds they took."""
+        spent = 0.0
+        for name in order:
+            timings = self.results[name]
+            if isinstance(timings, Exception):
+                continue
+            if sampling:
+                self._prepare(name)
+            self.clock.start()
+            try:
+                self.runs[name]()
+            except Exception as exc:
+                self.clock.stop()
+                self.results[name] = exc
+                continue
+            elapsed = self.clock.stop()
+            if self.lead_in is not None:
+                self.lead_in.ended()
+            if sampling and self.probe is not None:
+                self.probe.after(name)
+            spent += elapsed
+            timings.append(elapsed)
+        return spent
+
+    def _prepare(self, name: str) -> None:
+        if self.lead_in is not None:
+            self.lead_in(self.runs[name], self.expected[name])
+        if self.between_samples is not None:
+            self.between_samples()
+        if self.probe is not None:
+            self.probe.before(name)
+
+    def end_warmup(self) -> None:
+        """Each run's expected time is its median warm-up call; warm-up calls are not samples."""
+        for name, timings in self.results.items():
+            if not isinstance(timings, Exception):
+                self.expected[name] = statistics.median(timings) if timings else 0.0
+                timings.clear()
+
+
 def sample_interleaved(
     runs: Mapping[str, Callable[[], object]],
     *,
@@ -63,50 +226,30 @@ def sample_interleaved(
     warmup_seconds: float = 0.0,
     between_samples: Callable[[], None] | None = None,
     order_seed: int = 0,
+    lead_in: LeadIn | None = None,
+    probe: Probe | None = None,
 ) -> dict[str, list[float] | Exception]:
     """Time several ways of doing one piece of work in carryover-balanced rounds (module docstring), each run
     taking its place in them from `order_seed`. Warm-up lasts at least `warmup` rounds and `warmup_seconds` of
-    measured time; every call is timed alone, so no queue of calls builds up ahead of the GPU. `between_samples`
-    (an L2 flush) runs before every timed call of the sampling rounds, outside the timed region. A run that raises
-    is dropped from later rounds; its exception is its result."""
+    measured time, and gives each run's expected time (its median warm-up call). In the sampling rounds every
+    call gets, in order: `lead_in` (the protocol's), `between_samples` (an L2 flush), `probe.before`, the timed
+    call, `probe.after`. Every call is timed alone, so no queue of calls builds up ahead of the GPU. A run that
+    raises is dropped from later rounds; its exception is its result."""
     if samples < 1 or warmup < 0:
         raise ValueError(f"need samples >= 1 and warmup >= 0, got samples={samples}, warmup={warmup}")
-    results: dict[str, list[float] | Exception] = {name: [] for name in runs}
+    state = _Rounds(runs, clock, between_samples, lead_in, probe)
     if not runs:
-        return results
-
-    def one_round(order: list[str], sampling: bool) -> float:
-        spent = 0.0
-        for name in order:
-            run, timings = runs[name], results[name]
-            if isinstance(timings, Exception):
-                continue
-            if sampling and between_samples is not None:
-                between_samples()
-            clock.start()
-            try:
-                run()
-            except Exception as exc:
-                clock.stop()
-                results[name] = exc
-                continue
-            elapsed = clock.stop()
-            spent += elapsed
-            timings.append(elapsed)
-        return spent
-
+        return state.results
     rounds, spent = 0, 0.0
     while rounds < warmup or spent < warmup_seconds:
-        spent += one_round(list(runs), sampling=False)
+        spent += state.one_round(list(runs), sampling=False)
         rounds += 1
-        if all(isinstance(r, Exception) for r in results.values()):
-            return results
-    for timings in results.values():
-        if not isinstance(timings, Exception):
-            timings.clear()  # warm-up calls are not samples
+        if all(isinstance(r, Exception) for r in state.results.values()):
+            return state.results
+    state.end_warmup()
     places = list(runs)
     random.Random(order_seed).shuffle(places)
     orders = [[places[item] for item in order] for order in carryover_balanced_orders(len(places))]
     for index in range(samples):
-        one_round(orders[index % len(orders)], sampling=True)
-    return results
+        state.one_round(orders[index % len(orders)], sampling=True)
+    return state.results

@@ -66,6 +66,10 @@ def nvml_device() -> tuple[str, int]:
     return (name.decode() if isinstance(name, bytes) else name), memory
 
 
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def throttle_names(mask: int) -> list[str]:
     return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
 
@@ -129,12 +133,13 @@ class TelemetrySampler:
 
     def device_facts(self) -> dict:
         nvml, handle = self._nvml, self._handle
-        name = nvml.nvmlDeviceGetName(handle)
         return {
-            "name": name.decode() if isinstance(name, bytes) else name,
+            "name": _text(nvml.nvmlDeviceGetName(handle)),
             "memory_total_bytes": int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
             "max_sm_clock_mhz": int(nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
             "driver": str(nvml.nvmlSystemGetDriverVersion()),
+            "uuid": _text(nvml.nvmlDeviceGetUUID(handle)),  # which card of a fleet: sessions may get others
+            "power_limit_w": nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
         }
 
     def _loop(self) -> None:
@@ -149,4 +154,79 @@ class TelemetrySampler:
         self._stop.set()
         self._thread.join()
         self.summary.after = read_snapshot(self._nvml, self._handle)
+        self._nvml.nvmlShutdown()
+
+
+# What `SampleTelemetry` keeps of every timed call, a list per cell in sample order (cells' `telemetry`).
+SAMPLE_SERIES = ("sm_mhz_before", "sm_mhz_after", "power_w", "throttle")
+
+
+def sample_clocks(series) -> list[float]:
+    """Each sample's SM clock from a cell's telemetry: the mean of the readings right before and right after it."""
+    return [(b + a) / 2 for b, a in zip(series.get("sm_mhz_before", ()), series.get("sm_mhz_after", ()))]
+
+
+def sample_watts(series) -> list[int]:
+    """Each sample's instantaneous power right after it, where NVML gave one."""
+    return [watts for watts in series.get("power_w", ()) if watts >= 0]
+
+
+def _clock_reasons(nvml, handle) -> int:
+    try:
+        return int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
+    except AttributeError:  # older nvidia-ml-py
+        return int(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
+
+
+class SampleTelemetry:
+    """The GPU's state around every timed call (a `sampling.Probe`): the SM clock right before and right after,
+    the instantaneous power right after (NVML's instant-power field: `nvmlDeviceGetPowerUsage` is a one-second
+    average on Hopper, and the energy counter moves about every 100 ms), and the clock-event reasons seen before
+    or after. Read outside the timed region; what is read before a call is only what is quick to read (the clock
+    and the reasons, microseconds), so that the call still queues behind its lead-in."""
+
+    def __init__(self):
+        import pynvml
+
+        self._nvml = pynvml
+        pynvml.nvmlInit()
+        self._handle = visible_gpu_handle(pynvml)
+        self._series: dict[str, dict[str, list[int]]] = {}
+        self._pending: dict[str, tuple[int, int]] = {}
+        self._has_power = self._instant_power() >= 0
+
+    def _instant_power(self) -> int:
+        """Watts now; -1 where NVML has no instant-power field for this GPU."""
+        nvml = self._nvml
+        try:
+            (value,) = nvml.nvmlDeviceGetFieldValues(self._handle, [nvml.NVML_FI_DEV_POWER_INSTANT])
+        except (nvml.NVMLError, AttributeError):
+            return -1
+        return round(value.value.uiVal / 1000) if value.nvmlReturn == nvml.NVML_SUCCESS else -1
+
+    def _read(self) -> tuple[int, int]:
+        nvml, handle = self._nvml, self._handle
+        return int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)), _clock_reasons(nvml, handle)
+
+    def before(self, name: str) -> None:
+        self._pending[name] = self._read()
+
+    def after(self, name: str) -> None:
+        clock_before, reasons_before = self._pending.pop(name)
+        clock_after, reasons_after = self._read()
+        series = self._series.setdefault(name, {key: [] for key in SAMPLE_SERIES})
+        series["sm_mhz_before"].append(clock_before)
+        series["sm_mhz_after"].append(clock_after)
+        series["power_w"].append(self._instant_power() if self._has_power else -1)
+        series["throttle"].append(reasons_before | reasons_after)
+
+    def take(self, name: str) -> dict[str, list[int]]:
+        """The series of the cell timed as `name` (its samples' order), and the GPU's temperature now; forgets them."""
+        series = self._series.pop(name, {})
+        if series:
+            temperature = self._nvml.nvmlDeviceGetTemperature(self._handle, self._nvml.NVML_TEMPERATURE_GPU)
+            series["temperature_c"] = [int(temperature)]
+        return series
+
+    def close(self) -> None:
         self._nvml.nvmlShutdown()

@@ -48,9 +48,10 @@ from fusedbench.catalog.suites import (
 )
 from fusedbench.errors import DataProblem, FusedbenchError
 from fusedbench.measure.records import GroupRecord, load_records
+from fusedbench.measure.telemetry import sample_clocks, sample_watts
 from fusedbench.measure.sampling import PAIRED_SAMPLINGS
 from fusedbench.results.derived import flags, paired_metrics, pass_bandwidths
-from fusedbench.stats import relative_iqr
+from fusedbench.stats import clock_explains, relative_iqr
 
 COLUMNS = [
     "machine",
@@ -69,6 +70,13 @@ COLUMNS = [
     "ci_high_s",
     "samples",
     "rel_iqr",
+    # The GPU's state while the cell was sampled (its record's per-sample telemetry; NaN where none was kept): the
+    # median SM clock (each sample's the mean of the readings right before and after it), the median instantaneous
+    # power right after, and how much of the samples' variance the clock explains (squared correlation of time
+    # with cycle time): near 1, the spread is the clock's doing
+    "sm_mhz",
+    "power_w",
+    "clock_explains",
     "tflops",
     "floor_s",
     "flops",  # the least work the provider does: the gemm provider's is the GEMM alone
@@ -260,10 +268,12 @@ def record_of(candidates: Sequence[GroupRecord], started_at_ms: int | None) -> G
 
 
 def cell_of(key: CellKey, time: float, samples, recorded: Cell | None) -> Cell:
-    """One asv cell as the model sees it: asv's time and samples, its record's status, reason and provenance."""
+    """One asv cell as the model sees it: asv's time and samples, its record's status, reason, provenance and
+    telemetry."""
     if not math.isnan(time):
-        provenance = recorded.provenance if recorded is not None and recorded.ok else {}
-        return replace(Cell.measured(key, samples or ()), provenance=provenance)
+        if recorded is None or not recorded.ok:
+            return Cell.measured(key, samples or ())
+        return replace(Cell.measured(key, samples or ()), provenance=recorded.provenance, telemetry=recorded.telemetry)
     if recorded is None:
         return Cell.skipped(key, NO_REASON)
     if recorded.ok:
@@ -571,6 +581,16 @@ def same_size_copy_tbps(cell: Cell) -> float:
         return math.nan
 
 
+def power_state(cell: Cell) -> dict[str, float]:
+    """The cell's median SM clock and power over its samples, and the share of their variance the clock explains."""
+    clocks, power = sample_clocks(cell.telemetry), sample_watts(cell.telemetry)
+    return {
+        "sm_mhz": statistics.median(clocks) if clocks else math.nan,
+        "power_w": statistics.median(power) if power else math.nan,
+        "clock_explains": clock_explains(cell.samples, clocks) if len(clocks) == len(cell.samples) else math.nan,
+    }
+
+
 def _row(cell: Cell, group: str, time: float, stat) -> dict:
     """One cell of one run as a table row (its floor, paired ratios and flags come later)."""
     key = cell.key
@@ -586,6 +606,7 @@ def _row(cell: Cell, group: str, time: float, stat) -> dict:
         "ci_high_s": _number(stat.get("ci_99_b")) if stat and cell.ok else math.nan,
         "samples": len(cell.samples),
         "rel_iqr": relative_iqr(cell.samples) if cell.samples else math.nan,
+        **power_state(cell),
         "tflops": flops / time / 1e12 if cell.ok and time > 0 else math.nan,
         "floor_s": math.nan,  # with_floors() fills it from the run's ceilings
         "flops": flops,

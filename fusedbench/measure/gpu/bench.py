@@ -2,16 +2,17 @@
 
 Called from asv's `setup_cache` (through `fusedbench.measure.asv_bridge`). A workload's providers are
 prepared together, warmed up, then timed in interleaved rounds (one call of each per round, in a
-carryover-balanced order) with CUDA events, L2 flushed before every sample (every cell is
-measured cold); then each provider's call runs three times more with CUPTI recording its kernels
-(`gpu.provenance`). The result is a list of `model.Cell`s (picklable) that asv hands to each
+carryover-balanced order) with CUDA events, each call after the protocol's lead-in and an L2 flush
+(every cell is measured cold, the GPU in a defined power state), its clock, power and clock-event
+reasons read around it; then each provider's call runs three times more with CUPTI recording its
+kernels (`gpu.provenance`). The result is a list of `model.Cell`s (picklable) that asv hands to each
 cell's process.
 """
 
 from __future__ import annotations
 
 import gc
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from fusedbench.catalog.epilogs import EPILOGS, Epilog
 from fusedbench.catalog.model import Cell, CellKey
@@ -24,9 +25,10 @@ from fusedbench.measure.gpu import GpuStack
 from fusedbench.measure.gpu.operands import make_operands
 from fusedbench.measure.gpu.provenance import kernel_provenance
 from fusedbench.measure.gpu.providers import precompile_providers, prepare_provider
-from fusedbench.measure.gpu.timing import CudaEventClock, L2Flusher
+from fusedbench.measure.gpu.timing import CudaEventClock, Heater, L2Flusher
 from fusedbench.measure.progress import write_progress
-from fusedbench.measure.sampling import SAMPLES, sample_interleaved
+from fusedbench.measure.sampling import PROTOCOL, SAMPLES, LeadIn, Protocol, sample_interleaved
+from fusedbench.measure.telemetry import SampleTelemetry
 
 WARMUP_ROUNDS = 1  # one call of every provider, on top of the warm-up call in prepare_provider
 WARMUP_SECONDS = 0.05  # and at least this much GPU time: raises the SM clock after the host-side set-up
@@ -34,6 +36,39 @@ WARMUP_SECONDS = 0.05  # and at least this much GPU time: raises the SM clock af
 # textbook's results and temporaries, the unfused pass's aux buffer, the aux outputs nvmath
 # allocates per call. The textbook's copies of A and B in the blog's layout come on top.
 MEMORY_HEADROOM = 6
+
+
+@dataclass
+class Timing:
+    """How every call of a measurement is timed: CUDA events, an L2 flush, the protocol's lead-in, and the GPU's
+    state read around each sample. Close it to release NVML."""
+
+    clock: CudaEventClock
+    flush: L2Flusher
+    lead_in: LeadIn
+    probe: SampleTelemetry
+
+    @classmethod
+    def open(cls, stack: GpuStack, protocol: Protocol = PROTOCOL) -> Timing:
+        heater = Heater(stack.cupy) if protocol.heat_s(1.0) else None
+        return cls(CudaEventClock(stack.cupy), L2Flusher(stack.cupy), LeadIn(protocol, heat=heater), SampleTelemetry())
+
+    def sample(self, runs, order_seed: int = 0) -> dict:
+        """`sample_interleaved` of `runs` (name -> call) under this timing."""
+        return sample_interleaved(
+            runs,
+            clock=self.clock,
+            samples=SAMPLES,
+            warmup=WARMUP_ROUNDS,
+            warmup_seconds=WARMUP_SECONDS,
+            between_samples=self.flush,
+            order_seed=order_seed,
+            lead_in=self.lead_in,
+            probe=self.probe,
+        )
+
+    def close(self) -> None:
+        self.probe.close()
 
 
 def free_bytes(stack: GpuStack) -> int:
@@ -52,12 +87,21 @@ def _needed_bytes(workload: Workload) -> int:
     return fused + textbook_copies + MEMORY_HEADROOM * workload.m * workload.n * dtype.result_itemsize
 
 
-def measure_group(stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0, tuning: Tuning | None = None) -> list[Cell]:
+def measure_group(
+    stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0, tuning: Tuning | None = None, protocol: Protocol = PROTOCOL
+) -> list[Cell]:
     """Time every cell of `group` (one provider tuned, where asked): a Cell per (workload, provider), catalog order."""
-    clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
+    precompile_providers(list(group.providers), group.workloads(), timed=True)
+    timing = Timing.open(stack, protocol)
+    try:
+        return _measure_workloads(stack, group, timing, seed, tuning)
+    finally:
+        timing.close()
+
+
+def _measure_workloads(stack: GpuStack, group: BenchmarkGroup, timing: Timing, seed: int, tuning) -> list[Cell]:
     cells: list[Cell] = []
     workloads = group.workloads()
-    precompile_providers(list(group.providers), workloads, timed=True)
     for index, workload in enumerate(workloads):
         keys = workload.cell_keys(group.providers)
         free, needed = free_bytes(stack), _needed_bytes(workload)
@@ -73,41 +117,41 @@ def measure_group(stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0, tuni
         except Skipped as exc:
             cells.extend(Cell.skipped(key, exc.reason) for key in keys)
             continue
-        cells.extend(_measure_workload(stack, operands, keys, clock, flush, order_seed=seed + index, tuning=tuning))
+        cells.extend(_measure_workload(stack, operands, keys, timing, order_seed=seed + index, tuning=tuning))
         del operands
         write_progress(group.name, len(cells), group.cell_count, workload.label)
     return cells
 
 
+def prepare_all(stack: GpuStack, operands, keys: list[CellKey], tuning: Tuning | None = None) -> tuple[dict, dict]:
+    """Every provider of one workload ready to call (name -> prepared; release each when done), and a Cell for
+    each that refused, was skipped or failed while preparing."""
+    prepared, cells = {}, {}
+    for key in keys:
+        try:
+            prepared[key.provider] = prepare_provider(key.provider, stack, operands, tuning)
+        except Unsupported as exc:
+            cells[key.provider] = Cell.refused(key, exc.reason)
+        except Skipped as exc:
+            cells[key.provider] = Cell.skipped(key, exc.reason)
+        except Exception as exc:  # reported as a failed cell, never hidden
+            cells[key.provider] = Cell.failed(key, f"{type(exc).__name__}: {exc}")
+    return prepared, cells
+
+
 def _measure_workload(
-    stack: GpuStack, operands, keys: list[CellKey], clock, flush, order_seed: int = 0, tuning: Tuning | None = None
+    stack: GpuStack, operands, keys: list[CellKey], timing: Timing, order_seed: int = 0, tuning: Tuning | None = None
 ) -> list[Cell]:
     """Prepare every provider of one workload, then time them together (`sample_interleaved`)."""
     by_provider = {key.provider: key for key in keys}
-    cells: dict[str, Cell] = {}
-    prepared = {}
+    prepared: dict = {}
     try:
-        for provider, key in by_provider.items():
-            try:
-                prepared[provider] = prepare_provider(provider, stack, operands, tuning)
-            except Unsupported as exc:
-                cells[provider] = Cell.refused(key, exc.reason)
-            except Skipped as exc:
-                cells[provider] = Cell.skipped(key, exc.reason)
-            except Exception as exc:  # reported as a failed cell, never hidden
-                cells[provider] = Cell.failed(key, f"{type(exc).__name__}: {exc}")
-        timed = sample_interleaved(
-            {provider: ready.run for provider, ready in prepared.items()},
-            clock=clock,
-            samples=SAMPLES,
-            warmup=WARMUP_ROUNDS,
-            warmup_seconds=WARMUP_SECONDS,
-            between_samples=flush,
-            order_seed=order_seed,
-        )
+        prepared, cells = prepare_all(stack, operands, keys, tuning)
+        timed = timing.sample({provider: ready.run for provider, ready in prepared.items()}, order_seed)
+        telemetry = {provider: timing.probe.take(provider) for provider in timed}
         # After the timing, so CUPTI is off while samples are taken.
         kernels = {
-            provider: kernel_provenance(prepared[provider].run, flush)
+            provider: kernel_provenance(prepared[provider].run, timing.flush)
             for provider, samples in timed.items()
             if not isinstance(samples, Exception)
         }
@@ -115,14 +159,14 @@ def _measure_workload(
         for ready in prepared.values():
             ready.release()
     if UNFUSED in kernels and "kernels" in kernels[UNFUSED]:
-        kernels[UNFUSED] |= same_size_copy(stack, operands.workload, flush)
+        kernels[UNFUSED] |= same_size_copy(stack, operands.workload, timing.flush)
     for provider, samples in timed.items():
         key = by_provider[provider]
         if isinstance(samples, Exception):
             cells[provider] = Cell.failed(key, f"{type(samples).__name__}: {samples}")
         else:
             provenance = {**prepared[provider].provenance, **kernels[provider]}
-            cells[provider] = replace(Cell.measured(key, samples), provenance=provenance)
+            cells[provider] = replace(Cell.measured(key, samples), provenance=provenance, telemetry=telemetry[provider])
     return [cells[provider] for provider in by_provider]
 
 
@@ -149,31 +193,30 @@ def measure_gemm_ceilings(stack: GpuStack, dtypes: list[str], *, seed: int = 0) 
     """The gemm provider's time per dtype at CEILING_GEMM_SHAPE."""
     from fusedbench.catalog.dtypes import dtype_spec
 
-    clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
+    timing = Timing.open(stack)
     cells = {}
-    for dtype in dtypes:
-        workload = Workload(EPILOGS[Epilog.DEFAULT], dtype_spec(dtype), *CEILING_GEMM_SHAPE)
-        (key,) = workload.cell_keys(["gemm"])
-        try:
-            operands = make_operands(stack, workload, seed)
-        except Skipped as exc:
-            cells[dtype] = Cell.skipped(key, exc.reason)
-            continue
-        (cells[dtype],) = _measure_workload(stack, operands, [key], clock, flush)
-        del operands
+    try:
+        for dtype in dtypes:
+            workload = Workload(EPILOGS[Epilog.DEFAULT], dtype_spec(dtype), *CEILING_GEMM_SHAPE)
+            (key,) = workload.cell_keys(["gemm"])
+            try:
+                operands = make_operands(stack, workload, seed)
+            except Skipped as exc:
+                cells[dtype] = Cell.skipped(key, exc.reason)
+                continue
+            (cells[dtype],) = _measure_workload(stack, operands, [key], timing)
+            del operands
+    finally:
+        timing.close()
     return cells
 
 
 def measure_copy_ceiling(stack: GpuStack) -> list[float] | Exception:
     """Samples of a CEILING_COPY_BYTES device-to-device copy (cupy copies contiguous arrays with cudaMemcpy)."""
-    clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
     source = stack.cupy.empty(CEILING_COPY_BYTES, dtype=stack.cupy.uint8)
     target = stack.cupy.empty_like(source)
-    return sample_interleaved(
-        {"copy": lambda: target.__setitem__(Ellipsis, source)},
-        clock=clock,
-        samples=SAMPLES,
-        warmup=WARMUP_ROUNDS,
-        warmup_seconds=WARMUP_SECONDS,
-        between_samples=flush,
-    )["copy"]
+    timing = Timing.open(stack)
+    try:
+        return timing.sample({"copy": lambda: target.__setitem__(Ellipsis, source)})["copy"]
+    finally:
+        timing.close()

@@ -1,0 +1,71 @@
+"""`fusedbench protocols`: screen the measurement protocols on this GPU, each candidate's repeat-to-repeat spread
+and time cost side by side (docs/measurement.md shows the screen that chose the one every run uses)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from fusedbench.cli.common import EXIT_OK, emit, names, render, table
+from fusedbench.errors import FusedbenchError
+from fusedbench.files import write_text_atomically
+
+DEFAULT_GROUPS = ("Fp16Seed", "Fp16Llm", "Fp16Membound")
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser("protocols", help="screen the measurement protocols on this GPU (spread and cost)")
+    parser.add_argument(
+        "--group", action="extend", type=names, default=[], help=f"groups to screen on (default: {', '.join(DEFAULT_GROUPS)})"
+    )
+    parser.add_argument(
+        "--protocol", action="extend", type=names, default=[], help="candidates to screen (default: every one)"
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="runs of every candidate on each workload (default 3)")
+    parser.add_argument("--workloads", type=int, default=0, help="workloads per group, spread evenly (default: all)")
+    parser.add_argument("--json", dest="json_path", metavar="FILE", help="also write every run's samples to FILE")
+    parser.set_defaults(
+        handler=lambda a: command_protocols(
+            groups=a.group or list(DEFAULT_GROUPS),
+            protocols=a.protocol,
+            repeats=a.repeats,
+            workloads=a.workloads,
+            json_path=a.json_path,
+        )
+    )
+
+
+def _chosen(groups, protocols):
+    from fusedbench.catalog.suites import GROUPS
+    from fusedbench.measure.sampling import PROTOCOLS
+
+    for name, known in (*((g, GROUPS) for g in groups), *((p, PROTOCOLS) for p in protocols)):
+        if name not in known:
+            kind = "group" if known is GROUPS else "protocol"
+            raise FusedbenchError(f"no {kind} {name!r}; pick from {', '.join(known)}")
+    return [GROUPS[g] for g in groups], [PROTOCOLS[p] for p in protocols or PROTOCOLS]
+
+
+def command_protocols(*, groups, protocols, repeats: int, workloads: int, json_path: str | None) -> int:
+    """Screen `protocols` (all by default) on `groups`, print the summary, and write the runs to `json_path`."""
+    if repeats < 2:
+        raise FusedbenchError(f"--repeats {repeats}: a spread needs at least 2 runs of each candidate; pass 2 or more")
+    chosen_groups, chosen_protocols = _chosen(groups, protocols)
+    from fusedbench.measure.gpu import load_gpu_stack
+    from fusedbench.measure.gpu.screen import screen_protocols
+    from fusedbench.regressions.screening import SUMMARY_COLUMNS, summarize
+
+    stack = load_gpu_stack("fusedbench protocols")
+    runs = screen_protocols(stack, chosen_groups, chosen_protocols, repeats=repeats, workloads=workloads)
+    summary = summarize(runs)
+    if json_path:
+        write_text_atomically(json_path, json.dumps({"device": stack.device_name, "summary": summary, "runs": runs}))
+
+    def shown(value):
+        if isinstance(value, float):
+            return "" if math.isnan(value) else f"{value:.4g}"
+        return value
+
+    rows = [[shown(row[column]) for column in SUMMARY_COLUMNS] for row in summary]
+    emit(render(table(f"protocols on {stack.device_name}", SUMMARY_COLUMNS, rows)))
+    return EXIT_OK
