@@ -50,7 +50,7 @@ def spread(values: Sequence[float]) -> float:
 def clock_explains(times: Sequence[float], clocks: Sequence[float]) -> float:
     """How much of a cell's sample-to-sample variance its SM clock explains: the squared correlation of its times
     with their cycle time (1 / clock). NaN where either does not vary or fewer than three samples have a clock."""
-    pairs = [(t, 1.0 / c) for t, c in zip(times, clocks) if c > 0]
+    pairs = [(t, 1.0 / c) for t, c in zip(times, clocks, strict=False) if c > 0]
     if len(pairs) < 3:
         return math.nan
     xs, ys = [p[1] for p in pairs], [p[0] for p in pairs]

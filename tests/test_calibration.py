@@ -91,3 +91,45 @@ def test_calibration_on_pure_noise_gives_thresholds_that_keep_its_own_builds_gre
     assert detection(builds, preset, "time", ("large",), 0.5, rng) == 1.0  # a 50% slowdown: always
     assert set(found["minimum_detectable"]) == {"/".join(key) for key in preset.thresholds}
     assert set(GOALS) == set(found["detection"])
+
+
+@pytest.mark.parametrize(
+    ("commits", "leave_out", "row"),
+    [
+        (["67306e2", "2e91ff2", "3ea010d", "884f601", "95e3ed8"], (), "| 2.84% | 4.20% | 5.10% |"),
+        (["b6a0e09", "738499d", "d3648e8", "e90144d", "9abafbe"], (), "| 0.60% | 6.33% | 7.50% |"),
+        (["b6a0e09", "738499d", "d3648e8", "e90144d", "9abafbe"], ("fused-autotuned",), "| 0.53% | 0.97% | 0.99% |"),
+    ],
+)
+def test_the_a_a_spreads_in_the_docs_come_from_the_committed_runs(results, commits, leave_out, row):
+    from fusedbench.regressions.calibration import aa_spreads
+
+    spreads = aa_spreads(results, "h100-80gb-hbm3", commits, leave_out=leave_out)
+    assert len(spreads) == (23 if leave_out else 28)
+    figures = [spreads.median(), spreads.quantile(0.95, interpolation="linear"), spreads.max()]
+    assert " | ".join(f"{100 * figure:.2f}%" for figure in figures) in row
+    assert row in (ROOT / "docs" / "measurement.md").read_text()
+    assert aa_spreads(results, "h100-80gb-hbm3", [*commits, "c8c600b"]).empty  # no cell was timed in every run
+
+
+def test_the_burst_sessions_figures_in_the_docs_are_what_its_a_a_runs_give(results):
+    commits = ["b6a0e09", "738499d", "d3648e8", "e90144d", "9abafbe"]
+    preset = calibrate(results, "h100-80gb-hbm3", [commits], "h100-80gb-hbm3")
+    assert {
+        key: preset.thresholds[key]
+        for key in [("time", "large"), ("epilog-cost", "large"), ("fusion-speedup", "large")]
+    } == {
+        ("time", "large"): 0.085,
+        ("epilog-cost", "large"): 0.085,
+        ("fusion-speedup", "large"): 0.04,
+    }
+    assert [
+        preset.thresholds[(metric, gate)]
+        for metric in ("time", "epilog-cost", "fusion-speedup")
+        for gate in ("group", "provider")
+    ] == [0.005, 0.035, 0.01, 0.035, 0.015, 0.015]
+    assert preset.rates["false_alarm_per_build"] == pytest.approx(0.0034)
+    detection = preset.rates["detection"]
+    assert detection["a 10% slowdown of one cell >= 5 ms (time)"] == pytest.approx(0.9608)
+    assert detection["a 3% slowdown of a whole group (time)"] == 1.0
+    assert "0.34% of the ten pairs' replicate builds red" in (ROOT / "docs" / "regressions.md").read_text()

@@ -346,7 +346,8 @@ def test_the_table_gives_each_cells_median_clock_and_power_and_what_the_clock_ex
 
     key = CellKey("RELU_BIAS", "fp16", 65536, 16384, 8192, "fused", "h100-80gb-hbm3", "c" * 40)
     clocks = [1980, 1900, 1800, 1700, 1600]
-    telemetry = {"sm_mhz_before": tuple(clocks), "sm_mhz_after": tuple(clocks), "power_w": (300, -1, 500, 700, 650)}
+    before, after = [c + 30 for c in clocks], [c - 30 for c in clocks]  # each sample's clock: their mean
+    telemetry = {"sm_mhz_before": tuple(before), "sm_mhz_after": tuple(after), "power_w": (300, -1, 500, 700, 650)}
     recorded = replace(Cell.measured(key, ()), telemetry=telemetry)
     cell = cell_of(key, 0.03, [1 / c for c in clocks], recorded)  # asv's samples, the record's telemetry
     assert cell.telemetry == telemetry

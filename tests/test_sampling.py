@@ -222,3 +222,20 @@ def test_back_to_back_adds_nothing_before_a_call_and_every_protocol_pairs_its_ro
     assert lead_in_log(BACK_TO_BACK, 0.020) == ["flush", ("before", "call"), "start", "call", "stop", ("after", "call")]
     assert PROTOCOL.sampling in PAIRED_SAMPLINGS and "williams-rounds" in PAIRED_SAMPLINGS
     assert {p.sampling for p in PROTOCOLS.values()} <= PAIRED_SAMPLINGS
+
+
+def test_a_calls_expected_time_is_its_median_warm_up_call():
+    log = []
+    host = FakeHost(log)
+    durations = iter([0.010, 0.050, 0.020, 0.020])  # three warm-up calls, then the timed one
+
+    class Clock:
+        def start(self):
+            pass
+
+        def stop(self):
+            return next(durations)
+
+    lead_in = LeadIn(BURST, sleep=host.sleep, now=host.now)
+    sample_interleaved({"call": lambda: None}, clock=Clock(), samples=1, warmup=3, lead_in=lead_in)
+    assert log == [("sleep", 0.02)]  # idle as long as the median warm-up call, not the slowest

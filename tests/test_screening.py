@@ -1,5 +1,6 @@
 """The protocol screen's analysis: each candidate's repeat-to-repeat spread by cell class, its cost, and what
-fusing buys under it (the GPU side, `measure.gpu.screen`, is exercised by tests/test_gpu_check.py)."""
+fusing buys under it. The GPU side (`measure.gpu.screen`) ran on the device as `fusedbench protocols`, whose
+committed runs the last test reads; no GPU test drives it yet."""
 
 import pytest
 
@@ -22,7 +23,9 @@ def run(protocol, repeat, fused_ms, unfused_ms, seconds=2.0):
 
 
 def test_each_candidates_spread_is_max_minus_min_of_a_cells_medians_over_its_repeats_by_class():
-    runs = [run("quiet", r, 10.0 + 0.01 * r, 2.0) for r in range(3)] + [run("noisy", r, 10.0 + r, 2.0) for r in range(3)]
+    runs = [run("quiet", r, 10.0 + 0.01 * r, 2.0) for r in range(3)] + [
+        run("noisy", r, 10.0 + r, 2.0) for r in range(3)
+    ]
     rows = {(row["protocol"], row["class"]): row for row in summarize(runs)}
     assert set(rows) == {(p, c) for p in ("quiet", "noisy") for c in (">= 5 ms", "1-5 ms", "all")}
     assert rows[("quiet", ">= 5 ms")]["spread_median"] == pytest.approx(0.02 / 10.01)
@@ -52,3 +55,29 @@ def test_a_bad_screen_is_one_line_before_any_gpu_is_touched(argv, message, capsy
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {message}") and err.count("\n") == 1
+
+
+def test_the_screen_table_in_the_docs_is_the_committed_screens():
+    """docs/measurement.md's screen tables and its burst-against-sustained speedups are recomputed from the runs
+    committed beside them."""
+    from pathlib import Path
+
+    from fusedbench.regressions.screening import summary_markdown
+
+    docs = (Path(__file__).parent.parent / "docs" / "measurement.md").read_text()
+    for name in ("2026-11-25-h100-screen-2", "2026-11-25-h100-screen-1-energy-counter"):
+        assert summary_markdown(summarize(runs_of(name))) in docs, name
+    speedups = fusion_speedups(runs_of("2026-11-25-h100-screen-2"))
+    for workload in dict.fromkeys(w for _, w in speedups):
+        epilog, _, shape = workload.split("/")
+        by = [f"{speedups[(protocol, workload)]:.3f}" for protocol in ("burst", "sustained", "back-to-back")]
+        assert f"| {epilog} {shape} | {' | '.join(by)} |" in docs, workload
+
+
+def runs_of(name: str) -> list[dict]:
+    import gzip
+    import json
+    from pathlib import Path
+
+    with gzip.open(Path(__file__).parent.parent / "docs" / "screens" / f"{name}.json.gz") as stream:
+        return json.load(stream)["runs"]

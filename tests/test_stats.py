@@ -1,6 +1,7 @@
 """Statistics on raw samples: relative IQR and the median's distribution-free interval."""
 
 import math
+import statistics
 
 import pytest
 
@@ -42,3 +43,7 @@ def test_the_clock_explains_a_spread_it_caused_and_not_one_it_did_not():
     assert clock_explains([1.0 / c for c in clocks], clocks) == pytest.approx(1.0)  # time is cycles / clock
     assert math.isnan(clock_explains([1.0, 1.2, 0.9], [1980] * 3))  # a steady clock explains nothing measurable
     assert clock_explains([1.0, 1.0, 1.2, 1.2, 1.1], [1900, 1980, 1900, 1980, 1900]) == pytest.approx(0.0)
+    times, clocks = [1.0, 1.1, 1.05, 1.2, 1.0], [1980, 1900, 1800, 1850, 1700]  # partly the clock's doing
+    r = statistics.correlation(times, [1 / c for c in clocks])
+    explained = clock_explains(times, clocks)
+    assert explained == pytest.approx(r * r) and 0 < explained < 0.5

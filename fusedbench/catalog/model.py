@@ -169,7 +169,9 @@ class Cell:
         try:
             samples = tuple(float(s) for s in record.get("samples", ()))
             provenance = dict(record.get("provenance", {}))
-            telemetry = {str(name): tuple(int(v) for v in series) for name, series in record.get("telemetry", {}).items()}
+            telemetry = {
+                str(name): tuple(int(v) for v in series) for name, series in record.get("telemetry", {}).items()
+            }
         except (TypeError, ValueError, AttributeError) as exc:
             raise FormatError(f"cell samples, provenance or telemetry unreadable ({exc})") from None
         return cls(key, status, reason, samples, error, provenance, telemetry)

@@ -16,7 +16,11 @@ DEFAULT_GROUPS = ("Fp16Seed", "Fp16Llm", "Fp16Membound")
 def add_parser(commands) -> None:
     parser = commands.add_parser("protocols", help="screen the measurement protocols on this GPU (spread and cost)")
     parser.add_argument(
-        "--group", action="extend", type=names, default=[], help=f"groups to screen on (default: {', '.join(DEFAULT_GROUPS)})"
+        "--group",
+        action="extend",
+        type=names,
+        default=[],
+        help=f"groups to screen on (default: {', '.join(DEFAULT_GROUPS)})",
     )
     parser.add_argument(
         "--protocol", action="extend", type=names, default=[], help="candidates to screen (default: every one)"

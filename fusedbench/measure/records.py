@@ -102,7 +102,7 @@ def record_text(record: GroupRecord) -> str:
     payload = record.to_json()
     cells = ",\n".join(json.dumps(cell, separators=(",", ":")) for cell in payload.pop("cells"))
     head = json.dumps(payload, indent=1)
-    return f"{head[:-2]},\n \"cells\": [\n{cells}\n ]\n}}\n"
+    return f'{head[:-2]},\n "cells": [\n{cells}\n ]\n}}\n'
 
 
 def write_record(results_dir: str, record: GroupRecord) -> str:

@@ -163,7 +163,7 @@ SAMPLE_SERIES = ("sm_mhz_before", "sm_mhz_after", "power_w", "throttle")
 
 def sample_clocks(series) -> list[float]:
     """Each sample's SM clock from a cell's telemetry: the mean of the readings right before and right after it."""
-    return [(b + a) / 2 for b, a in zip(series.get("sm_mhz_before", ()), series.get("sm_mhz_after", ()))]
+    return [(b + a) / 2 for b, a in zip(series.get("sm_mhz_before", ()), series.get("sm_mhz_after", ()), strict=False)]
 
 
 def sample_watts(series) -> list[int]:

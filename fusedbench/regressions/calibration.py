@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from fusedbench.catalog.model import Status
 from fusedbench.catalog.suites import CONTROL_GROUPS, SUITES
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.compare import (
@@ -266,3 +267,22 @@ def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]], name:
     full = tuple(tuple(run.commit for run in runs) for runs in sets)
     preset = make_preset(name or machine, machine, full, builds)
     return replace(preset, rates=rates(builds, preset), pairs=len(pairs))
+
+
+def aa_spreads(
+    results: ResultSet, machine: str, commits: list[str], *, shortest: float = 1e-3, leave_out: tuple[str, ...] = ()
+) -> pd.Series:
+    """Each cell's A/A spread over runs of one code state ((max - min) / median of its times, `stats.spread`),
+    indexed by group, epilog, dtype, shape and provider: the cells timed in every run, at least `shortest` seconds
+    at the median, of providers not in `leave_out`."""
+    from fusedbench.stats import spread
+
+    cells = results.cells
+    ours = (cells.machine == machine) & cells.commit.str.startswith(tuple(commits))
+    chosen = cells[ours & (cells.status == Status.OK.value)]
+    chosen = chosen[~chosen.provider.isin(leave_out)]
+    by_cell = chosen.groupby(["group", "epilog", "dtype", "m", "k", "n", "provider"]).time_s
+    timed_everywhere = by_cell.count() == len(commits)
+    long_enough = by_cell.median() >= shortest
+    spreads = by_cell.apply(lambda times: spread(list(times)))
+    return spreads[timed_everywhere & long_enough]

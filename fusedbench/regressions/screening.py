@@ -93,3 +93,20 @@ def fusion_speedups(runs: list[dict], over: str = "unfused", fused: str = "fused
             ratio = statistics.median(cells[over]["samples"]) / statistics.median(cells[fused]["samples"])
             ratios[(run["protocol"], run["workload"])].append(ratio)
     return {key: statistics.median(values) for key, values in ratios.items()}
+
+
+def summary_markdown(rows: list[dict]) -> str:
+    """The summary as the Markdown table docs/measurement.md shows (per cents to two places)."""
+
+    def shown(value, column: str) -> str:
+        if isinstance(value, float) and math.isnan(value):
+            return ""
+        if column.startswith(("spread", "rel_iqr")):
+            return f"{100 * value:.2f}%"
+        if column == "clock_explains_median":
+            return f"{value:.2f}"
+        return f"{value:.1f}" if column == "seconds" else f"{value:.0f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|" + "---|" * len(SUMMARY_COLUMNS)]
+    lines += ["| " + " | ".join(shown(row[c], c) for c in SUMMARY_COLUMNS) + " |" for row in rows]
+    return "\n".join(lines) + "\n"

@@ -48,8 +48,8 @@ from fusedbench.catalog.suites import (
 )
 from fusedbench.errors import DataProblem, FusedbenchError
 from fusedbench.measure.records import GroupRecord, load_records
-from fusedbench.measure.telemetry import sample_clocks, sample_watts
 from fusedbench.measure.sampling import PAIRED_SAMPLINGS
+from fusedbench.measure.telemetry import sample_clocks, sample_watts
 from fusedbench.results.derived import flags, paired_metrics, pass_bandwidths
 from fusedbench.stats import clock_explains, relative_iqr
 

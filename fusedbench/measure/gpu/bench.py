@@ -88,7 +88,12 @@ def _needed_bytes(workload: Workload) -> int:
 
 
 def measure_group(
-    stack: GpuStack, group: BenchmarkGroup, *, seed: int = 0, tuning: Tuning | None = None, protocol: Protocol = PROTOCOL
+    stack: GpuStack,
+    group: BenchmarkGroup,
+    *,
+    seed: int = 0,
+    tuning: Tuning | None = None,
+    protocol: Protocol = PROTOCOL,
 ) -> list[Cell]:
     """Time every cell of `group` (one provider tuned, where asked): a Cell per (workload, provider), catalog order."""
     precompile_providers(list(group.providers), group.workloads(), timed=True)
