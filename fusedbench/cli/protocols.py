@@ -26,7 +26,12 @@ def add_parser(commands) -> None:
         "--protocol", action="extend", type=names, default=[], help="candidates to screen (default: every one)"
     )
     parser.add_argument("--repeats", type=int, default=3, help="runs of every candidate on each workload (default 3)")
-    parser.add_argument("--workloads", type=int, default=0, help="workloads per group, spread evenly (default: all)")
+    parser.add_argument(
+        "--workloads",
+        type=int,
+        default=3,
+        help="workloads per group, spread evenly over its epilogs and shapes (default 3; 0: all, which takes long)",
+    )
     parser.add_argument("--json", dest="json_path", metavar="FILE", help="also write every run's samples to FILE")
     parser.set_defaults(
         handler=lambda a: command_protocols(
@@ -54,6 +59,8 @@ def command_protocols(*, groups, protocols, repeats: int, workloads: int, json_p
     """Screen `protocols` (all by default) on `groups`, print the summary, and write the runs to `json_path`."""
     if repeats < 2:
         raise FusedbenchError(f"--repeats {repeats}: a spread needs at least 2 runs of each candidate; pass 2 or more")
+    if workloads < 0:
+        raise FusedbenchError(f"--workloads {workloads}: pass how many workloads of each group to screen, 0 for all")
     chosen_groups, chosen_protocols = _chosen(groups, protocols)
     from fusedbench.measure.gpu import load_gpu_stack
     from fusedbench.measure.gpu.screen import screen_protocols
