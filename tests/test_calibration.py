@@ -133,3 +133,14 @@ def test_the_burst_sessions_figures_in_the_docs_are_what_its_a_a_runs_give(resul
     assert detection["a 10% slowdown of one cell >= 5 ms (time)"] == pytest.approx(0.9608)
     assert detection["a 3% slowdown of a whole group (time)"] == 1.0
     assert "0.34% of the ten pairs' replicate builds red" in (ROOT / "docs" / "regressions.md").read_text()
+
+
+def test_calibrate_prints_each_sets_a_a_spread(results):
+    from fusedbench.cli.calibrate import spread_lines
+
+    burst, gone = ["b6a0e09", "738499d", "d3648e8", "e90144d", "9abafbe"], ["b6a0e09", "c8c600b"]
+    assert spread_lines(results, "h100-80gb-hbm3", [burst, gone]) == [
+        "A/A spread over b6a0e09,738499d,d3648e8,e90144d,9abafbe, 28 cells of at least 1 ms: median 0.60%, "
+        "95th percentile 6.33%, max 7.50%",
+        "A/A spread over b6a0e09,c8c600b: no cell of at least 1 ms was timed in every run",
+    ]

@@ -34,8 +34,9 @@ def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], 
     for commits in runs:
         if len(commits) < 2:
             raise FusedbenchError(f"--runs {','.join(commits)}: a set needs at least two A/A runs of the same code")
-    preset = calibrate(load(results_dir, strict=strict), machine, runs)
-    emit(render(preset_table(preset, machine), *rate_lines(preset)))
+    results = load(results_dir, strict=strict)
+    preset = calibrate(results, machine, runs)
+    emit(render(preset_table(preset, machine), *rate_lines(preset), *spread_lines(results, machine, runs)))
     if write:
         emit(save_preset(preset) + "\n")
     return EXIT_OK
@@ -74,6 +75,24 @@ def rate_lines(preset) -> list[str]:
     ]
     for goal in GOALS:
         lines.append(f"detection of {goal}: {effect(preset.rates['detection'][goal], 'rate')} (goal: at least 95%)")
+    return lines
+
+
+def spread_lines(results, machine: str, runs: list[list[str]]) -> list[str]:
+    """Each set's per-cell A/A spread ((max - min) / median over its runs) of the cells of at least 1 ms, a line each:
+    the noise the thresholds are made of, in the terms docs/measurement.md reports it."""
+    from fusedbench.regressions.calibration import aa_spreads
+
+    lines = []
+    for commits in runs:
+        spreads = aa_spreads(results, machine, commits)
+        if spreads.empty:
+            lines.append(f"A/A spread over {','.join(commits)}: no cell of at least 1 ms was timed in every run")
+            continue
+        lines.append(
+            f"A/A spread over {','.join(commits)}, {len(spreads)} cells of at least 1 ms: median "
+            f"{spreads.median():.2%}, 95th percentile {spreads.quantile(0.95):.2%}, max {spreads.max():.2%}"
+        )
     return lines
 
 
