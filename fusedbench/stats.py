@@ -41,19 +41,20 @@ def median_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[
 
 def spread(values: Sequence[float]) -> float:
     """(max - min) / median of one cell's medians over repeated runs of one code state: its A/A spread. NaN for
-    fewer than two."""
-    if len(values) < 2:
+    fewer than two, or a median that is not positive."""
+    if len(values) < 2 or statistics.median(values) <= 0:
         return math.nan
     return (max(values) - min(values)) / statistics.median(values)
 
 
 def clock_explains(times: Sequence[float], clocks: Sequence[float]) -> float:
     """How much of a cell's sample-to-sample variance its SM clock explains: the squared correlation of its times
-    with their cycle time (1 / clock). NaN where either does not vary or fewer than three samples have a clock."""
+    with their cycle time (1 / clock), 0 where they correlate the wrong way (slower at a higher clock: something
+    else made the spread). NaN where either does not vary or fewer than three samples have a clock."""
     pairs = [(t, 1.0 / c) for t, c in zip(times, clocks, strict=False) if c > 0]
     if len(pairs) < 3:
         return math.nan
     xs, ys = [p[1] for p in pairs], [p[0] for p in pairs]
     if statistics.pvariance(xs) == 0 or statistics.pvariance(ys) == 0:
         return math.nan
-    return statistics.correlation(xs, ys) ** 2
+    return max(statistics.correlation(xs, ys), 0.0) ** 2

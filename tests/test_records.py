@@ -83,3 +83,13 @@ def test_a_record_keeps_each_cells_per_sample_telemetry_a_cell_per_line(tmp_path
     assert sum('"telemetry":{' in line for line in lines) == 1  # the cell on one line, not a line a number
     old = record().to_json() | {"format": "fusedbench-record/1"}  # records before telemetry still read
     assert GroupRecord.from_json(old).cells[0] == record().cells[0]
+
+
+@pytest.mark.parametrize(
+    "telemetry", [{"power_w": [300, float("inf")]}, {"power_w": [1.7]}, {"power_w": "123"}, {"power_w": [True]}, [1]]
+)
+def test_a_cell_whose_telemetry_is_not_lists_of_whole_numbers_is_refused_in_one_line(telemetry):
+    key = CellKey("RELU_BIAS", "fp16", 65536, 16384, 8192, "fused", "h100-80gb-hbm3", COMMIT)
+    written = Cell.measured(key, [0.02]).to_json() | {"telemetry": telemetry}
+    with pytest.raises(FormatError, match="cell telemetry"):
+        Cell.from_json(written)

@@ -50,6 +50,7 @@ def test_fusion_speedups_are_told_protocol_by_protocol():
         (["protocols", "--group", "Fp16Sed"], "no group 'Fp16Sed'; pick from Quick"),
         (["protocols", "--protocol", "idle"], "no protocol 'idle'; pick from back-to-back, burst"),
         (["protocols", "--workloads", "-1"], "--workloads -1: pass how many workloads"),
+        (["protocols", "--json", "/proc/screen.json"], "--json"),
     ],
 )
 def test_a_bad_screen_is_one_line_before_any_gpu_is_touched(argv, message, capsys):

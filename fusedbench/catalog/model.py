@@ -83,7 +83,8 @@ class Cell:
     `error` is the largest error against the float64 reference where a check measured it
     (max |out - ref| / max |ref|; inf where an output was missing or non-finite). `provenance`
     is free-form room for what later measurements add (kernels, cuBLASLt's algorithm). `telemetry` is the GPU's
-    state around each sample, a series per reading in sample order (measure.telemetry.SAMPLE_SERIES).
+    state around each sample, a series per reading in sample order (measure.telemetry.SAMPLE_SERIES), and the
+    GPU's temperature after the last (`temperature_c`, one value).
     """
 
     key: CellKey
@@ -169,12 +170,19 @@ class Cell:
         try:
             samples = tuple(float(s) for s in record.get("samples", ()))
             provenance = dict(record.get("provenance", {}))
-            telemetry = {
-                str(name): tuple(int(v) for v in series) for name, series in record.get("telemetry", {}).items()
-            }
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise FormatError(f"cell samples, provenance or telemetry unreadable ({exc})") from None
-        return cls(key, status, reason, samples, error, provenance, telemetry)
+        except (TypeError, ValueError) as exc:
+            raise FormatError(f"cell samples or provenance unreadable ({exc})") from None
+        return cls(key, status, reason, samples, error, provenance, _telemetry(record.get("telemetry", {})))
+
+
+def _telemetry(raw: Any) -> dict[str, tuple[int, ...]]:
+    """A cell's telemetry as written: a JSON object of lists of whole numbers (MHz, W, a bit mask), nothing else."""
+    if not isinstance(raw, Mapping):
+        raise FormatError(f"cell telemetry is {type(raw).__name__}, expected an object of series")
+    for name, series in raw.items():
+        if not isinstance(series, list) or not all(type(value) is int for value in series):
+            raise FormatError(f"cell telemetry {name!r} is {str(series)[:60]}, expected a list of whole numbers")
+    return {str(name): tuple(series) for name, series in raw.items()}
 
 
 def _typed(record: Mapping[str, Any], name: str, kind: type):

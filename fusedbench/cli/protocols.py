@@ -4,11 +4,10 @@ and time cost side by side (docs/measurement.md shows the screen that chose the 
 from __future__ import annotations
 
 import json
-import math
 
 from fusedbench.cli.common import EXIT_OK, emit, names, render, table
 from fusedbench.errors import FusedbenchError
-from fusedbench.files import write_text_atomically
+from fusedbench.files import check_writable_file, write_text_atomically
 
 DEFAULT_GROUPS = ("Fp16Seed", "Fp16Llm", "Fp16Membound")
 
@@ -62,9 +61,11 @@ def command_protocols(*, groups, protocols, repeats: int, workloads: int, json_p
     if workloads < 0:
         raise FusedbenchError(f"--workloads {workloads}: pass how many workloads of each group to screen, 0 for all")
     chosen_groups, chosen_protocols = _chosen(groups, protocols)
+    if json_path:
+        check_writable_file(json_path, "--json")  # before minutes of GPU time, not after
     from fusedbench.measure.gpu import load_gpu_stack
     from fusedbench.measure.gpu.screen import screen_protocols
-    from fusedbench.regressions.screening import SUMMARY_COLUMNS, summarize
+    from fusedbench.regressions.screening import SUMMARY_COLUMNS, shown, summarize
 
     stack = load_gpu_stack("fusedbench protocols")
     runs = screen_protocols(stack, chosen_groups, chosen_protocols, repeats=repeats, workloads=workloads)
@@ -72,11 +73,6 @@ def command_protocols(*, groups, protocols, repeats: int, workloads: int, json_p
     if json_path:
         write_text_atomically(json_path, json.dumps({"device": stack.device_name, "summary": summary, "runs": runs}))
 
-    def shown(value):
-        if isinstance(value, float):
-            return "" if math.isnan(value) else f"{value:.4g}"
-        return value
-
-    rows = [[shown(row[column]) for column in SUMMARY_COLUMNS] for row in summary]
+    rows = [[shown(row[column], column) for column in SUMMARY_COLUMNS] for row in summary]
     emit(render(table(f"protocols on {stack.device_name}", SUMMARY_COLUMNS, rows)))
     return EXIT_OK

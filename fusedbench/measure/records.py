@@ -9,7 +9,7 @@ versions and NVML telemetry. A plain `asv run` writes them as `fusedbench run` d
 asv's results hold the samples; the record holds everything else, the GPU's state around each sample
 included (each cell's `telemetry`, format /2), a cell per line so that it stays small and readable.
 
-Runs before this format wrote one `.fbenv` per `fusedbench run` (formats /1 and /2); they are
+Runs before records wrote one `.fbenv` per `fusedbench run` (fusedbench-environment/1 and /2); they are
 read into the same `GroupRecord`s, one per group.
 """
 
@@ -112,7 +112,7 @@ def write_record(results_dir: str, record: GroupRecord) -> str:
 
 
 def _legacy_records(payload: Mapping[str, Any]) -> list[GroupRecord]:
-    """A whole-run `.fbenv` of formats /1 and /2, as one record per group it lists."""
+    """A whole-run `.fbenv` of fusedbench-environment/1 or /2, as one record per group it lists."""
     machine, commit = str(payload["machine"]), str(payload["commit"])
     by_group: dict[str, list[Cell]] = {}
     for entry in payload["cells"]:

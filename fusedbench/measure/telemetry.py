@@ -167,7 +167,8 @@ def sample_clocks(series) -> list[float]:
 
 
 def sample_watts(series) -> list[int]:
-    """Each sample's instantaneous power right after it, where NVML gave one."""
+    """The instantaneous power right after each sample, the samples NVML gave none for left out (so not
+    aligned with the samples: for medians, not for pairing)."""
     return [watts for watts in series.get("power_w", ()) if watts >= 0]
 
 

@@ -9,6 +9,8 @@ import math
 import statistics
 from collections import defaultdict
 
+import numpy as np
+
 from fusedbench.measure.telemetry import sample_clocks, sample_watts
 from fusedbench.regressions.thresholds import CLASS_LABELS, CLASSES, cell_class
 from fusedbench.stats import clock_explains, relative_iqr, spread
@@ -28,10 +30,9 @@ SUMMARY_COLUMNS = (
 
 
 def _percentile(values: list[float], share: float) -> float:
-    values = sorted(v for v in values if not math.isnan(v))
-    if not values:
-        return math.nan
-    return values[min(len(values) - 1, math.ceil(share * len(values)) - 1)]
+    """Linearly interpolated, as `calibrate` and pandas take theirs."""
+    values = [v for v in values if not math.isnan(v)]
+    return float(np.percentile(values, 100 * share)) if values else math.nan
 
 
 def _median(values) -> float:
@@ -95,18 +96,19 @@ def fusion_speedups(runs: list[dict], over: str = "unfused", fused: str = "fused
     return {key: statistics.median(values) for key, values in ratios.items()}
 
 
+def shown(value, column: str) -> str:
+    """One summary value as text: spreads in per cent to two places, the clock's share to two, seconds to one."""
+    if isinstance(value, float) and math.isnan(value):
+        return ""
+    if column.startswith(("spread", "rel_iqr")):
+        return f"{100 * value:.2f}%"
+    if column == "clock_explains_median":
+        return f"{value:.2f}"
+    return f"{value:.1f}" if column == "seconds" else f"{value:.0f}" if isinstance(value, float) else str(value)
+
+
 def summary_markdown(rows: list[dict]) -> str:
-    """The summary as the Markdown table docs/measurement.md shows (per cents to two places)."""
-
-    def shown(value, column: str) -> str:
-        if isinstance(value, float) and math.isnan(value):
-            return ""
-        if column.startswith(("spread", "rel_iqr")):
-            return f"{100 * value:.2f}%"
-        if column == "clock_explains_median":
-            return f"{value:.2f}"
-        return f"{value:.1f}" if column == "seconds" else f"{value:.0f}" if isinstance(value, float) else str(value)
-
+    """The summary as the Markdown table docs/measurement.md shows."""
     lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|" + "---|" * len(SUMMARY_COLUMNS)]
     lines += ["| " + " | ".join(shown(row[c], c) for c in SUMMARY_COLUMNS) + " |" for row in rows]
     return "\n".join(lines) + "\n"
