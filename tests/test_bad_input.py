@@ -120,6 +120,12 @@ def test_an_unreadable_machine_folder_is_a_warning_naming_it(capsys, quick, monk
             ["mlp", "--device", "cpu", "--hidden", "100000000"],
             "--hidden 100000000: the network's float64 weights alone",
         ),
+        # a protocol screen: refused before any GPU is touched
+        (["protocols", "--repeats", "1"], "--repeats 1: a spread needs at least 2 runs"),
+        (["protocols", "--group", "Fp16Sed"], "no group 'Fp16Sed'; pick from Quick"),
+        (["protocols", "--protocol", "idle"], "no protocol 'idle'; pick from back-to-back, burst"),
+        (["protocols", "--workloads", "-1"], "--workloads -1: pass how many workloads"),
+        (["protocols", "--json", "/proc/screen.json"], "--json '/proc/screen.json': cannot write"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_value(capsys, quick, tmp_path, argv, says):

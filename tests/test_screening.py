@@ -4,7 +4,6 @@ committed runs the last test reads; no GPU test drives it yet."""
 
 import pytest
 
-from fusedbench.cli import main
 from fusedbench.regressions.screening import SUMMARY_COLUMNS, fusion_speedups, summarize
 
 
@@ -41,22 +40,6 @@ def test_fusion_speedups_are_told_protocol_by_protocol():
     workload = runs[0]["workload"]
     assert speedups[("burst", workload)] == pytest.approx(1.2)
     assert speedups[("sustained", workload)] == pytest.approx(1.1)
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["protocols", "--repeats", "1"], "--repeats 1: a spread needs at least 2 runs"),
-        (["protocols", "--group", "Fp16Sed"], "no group 'Fp16Sed'; pick from Quick"),
-        (["protocols", "--protocol", "idle"], "no protocol 'idle'; pick from back-to-back, burst"),
-        (["protocols", "--workloads", "-1"], "--workloads -1: pass how many workloads"),
-        (["protocols", "--json", "/proc/screen.json"], "--json"),
-    ],
-)
-def test_a_bad_screen_is_one_line_before_any_gpu_is_touched(argv, message, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: {message}") and err.count("\n") == 1
 
 
 def test_the_screen_table_in_the_docs_is_the_committed_screens():

@@ -3,8 +3,8 @@ and again, so that each candidate's repeat-to-repeat spread and its time cost ca
 (`fusedbench protocols`; the analysis is `measure.screening`).
 
 Each workload's providers are prepared once; then, repeat after repeat, every protocol times them in its rounds,
-the protocols taking turns, each repeat starting one further along (a rotation: their cyclic order stays). No CUPTI and no records: this
-is a study of how to measure, not a run.
+the protocols taking turns, each repeat starting one further along (a rotation: their cyclic order stays). No
+CUPTI and no records: this is a study of how to measure, not a run.
 """
 
 from __future__ import annotations
