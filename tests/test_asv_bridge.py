@@ -37,6 +37,7 @@ def test_without_a_gpu_every_cell_is_skipped_with_one_line_and_recorded(asv_chec
     assert cache.cells == {}  # every cell's process skips
     (record,), problems = load_records(str(asv_checkout / "results"))
     assert problems == [] and (record.machine, record.group) == ("vm", "Quick")
+    assert record.sampling == "williams-rounds/burst"
     assert len(record.cells) == GROUPS["Quick"].cell_count and {c.status for c in record.cells} == {Status.SKIPPED}
     assert {c.reason for c in record.cells} == {f"no GPU: {NO_CUPY}"}  # `fusedbench table` shows why
 
@@ -139,3 +140,4 @@ def test_each_mlp_group_is_measured_by_its_own_function_recorded_and_a_tuned_run
     measured, tuned = load_records(str(asv_checkout / "results"))[0]
     assert [c.status for c in measured.cells] == [Status.UNSUPPORTED] and measured.environment["versions"]
     assert len(tuned.cells) == MLP_GROUPS[group].cell_count and "not tuned" in tuned.cells[0].reason
+    assert measured.sampling == "williams-rounds/back-to-back"  # steps run warm, as in a loop: no lead-in

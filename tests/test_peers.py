@@ -129,8 +129,11 @@ def test_only_providers_with_a_precompile_hook_compile_ahead_with_the_workloads(
 def test_the_one_pass_backward_is_the_current_cells_revision_and_the_peers_suites():
     from fusedbench.catalog.suites import ASV_VERSIONS, CELLS_REVISION, ONE_PASS_BACKWARD_VERSIONS, PEERS_REVISION
 
-    assert CELLS_REVISION.startswith("5:") and {CELLS_REVISION, PEERS_REVISION} <= ONE_PASS_BACKWARD_VERSIONS
+    assert CELLS_REVISION.startswith("6:") and {CELLS_REVISION, PEERS_REVISION} <= ONE_PASS_BACKWARD_VERSIONS
     assert "4: unfused DRELU_BGRAD / DGELU_BGRAD in one pass" in ONE_PASS_BACKWARD_VERSIONS  # before the burst lead-in
+    assert "5: the burst lead-in before every call; unfused DRELU_BGRAD / DGELU_BGRAD in one pass" in (
+        ONE_PASS_BACKWARD_VERSIONS  # burst, with nvmath's autotune
+    )
     assert "1: the ladder and the triton peer, compile and autotune before timing" in ONE_PASS_BACKWARD_VERSIONS
     assert ASV_VERSIONS["TwoPass"] in ONE_PASS_BACKWARD_VERSIONS
     assert ASV_VERSIONS["Blog"] not in ONE_PASS_BACKWARD_VERSIONS  # the Blog group times no unfused

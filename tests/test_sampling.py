@@ -210,6 +210,26 @@ def test_burst_wakes_the_gpu_with_the_call_itself_where_it_is_shorter_than_the_w
     assert BURST.wake_calls(0.0) == 0  # no warm-up, no known length: no wake
 
 
+def test_a_run_whose_wake_call_raises_is_dropped_like_one_whose_timed_call_does():
+    calls = {"short": 0}
+
+    def short():  # 2 ms: woken by two calls of itself; the first wake call fails
+        calls["short"] += 1
+        if calls["short"] == 3:
+            raise RuntimeError("illegal memory access")
+
+    host = FakeHost([])
+    samples = sample_interleaved(
+        {"short": short, "long": lambda: None},
+        clock=FakeClock([0.002, 0.02] * 10, []),
+        samples=2,
+        warmup=2,
+        lead_in=LeadIn(BURST, sleep=host.sleep, now=host.now),
+    )
+    assert isinstance(samples["short"], RuntimeError) and calls["short"] == 3  # no timed call after it
+    assert len(samples["long"]) == 2
+
+
 def test_sustained_queues_a_heater_as_long_as_the_call_and_never_idles():
     log = lead_in_log(SUSTAINED, 0.020)
     assert log[0] == ("heat", 0.02) and not any(step[0] == "sleep" for step in log if isinstance(step, tuple))
@@ -239,3 +259,34 @@ def test_a_calls_expected_time_is_its_median_warm_up_call():
     lead_in = LeadIn(BURST, sleep=host.sleep, now=host.now)
     sample_interleaved({"call": lambda: None}, clock=Clock(), samples=1, warmup=3, lead_in=lead_in)
     assert log == [("sleep", 0.02)]  # idle as long as the median warm-up call, not the slowest
+
+
+def test_fused_autotuned_executes_the_fastest_median_of_its_own_rounds_passing_over_an_algorithm_that_raises(
+    monkeypatch,
+):
+    from fusedbench.measure.gpu import providers
+
+    outcomes = {"0": [3.0, 1.0, 3.0], "1": [2.0, 2.0, 9.0], "2": RuntimeError("no")}  # medians 3 and 2; one failed
+
+    class FakeTiming:
+        closed = 0
+
+        @classmethod
+        def open(cls, stack, telemetry=True):
+            assert telemetry is False  # nobody keeps the autotune's readings
+            return cls()
+
+        def sample(self, runs, samples):
+            assert list(runs) == ["0", "1", "2"] and samples == providers.AUTOTUNE_SAMPLES
+            return dict(outcomes)
+
+        def close(self):
+            FakeTiming.closed += 1
+
+    monkeypatch.setattr(providers, "Timing", FakeTiming)
+    matmul = type("Matmul", (), {"execute": lambda self, algorithm: None})()
+    assert providers.fastest_algorithm(None, matmul, ["a", "b", "c"]) == "b"
+    outcomes.update({"0": RuntimeError("first"), "1": RuntimeError("second")})
+    with pytest.raises(RuntimeError, match="first"):
+        providers.fastest_algorithm(None, matmul, ["a", "b", "c"])
+    assert FakeTiming.closed == 2

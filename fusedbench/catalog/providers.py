@@ -92,7 +92,7 @@ PROVIDERS: dict[str, Provider] = {
         ),
         Provider(
             "fused-autotuned",
-            "as fused, plus nvmath's Matmul.autotune",
+            "as fused, with the plan's fastest algorithm, each timed as the cells are",
             "#264653",
             ("nvmath-python",),
             "fusedbench.measure.gpu.providers:build_fused_autotuned",

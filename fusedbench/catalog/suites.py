@@ -57,11 +57,16 @@ CEILINGS_REGEX = rf"^{CEILINGS_MODULE}\."
 # and kernel times the median of three calls; revision 4 unfused DRELU_BGRAD / DGELU_BGRAD in one pass (the
 # derivative inside the row sum). Every group's next revision, the ceilings' included, times each call after the
 # burst lead-in (measure.sampling.BURST: idle as long as the call, then woken by the call itself, its launches
-# queued behind): the GPU in one power state, at boost, where runs before it timed calls back to back.
+# queued behind): the GPU in one power state, at boost, where runs before it timed calls back to back. The groups
+# with fused-autotuned have one more: its algorithm is the plan's fastest timed that way (nvmath's Matmul.autotune
+# timed them back to back, and picked differently from run to run).
 BURST_REVISION = "the burst lead-in before every call"
+AUTOTUNE_REVISION = "fused-autotuned's algorithm timed under it"
 BLOG_REVISION = f"3: {BURST_REVISION}; textbook in the blog's layout and statements"
-CELLS_REVISION = f"5: {BURST_REVISION}; unfused DRELU_BGRAD / DGELU_BGRAD in one pass"
-PEERS_REVISION = f"2: {BURST_REVISION}; the ladder and the triton peer, compile and autotune before timing"
+CELLS_REVISION = f"6: {BURST_REVISION}; {AUTOTUNE_REVISION}; unfused DRELU_BGRAD / DGELU_BGRAD in one pass"
+PEERS_REVISION = (
+    f"3: {BURST_REVISION}; {AUTOTUNE_REVISION}; the ladder and the triton peer, compile and autotune before timing"
+)
 COMPILED_REVISION = (
     f"2: {BURST_REVISION}; torch.compile max-autotune without CUDA graphs beside fused and unfused, compiled before "
     "timing"
@@ -240,10 +245,13 @@ PEER_ONLY_GROUPS = frozenset(name for name, g in GROUPS.items() if g.kind is Gro
 CONTROL_GROUPS = frozenset(name for name, g in GROUPS.items() if g.kind is GroupKind.CONTROL)
 # The benchmark versions whose unfused runs DRELU_BGRAD / DGELU_BGRAD in one pass (cells revisions 1-3 ran two):
 # what its passes move depends on it (EpilogSpec.unfused_extra_bytes). The Blog group times no unfused. The first
-# strings are those versions as they were before the burst lead-in, timed back to back.
+# strings are those versions as they were before the burst lead-in, timed back to back; the next two, under burst
+# with nvmath's autotune.
 ONE_PASS_BACKWARD_VERSIONS = frozenset(
     {
         "4: unfused DRELU_BGRAD / DGELU_BGRAD in one pass",
+        f"5: {BURST_REVISION}; unfused DRELU_BGRAD / DGELU_BGRAD in one pass",
+        f"2: {BURST_REVISION}; the ladder and the triton peer, compile and autotune before timing",
         "1: the ladder and the triton peer, compile and autotune before timing",
         "1: torch.compile max-autotune without CUDA graphs beside fused and unfused, compiled before timing",
         "1: CUTLASS sm90 GEMMs with the epilog as an epilogue visitor tree beside fused and unfused, compiled before "

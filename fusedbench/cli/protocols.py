@@ -65,13 +65,18 @@ def command_protocols(*, groups, protocols, repeats: int, workloads: int, json_p
         check_writable_file(json_path, "--json")  # before minutes of GPU time, not after
     from fusedbench.measure.gpu import load_gpu_stack
     from fusedbench.measure.gpu.screen import screen_protocols
+    from fusedbench.measure.telemetry import TelemetrySampler
     from fusedbench.regressions.screening import SUMMARY_COLUMNS, shown, summarize
 
     stack = load_gpu_stack("fusedbench protocols")
-    runs = screen_protocols(stack, chosen_groups, chosen_protocols, repeats=repeats, workloads=workloads)
+    with TelemetrySampler() as sampler:  # which card, driver and power cap, and what the GPU went through
+        runs = screen_protocols(stack, chosen_groups, chosen_protocols, repeats=repeats, workloads=workloads)
+        gpu = sampler.device_facts()
     summary = summarize(runs)
     if json_path:
-        write_text_atomically(json_path, json.dumps({"device": stack.device_name, "summary": summary, "runs": runs}))
+        facts = {"device": stack.device_name, "gpu": gpu, "versions": stack.versions()}
+        payload = {**facts, "telemetry": sampler.summary.to_json(), "summary": summary, "runs": runs}
+        write_text_atomically(json_path, json.dumps(payload))
 
     rows = [[shown(row[column], column) for column in SUMMARY_COLUMNS] for row in summary]
     emit(render(table(f"protocols on {stack.device_name}", SUMMARY_COLUMNS, rows)))

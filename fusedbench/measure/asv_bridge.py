@@ -24,7 +24,7 @@ from fusedbench.errors import FusedbenchError, GpuUnavailable
 from fusedbench.measure.checkout import asv_machine_in_use, asv_results_dir, is_fusedbench_root, read_checkout
 from fusedbench.measure.machine import gpu_machine_name
 from fusedbench.measure.records import GroupRecord, write_record
-from fusedbench.measure.sampling import PROTOCOL
+from fusedbench.measure.sampling import BACK_TO_BACK, PROTOCOL
 
 SUITE = "the fusedbench asv suite"
 
@@ -74,7 +74,8 @@ def _record(run: AsvRun | None, group: BenchmarkGroup | MlpGroup, cells, started
         group=group.name,
         started=started.isoformat(),
         seconds=seconds,
-        sampling=PROTOCOL.sampling,
+        # the mlp suite's steps run warm and back to back, as in a training loop (gpu.mlp_bench): no lead-in
+        sampling=(BACK_TO_BACK if isinstance(group, MlpGroup) else PROTOCOL).sampling,
         dirty=run.dirty,
         environment=environment,
         cells=tuple(replace(cell, key=cell.key.at(run.machine, run.commit)) for cell in cells),

@@ -72,10 +72,10 @@ class Protocol:
         return f"{ROUNDS_DESIGN}/{self.name}"
 
     def idle_s(self, expected: float) -> float:
-        return max(self.idle_min_s, self.idle_ratio * expected) if self.idle_ratio or self.idle_min_s else 0.0
+        return max(self.idle_min_s, self.idle_ratio * expected)
 
     def heat_s(self, expected: float) -> float:
-        return max(self.heat_min_s, self.heat_ratio * expected) if self.heat_ratio or self.heat_min_s else 0.0
+        return max(self.heat_min_s, self.heat_ratio * expected)
 
     def wake_calls(self, expected: float) -> int:
         """How many untimed calls wake the GPU before the timed one (none for a call at least wake_s long)."""
@@ -184,7 +184,11 @@ class _Rounds:
             if isinstance(timings, Exception):
                 continue
             if sampling:
-                self._prepare(name)
+                try:  # the lead-in's wake calls are the run's own: they may raise as the timed call would
+                    self._prepare(name)
+                except Exception as exc:
+                    self.results[name] = exc
+                    continue
             self.clock.start()
             try:
                 self.runs[name]()

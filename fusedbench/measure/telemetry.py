@@ -74,17 +74,21 @@ def throttle_names(mask: int) -> list[str]:
     return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
 
 
-def read_snapshot(nvml, handle) -> Snapshot:
+def clock_reasons(nvml, handle) -> int:
+    """NVML's mask of why the clocks are where they are now (`THROTTLE_REASONS` among them)."""
     try:
-        reasons = nvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
+        return int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
     except AttributeError:  # older nvidia-ml-py
-        reasons = nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
+        return int(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
+
+
+def read_snapshot(nvml, handle) -> Snapshot:
     return Snapshot(
         sm_clock_mhz=int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
         memory_clock_mhz=int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM)),
         temperature_c=int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
         power_w=nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-        throttle_mask=int(reasons),
+        throttle_mask=clock_reasons(nvml, handle),
     )
 
 
@@ -172,13 +176,6 @@ def sample_watts(series) -> list[int]:
     return [watts for watts in series.get("power_w", ()) if watts >= 0]
 
 
-def _clock_reasons(nvml, handle) -> int:
-    try:
-        return int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
-    except AttributeError:  # older nvidia-ml-py
-        return int(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
-
-
 class SampleTelemetry:
     """The GPU's state around every timed call (a `sampling.Probe`): the SM clock right before and right after,
     the instantaneous power right after (NVML's instant-power field: `nvmlDeviceGetPowerUsage` is a one-second
@@ -207,7 +204,7 @@ class SampleTelemetry:
 
     def _read(self) -> tuple[int, int]:
         nvml, handle = self._nvml, self._handle
-        return int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)), _clock_reasons(nvml, handle)
+        return int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)), clock_reasons(nvml, handle)
 
     def before(self, name: str) -> None:
         self._pending[name] = self._read()

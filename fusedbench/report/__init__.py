@@ -70,7 +70,7 @@ GLOSSARY = {
     "unfused": "the best honest version without fusion: the same cuBLASLt GEMM, then one pass at copy bandwidth "
     "for all the pointwise work, and one row reduction per bias gradient",
     "fused": "the cuBLASLt epilog through nvmath-python, the algorithm cuBLASLt's heuristic ranks first",
-    "fused-autotuned": "the same epilog with the algorithm Matmul.autotune picks",
+    "fused-autotuned": "the same epilog with the fastest algorithm the heuristic offers, timed as the cells are",
     "gemm": "the plain GEMM alone, no epilog: what the epilog's cost is measured against",
     "DEFAULT": "the epilog that does nothing: the plain GEMM through the fused provider (a control)",
     "AUX": "an epilog that also writes its pre-activation (GELU) or ReLU bit-mask for the backward pass",

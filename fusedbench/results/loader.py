@@ -90,7 +90,8 @@ COLUMNS = [
     # A compiler's peer, before any timing: triton's seconds to compile the kernels the cell autotunes among,
     # summed (each kernel in its own process, CPUs compiling side by side; a kernel serves its dtype's shapes, and
     # where Triton's cache already held it the seconds are those of reading it), and to autotune among them;
-    # torch-compile's first call (tracing, code generation, autotuning) and Inductor's benchmarking within it
+    # torch-compile's first call (tracing, code generation, autotuning) and Inductor's benchmarking within it;
+    # fused-autotuned's seconds timing the plan's algorithms
     "compile_s",
     "autotune_s",
     "regret",  # fused cells: fused / fused-autotuned, paired by round (1.05: the heuristic's choice costs 5%)

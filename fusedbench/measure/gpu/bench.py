@@ -12,7 +12,7 @@ cell's process.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from fusedbench.catalog.epilogs import EPILOGS, Epilog
 from fusedbench.catalog.model import Cell, CellKey
@@ -25,50 +25,14 @@ from fusedbench.measure.gpu import GpuStack
 from fusedbench.measure.gpu.operands import make_operands
 from fusedbench.measure.gpu.provenance import kernel_provenance
 from fusedbench.measure.gpu.providers import precompile_providers, prepare_provider
-from fusedbench.measure.gpu.timing import CudaEventClock, Heater, L2Flusher
+from fusedbench.measure.gpu.timing import Timing
 from fusedbench.measure.progress import write_progress
-from fusedbench.measure.sampling import PROTOCOL, SAMPLES, LeadIn, Protocol, sample_interleaved
-from fusedbench.measure.telemetry import SampleTelemetry
+from fusedbench.measure.sampling import PROTOCOL, Protocol
 
-WARMUP_ROUNDS = 1  # one call of every provider, on top of the warm-up call in prepare_provider
-WARMUP_SECONDS = 0.05  # and at least this much GPU time: raises the SM clock after the host-side set-up
 # D-sized buffers beyond the operands while a workload's providers are all prepared: the
 # textbook's results and temporaries, the unfused pass's aux buffer, the aux outputs nvmath
 # allocates per call. The textbook's copies of A and B in the blog's layout come on top.
 MEMORY_HEADROOM = 6
-
-
-@dataclass
-class Timing:
-    """How every call of a measurement is timed: CUDA events, an L2 flush, the protocol's lead-in, and the GPU's
-    state read around each sample. Close it to release NVML."""
-
-    clock: CudaEventClock
-    flush: L2Flusher
-    lead_in: LeadIn
-    probe: SampleTelemetry
-
-    @classmethod
-    def open(cls, stack: GpuStack, protocol: Protocol = PROTOCOL) -> Timing:
-        heater = Heater(stack.cupy) if protocol.heat_s(1.0) else None
-        return cls(CudaEventClock(stack.cupy), L2Flusher(stack.cupy), LeadIn(protocol, heat=heater), SampleTelemetry())
-
-    def sample(self, runs, order_seed: int = 0) -> dict:
-        """`sample_interleaved` of `runs` (name -> call) under this timing."""
-        return sample_interleaved(
-            runs,
-            clock=self.clock,
-            samples=SAMPLES,
-            warmup=WARMUP_ROUNDS,
-            warmup_seconds=WARMUP_SECONDS,
-            between_samples=self.flush,
-            order_seed=order_seed,
-            lead_in=self.lead_in,
-            probe=self.probe,
-        )
-
-    def close(self) -> None:
-        self.probe.close()
 
 
 def free_bytes(stack: GpuStack) -> int:
@@ -109,16 +73,8 @@ def _measure_workloads(stack: GpuStack, group: BenchmarkGroup, timing: Timing, s
     workloads = group.workloads()
     for index, workload in enumerate(workloads):
         keys = workload.cell_keys(group.providers)
-        free, needed = free_bytes(stack), _needed_bytes(workload)
-        if needed > free:  # collect cycles only then: gc.collect() costs 0.1 s with torch loaded
-            gc.collect()
-            free = free_bytes(stack)
-        if needed > free:
-            reason = f"needs about {needed / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free on {stack.device_name}"
-            cells.extend(Cell.skipped(key, reason) for key in keys)
-            continue
         try:
-            operands = make_operands(stack, workload, seed + index)
+            operands = workload_operands(stack, workload, seed + index)
         except Skipped as exc:
             cells.extend(Cell.skipped(key, exc.reason) for key in keys)
             continue
@@ -126,6 +82,18 @@ def _measure_workloads(stack: GpuStack, group: BenchmarkGroup, timing: Timing, s
         del operands
         write_progress(group.name, len(cells), group.cell_count, workload.label)
     return cells
+
+
+def workload_operands(stack: GpuStack, workload: Workload, seed: int):
+    """The workload's operands, where its providers will fit in the GPU's free memory beside them (Skipped, saying
+    how much, where not)."""
+    free, needed = free_bytes(stack), _needed_bytes(workload)
+    if needed > free:  # collect cycles only then: gc.collect() costs 0.1 s with torch loaded
+        gc.collect()
+        free = free_bytes(stack)
+    if needed > free:
+        raise Skipped(f"needs about {needed / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free on {stack.device_name}")
+    return make_operands(stack, workload, seed)
 
 
 def prepare_all(stack: GpuStack, operands, keys: list[CellKey], tuning: Tuning | None = None) -> tuple[dict, dict]:

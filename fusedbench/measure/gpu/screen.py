@@ -14,8 +14,8 @@ import time
 from fusedbench.catalog.suites import BenchmarkGroup
 from fusedbench.errors import Skipped
 from fusedbench.measure.gpu import GpuStack
-from fusedbench.measure.gpu.bench import Timing, prepare_all
-from fusedbench.measure.gpu.operands import make_operands
+from fusedbench.measure.gpu.bench import prepare_all, workload_operands
+from fusedbench.measure.gpu.timing import Timing
 from fusedbench.measure.sampling import Protocol
 
 
@@ -38,7 +38,7 @@ def screen_protocols(
         for group in groups:
             for index, workload in enumerate(chosen_workloads(group, workloads)):
                 try:
-                    operands = make_operands(stack, workload, index)
+                    operands = workload_operands(stack, workload, index)
                 except Skipped:
                     continue
                 prepared, _ = prepare_all(stack, operands, workload.cell_keys(group.providers))
@@ -61,6 +61,8 @@ def _one_run(timing: Timing, prepared: dict, protocol: Protocol, repeat: int, gr
     started = time.perf_counter()
     timed = timing.sample({provider: ready.run for provider, ready in prepared.items()})
     seconds = time.perf_counter() - started
+    # Every provider's readings, a failed one's too: left behind, they would run on into its next repeat's.
+    telemetry = {provider: timing.probe.take(provider) for provider in timed}
     return {
         "protocol": protocol.name,
         "repeat": repeat,
@@ -68,7 +70,7 @@ def _one_run(timing: Timing, prepared: dict, protocol: Protocol, repeat: int, gr
         "workload": workload.label,
         "seconds": seconds,
         "cells": {
-            provider: {"samples": samples, "telemetry": timing.probe.take(provider)}
+            provider: {"samples": samples, "telemetry": telemetry[provider]}
             for provider, samples in timed.items()
             if not isinstance(samples, Exception)
         },

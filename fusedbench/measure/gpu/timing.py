@@ -1,9 +1,18 @@
-"""The GPU side of timing: a clock from CUDA events, an L2 flush between samples, and a heater for the
-sustained lead-in (`sampling.SUSTAINED`)."""
+"""The GPU side of timing: a clock from CUDA events, an L2 flush between samples, a heater for the sustained
+lead-in (`sampling.SUSTAINED`), and `Timing`, which puts them together with the protocol's lead-in and the
+per-sample telemetry: how every call fusedbench times on the GPU is timed."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+from fusedbench.measure.gpu import GpuStack
+from fusedbench.measure.sampling import PROTOCOL, SAMPLES, LeadIn, Protocol, sample_interleaved
+from fusedbench.measure.telemetry import SampleTelemetry
+
+WARMUP_ROUNDS = 1  # one call of every run, on top of the warm-up call each provider's preparation makes
+WARMUP_SECONDS = 0.05  # and at least this much GPU time: raises the SM clock after the host-side set-up
 
 # Writing this many times the L2 size evicts every line a previous sample left there.
 L2_FLUSH_FACTOR = 2
@@ -62,3 +71,38 @@ class Heater:
     def __call__(self, seconds: float) -> None:
         for _ in range(max(1, math.ceil(seconds / self._seconds_per_call))):
             self._gemm()
+
+
+@dataclass
+class Timing:
+    """How every call of a measurement is timed: CUDA events, an L2 flush, the protocol's lead-in, and the GPU's
+    state read around each sample (`probe`; None where nobody keeps it). Close it to release NVML."""
+
+    clock: CudaEventClock
+    flush: L2Flusher
+    lead_in: LeadIn
+    probe: SampleTelemetry | None
+
+    @classmethod
+    def open(cls, stack: GpuStack, protocol: Protocol = PROTOCOL, *, telemetry: bool = True) -> Timing:
+        heater = Heater(stack.cupy) if protocol.heat_s(1.0) else None
+        probe = SampleTelemetry() if telemetry else None
+        return cls(CudaEventClock(stack.cupy), L2Flusher(stack.cupy), LeadIn(protocol, heat=heater), probe)
+
+    def sample(self, runs, order_seed: int = 0, samples: int = SAMPLES) -> dict:
+        """`sample_interleaved` of `runs` (name -> call) under this timing."""
+        return sample_interleaved(
+            runs,
+            clock=self.clock,
+            samples=samples,
+            warmup=WARMUP_ROUNDS,
+            warmup_seconds=WARMUP_SECONDS,
+            between_samples=self.flush,
+            order_seed=order_seed,
+            lead_in=self.lead_in,
+            probe=self.probe,
+        )
+
+    def close(self) -> None:
+        if self.probe is not None:
+            self.probe.close()

@@ -1,0 +1,95 @@
+"""On the GPU: how calls are timed. The telemetry read around every sample, the heater of the sustained lead-in,
+fused-autotuned's pick, and the protocol screen end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fusedbench.catalog.dtypes import dtype_spec
+from fusedbench.catalog.epilogs import epilog_spec
+from fusedbench.catalog.workloads import Workload
+from fusedbench.measure.gpu.operands import make_operands
+from fusedbench.measure.gpu.providers import prepare_provider
+from fusedbench.measure.gpu.timing import CudaEventClock, Heater, Timing
+from fusedbench.measure.sampling import BURST, SAMPLES, SUSTAINED
+from fusedbench.measure.telemetry import SAMPLE_SERIES, THROTTLE_REASONS
+
+pytestmark = pytest.mark.gpu
+
+
+def _gemm(cupy, size: int):
+    a = cupy.ones((size, size), dtype=cupy.float16)
+    out = cupy.empty_like(a)
+    return lambda: cupy.matmul(a, a, out=out)
+
+
+@pytest.mark.parametrize("protocol", [BURST, SUSTAINED], ids=lambda p: p.name)
+def test_every_sample_has_its_clock_power_and_reasons_and_a_cell_its_temperature(gpu_stack, protocol):
+    timing = Timing.open(gpu_stack, protocol)
+    try:
+        timed = timing.sample({"small": _gemm(gpu_stack.cupy, 1024), "large": _gemm(gpu_stack.cupy, 4096)})
+        series = {name: timing.probe.take(name) for name in timed}
+        assert timing.probe.take("small") == {}  # taken once: the next cell starts afresh
+    finally:
+        timing.close()
+    for name, samples in timed.items():
+        assert len(samples) == SAMPLES and all(0 < s < 1 for s in samples), name
+        readings = series[name]
+        assert set(readings) == {*SAMPLE_SERIES, "temperature_c"}
+        assert all(len(readings[key]) == SAMPLES for key in SAMPLE_SERIES)
+        assert all(100 <= mhz <= 4000 for key in ("sm_mhz_before", "sm_mhz_after") for mhz in readings[key])
+        assert all(watts == -1 or 20 <= watts <= 2000 for watts in readings["power_w"])
+        assert all(reasons >= 0 for reasons in readings["throttle"]) and 10 <= readings["temperature_c"][0] <= 110
+    # the throttle bits fusedbench names are NVML's own
+    assert all(bit & (bit - 1) == 0 for bit in THROTTLE_REASONS)
+
+
+def test_the_heater_keeps_the_gpu_busy_about_as_long_as_asked(gpu_stack):
+    heater, clock = Heater(gpu_stack.cupy), CudaEventClock(gpu_stack.cupy)
+    heater(0.01)  # at the clock the calibration ran at, or near it
+    for asked in (0.02, 0.1):
+        clock.start()
+        heater(asked)
+        took = clock.stop()
+        assert asked / 2 < took < asked * 2, (asked, took)
+
+
+def test_fused_autotuned_executes_the_algorithm_its_own_timing_picked(gpu_stack):
+    workload = Workload(epilog_spec("RELU_BIAS"), dtype_spec("fp16"), 2048, 1024, 4096)
+    operands = make_operands(gpu_stack, workload, seed=3)
+    autotuned, fused = (prepare_provider(name, gpu_stack, operands) for name in ("fused-autotuned", "fused"))
+    try:
+        tuned, heuristic = autotuned.provenance, fused.provenance
+        assert tuned["chosen_by"] == "autotune" and heuristic["chosen_by"] == "heuristic"
+        assert tuned["algorithms_offered"] == heuristic["algorithms_offered"] >= 1
+        assert 0 <= tuned["heuristic_rank"] < tuned["algorithms_offered"] and tuned["autotune_s"] > 0
+        assert "autotune_s" not in heuristic and heuristic["heuristic_rank"] == 0
+        assert autotuned.run()["result"] is operands.result
+    finally:
+        autotuned.release()
+        fused.release()
+
+
+def test_the_protocol_screen_times_every_candidate_and_writes_the_gpu_it_ran_on(gpu_stack, tmp_path, capsys):
+    from fusedbench.cli import main
+
+    path = tmp_path / "screen.json"
+    argv = ["protocols", "--group", "Fp16Membound", "--workloads", "1", "--repeats", "2"]
+    code = main([*argv, "--protocol", "back-to-back", "--protocol", "burst", "--json", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "back-to-back" in out and "burst" in out
+    screen = json.loads(path.read_text())
+    assert screen["gpu"]["uuid"].startswith("GPU-") and screen["gpu"]["driver"] and screen["versions"]
+    assert sorted((run["protocol"], run["repeat"]) for run in screen["runs"]) == [
+        ("back-to-back", 0),
+        ("back-to-back", 1),
+        ("burst", 0),
+        ("burst", 1),
+    ]
+    for run in screen["runs"]:
+        assert run["seconds"] > 0 and {"fused", "unfused", "gemm"} <= set(run["cells"])
+        for cell in run["cells"].values():
+            assert len(cell["samples"]) == SAMPLES and len(cell["telemetry"]["sm_mhz_after"]) == SAMPLES
+    assert {row["protocol"] for row in screen["summary"]} == {"back-to-back", "burst"}
