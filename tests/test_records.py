@@ -93,3 +93,23 @@ def test_a_cell_whose_telemetry_is_not_lists_of_whole_numbers_is_refused_in_one_
     written = Cell.measured(key, [0.02]).to_json() | {"telemetry": telemetry}
     with pytest.raises(FormatError, match="cell telemetry"):
         Cell.from_json(written)
+
+
+def test_a_cells_telemetry_is_small_enough_for_a_default_run_to_carry_under_a_megabyte():
+    """docs/measurement.md: 242 bytes a cell in 4e54cb3's committed quick record, 0.70 MB for a default run at most."""
+    import json
+    from pathlib import Path
+
+    from fusedbench.catalog.suites import GROUPS, SUITES
+    from fusedbench.measure.records import load_records
+
+    root = Path(__file__).parent.parent
+    records, _ = load_records(str(root / "results"))
+    (quick,) = [r for r in records if r.commit.startswith("4e54cb3") and r.group == "Quick"]
+    carried = [cell.telemetry for cell in quick.cells if cell.telemetry]
+    assert len(carried) == 28 < len(quick.cells)  # the measured cells; the refused ones carry none
+    per_cell = round(sum(len(json.dumps(series, separators=(",", ":"))) for series in carried) / len(carried))
+    default_cells = sum(GROUPS[name].cell_count for name in SUITES["default"] if name in GROUPS)
+    assert (per_cell, default_cells, round(per_cell * default_cells / 1e6, 2)) == (242, 2884, 0.70)
+    text = (root / "docs" / "measurement.md").read_text()
+    assert "242 bytes a cell" in text and "2,884 cells would carry at most 0.70 MB" in " ".join(text.split())
