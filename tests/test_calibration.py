@@ -172,7 +172,7 @@ def test_the_burst_sessions_figures_in_the_docs_are_what_their_a_a_runs_give(
 
 def test_cards_of_one_model_differ_by_more_than_the_a_a_runs_on_one_card(results):
     """docs/measurement.md: outside fused-autotuned, sessions 2 and 3's cards ran every quick cell 1.8-3.9% faster
-    than session 1's, and agree with each other within 1%."""
+    than session 1's, and agree with each other to within 1.0% on every cell."""
     cells = results.cells
     cells = cells[(cells.machine == "h100-80gb-hbm3") & (cells.status == "ok") & (cells.provider != "fused-autotuned")]
     medians = [
@@ -185,7 +185,8 @@ def test_cards_of_one_model_differ_by_more_than_the_a_a_runs_on_one_card(results
     assert (
         round(1 - max(second.max(), third.max()), 3) == 0.018 and round(1 - min(second.min(), third.min()), 3) == 0.039
     )
-    assert 0.99 < (medians[2] / medians[1]).dropna().median() < 1.0 and (medians[2] / medians[1]).max() < 1.001
+    between = (medians[2] / medians[1]).dropna()
+    assert round(between.median(), 3) == 0.996 and round(1 - between.min(), 3) == 0.010 and between.max() < 1.001
 
 
 def test_calibrate_prints_each_sets_a_a_spread(results):

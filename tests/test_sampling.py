@@ -213,7 +213,7 @@ def test_burst_wakes_the_gpu_with_the_call_itself_where_it_is_shorter_than_the_w
 def test_a_run_whose_wake_call_raises_is_dropped_like_one_whose_timed_call_does():
     calls = {"short": 0}
 
-    def short():  # 2 ms: woken by two calls of itself; the first wake call fails
+    def short():  # 2 ms: woken by three calls of itself (5 ms); the first wake call fails
         calls["short"] += 1
         if calls["short"] == 3:
             raise RuntimeError("illegal memory access")
