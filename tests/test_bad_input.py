@@ -40,15 +40,15 @@ def edit(path: Path, change) -> None:
     path.write_text(json.dumps(document))
 
 
+def _alert_process(quick, **options) -> subprocess.CompletedProcess:
+    """`fusedbench alert` on the quick results in its own process, its standard output as `options` say."""
+    command = [sys.executable, "-m", "fusedbench", "alert", str(quick), "--machine", MACHINE]
+    return subprocess.run(command, stderr=subprocess.PIPE, text=True, cwd=ROOT, **options)
+
+
 def test_a_green_verdict_that_cannot_be_written_is_exit_2_not_a_regression(quick):
     with open(os.devnull if sys.platform != "linux" else "/dev/full", "w") as full:
-        result = subprocess.run(
-            [sys.executable, "-m", "fusedbench", "alert", str(quick), "--machine", MACHINE],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
+        result = _alert_process(quick, stdout=full)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == "error: could not write to standard output (No space left on device)"
 
@@ -184,14 +184,7 @@ def test_a_run_is_never_its_own_baseline_and_a_suite_named_twice_is_judged_once(
 
 
 def test_alert_with_standard_output_closed_is_exit_2_not_a_traceback(quick):
-    closed = subprocess.run(
-        [sys.executable, "-m", "fusedbench", "alert", str(quick), "--machine", MACHINE],
-        stdout=None,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        preexec_fn=lambda: os.close(1),
-    )
+    closed = _alert_process(quick, stdout=None, preexec_fn=lambda: os.close(1))
     assert closed.returncode == 2 and "error: standard output is closed" in closed.stderr
     assert "Traceback" not in closed.stderr
 
