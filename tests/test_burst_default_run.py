@@ -1,0 +1,110 @@
+"""The figures docs/measurement.md and the README give for the first default-suite run under the burst lead-in
+(6fd4f0d, an H100) are what the committed results give, beside the back-to-back runs they are compared with."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from fusedbench.analysis.speedups import indistinct, speedups
+from fusedbench.catalog.suites import SUITES
+from fusedbench.results.loader import load_results
+
+ROOT = Path(__file__).parent.parent
+MACHINE = "h100-80gb-hbm3"
+BURST, BACK_TO_BACK = "6fd4f0d", "c8c600b"  # the newest default runs of each kind on the H100
+SEED = "(65536,16384)x(16384,8192)"
+
+
+@pytest.fixture(scope="module")
+def results():
+    return load_results(str(ROOT / "results"))
+
+
+def _docs() -> str:
+    return " ".join((ROOT / "docs" / "measurement.md").read_text().split())
+
+
+def _run(results, commit: str):
+    cells = results.cells
+    return cells[(cells.machine == MACHINE) & cells.commit.str.startswith(commit)]
+
+
+def _default_records(results, commit: str):
+    default = set(SUITES["default"])
+    return [r for r in results.records if r.machine == MACHINE and r.commit.startswith(commit) and r.group in default]
+
+
+def test_the_textbook_takes_the_same_time_in_the_blog_group_as_in_fp16seed_under_burst(results):
+    ok = _run(results, BURST)
+    textbook = ok[(ok.provider == "textbook") & (ok.dtype == "fp16") & (ok.m == 65536)]
+    figures = []
+    for epilog in ("RELU_BIAS", "DRELU_BGRAD"):
+        blog, seed = (
+            textbook[(textbook.group == g) & (textbook.epilog == epilog)].time_s.item() for g in ("Blog", "Fp16Seed")
+        )
+        figures.append((round(1e3 * blog, 2), round(1e3 * seed, 2), round(100 * (seed / blog - 1), 1)))
+        assert abs(seed / blog - 1) < 0.03  # the issue's goal: within 3% (back to back: 8-12%)
+    assert figures == [(34.74, 35.23, 1.4), (34.67, 35.09, 1.2)]
+    text = _docs()
+    assert "34.74 ms in Blog's rounds and 35.23 ms in Fp16Seed's (+1.4%; DRELU_BGRAD 34.67 and 35.09 ms, +1.2%)" in text
+
+
+def test_the_default_runs_seconds_are_what_its_records_say(results):
+    burst, before = _default_records(results, BURST), _default_records(results, "77f3acc")
+    assert len(burst) == len(before) == 9
+    autotune = sum((c.provenance or {}).get("autotune_s") or 0 for r in burst for c in r.cells)
+    figures = [round(sum(r.seconds for r in burst)), round(autotune), round(sum(r.seconds for r in before))]
+    assert figures == [952, 269, 391]
+    text = _docs()
+    assert "| 952 s | 391 s |" in text and "| 269 s |" in text and "28% of the groups' seconds" in text
+    assert round(100 * figures[1] / figures[0]) == 28
+    short = _run(results, BURST)
+    short = short[(short.status == "ok") & short.group.isin(SUITES["default"]) & (short.time_s < 0.005)]
+    assert len(short) == 1649 and set(short.group) == {"Fp16Llm", "Bf16Llm", "Fp16Membound", "Bf16Membound"}
+    assert "1,649 of the default suite's cells are shorter than 5 ms" in text
+
+
+def test_the_default_runs_telemetry_stays_under_a_megabyte(results):
+    burst = _default_records(results, BURST)
+    series = [c.telemetry for r in burst for c in r.cells if c.telemetry]
+    size = sum(len(json.dumps(s, separators=(",", ":"))) for s in series)
+    assert (len(series), round(size / 1e6, 2)) == (2574, 0.62)
+
+    def records_mb(commit: str) -> float:
+        folder = ROOT / "results" / MACHINE
+        names = [f"{commit[:8]}-{g}-" for g in SUITES["default"]]
+        return sum(os.path.getsize(p) for p in folder.glob("*.fbenv") if p.name.startswith(tuple(names))) / 1e6
+
+    assert (round(records_mb("6fd4f0d4"), 2), round(records_mb("c8c600be"), 2)) == (2.24, 2.04)
+    assert (
+        "carries 0.62 MB of it (2,574 measured cells), and its nine records total 2.24 MB against c8c600b's 2.04 MB"
+        in _docs()
+    )
+
+
+def test_the_seed_shapes_intervals_narrowed_as_the_docs_say(results):
+    text, readme = _docs(), " ".join((ROOT / "README.md").read_text().split())
+    widths, iqrs, greyed = [], [], []
+    for commit in (BACK_TO_BACK, BURST):
+        run = _run(results, commit)
+        fused = run[(run.provider == "fused") & run.group.isin(["Fp16Seed", "Bf16Seed"])]
+        fp16 = fused[fused.dtype == "fp16"]
+        widths.append(round(100 * (fp16.gemm_ratio_high - fp16.gemm_ratio_low).median(), 1))
+        iqrs.append([round(100 * fused[fused.dtype == d].rel_iqr.median(), 2) for d in ("fp16", "bf16")])
+        table = speedups(run, results.detail.loc[run.index])
+        seed = table[table["shape"] == SEED]
+        greyed.append(
+            [int(indistinct(table, "unfused").sum())]
+            + [int(indistinct(seed[seed.dtype == d], "unfused").sum()) for d in ("fp16", "bf16")]
+        )
+        assert len(table) == 478
+    assert widths == [13.5, 3.1] and iqrs == [[6.06, 4.99], [0.70, 0.59]]
+    assert greyed == [[139, 10, 10], [73, 7, 4]]
+    assert "from 13.5 to 3.1 points wide" in text and "from 139 to 73 of the 478 default workloads" in text
+    assert "(10 to 7 of the 16 fp16 seed epilogs, 10 to 4 at bf16)" in text
+    assert "fell from 6.1% to 0.70% at the median (fp16; bf16 5.0% to 0.59%)" in text
+    assert "73 of the H100's 478 default-suite workloads of every dtype here, 139 at c8c600b" in readme
