@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fusedbench.catalog.suites import SUITES
+
 ROOT = Path(__file__).parent.parent
 RESULTS = ROOT / "results"
 
@@ -80,7 +82,7 @@ def test_every_run_of_the_current_version_is_graphed_by_asv_publish(tmp_path):
     index = json.loads((tmp_path / "html" / "index.json").read_text())
     revisions = {commit: int(revision) for revision, commit in index["revision_to_hash"].items()}
     current = current_versions()
-    graphed = 0
+    graphed = set()
     for run in committed_runs():
         for name, version in run["versions"].items():
             if current.get(name) != version:
@@ -91,10 +93,15 @@ def test_every_run_of_the_current_version_is_graphed_by_asv_publish(tmp_path):
             with open(path) as stream:
                 points = json.load(stream)
             assert revisions[run["commit"]] in [point[0] for point in points], (run["machine"], run["commit"][:8], name)
-            graphed += 1
+            graphed.add((run["machine"], name))
     # Not vacuous: the mlp suite's runs on both machines kept their versions through the burst lead-in (which
-    # started a new history for every cell group and the ceilings), and so did their points.
-    assert graphed >= 20
+    # started a new history for every cell group and the ceilings), and the H100's default suite ran under it.
+    default = {f"cells.{group}.time_cell" for group in SUITES["default"]}
+    assert {("h100-80gb-hbm3", name) for name in default} <= graphed
+    mlp = {name for name in current if name.startswith("mlp.")}
+    assert (
+        len(mlp) == 4 and {(machine, name) for machine in ("h100-80gb-hbm3", "h200-141gb") for name in mlp} <= graphed
+    )
 
 
 def runs_of_one_version() -> list[tuple[str, str, str]]:
