@@ -66,6 +66,10 @@ def test_the_default_runs_seconds_are_what_its_records_say(results):
     short = short[(short.status == "ok") & short.group.isin(SUITES["default"]) & (short.time_s < 0.005)]
     assert len(short) == 1649 and set(short.group) == {"Fp16Llm", "Bf16Llm", "Fp16Membound", "Bf16Membound"}
     assert "1,649 of the default suite's cells are shorter than 5 ms" in text
+    (path,) = (ROOT / "results" / MACHINE).glob("6fd4f0d4-existing-*.json")
+    durations = json.loads(path.read_text())["durations"]  # asv's seconds of each set-up: the ceilings' last run
+    ceilings = sum(seconds for name, seconds in durations.items() if name.startswith("<setup_cache ceilings"))
+    assert round(ceilings) == 18 and "their set-up took 18 s" in text
 
 
 def test_the_default_runs_telemetry_stays_under_a_megabyte(results):
@@ -95,6 +99,9 @@ def test_the_seed_shapes_intervals_narrowed_as_the_docs_say(results):
         fp16 = fused[fused.dtype == "fp16"]
         widths.append(round(100 * (fp16.gemm_ratio_high - fp16.gemm_ratio_low).median(), 1))
         iqrs.append([round(100 * fused[fused.dtype == d].rel_iqr.median(), 2) for d in ("fp16", "bf16")])
+        relu_bias = fp16[fp16.epilog == "RELU_BIAS"].iloc[0]
+        ratio = "{:.3f} [{:.3f}, {:.3f}]".format(*relu_bias[["gemm_ratio", "gemm_ratio_low", "gemm_ratio_high"]])
+        assert f"{ratio} at c8c600b" in text if commit == BACK_TO_BACK else f"{ratio} now" in text
         table = speedups(run, results.detail.loc[run.index])
         seed = table[table["shape"] == SEED]
         greyed.append(
