@@ -115,3 +115,19 @@ def test_the_seed_shapes_intervals_narrowed_as_the_docs_say(results):
     assert "(10 to 7 of the 16 fp16 seed epilogs, 10 to 4 at bf16)" in text
     assert "fell from 6.1% to 0.70% at the median (fp16; bf16 5.0% to 0.59%)" in text
     assert "73 of the H100's 478 default-suite workloads of every dtype here, 139 at c8c600b" in readme
+
+
+def test_every_class_of_cell_is_quieter_within_the_burst_run(results):
+    from fusedbench.regressions.thresholds import cell_class
+
+    rows = []
+    for commit in (BACK_TO_BACK, BURST):
+        run = _run(results, commit)
+        ok = run[(run.status == "ok") & run.group.isin(SUITES["default"])]
+        by_class = ok.groupby(ok.time_s.map(cell_class)).rel_iqr
+        rows.append({c: (len(s), round(100 * s.median(), 2), round(100 * s.quantile(0.95), 2)) for c, s in by_class})
+    text = _docs()
+    for name, label in (("large", "large (>= 5 ms)"), ("medium", "medium (1-5 ms)"), ("small", "small (< 1 ms)")):
+        (n0, median0, p95_0), (n1, median1, p95_1) = rows[0][name], rows[1][name]
+        assert median1 < median0 / 4 and p95_1 < p95_0 / 3
+        assert f"| {label} | {n0} / {n1} | {median0:.2f}% | {median1:.2f}% | {p95_0:.2f}% | {p95_1:.2f}% |" in text
