@@ -55,10 +55,10 @@ def run_step(command: str, env: dict) -> subprocess.CompletedProcess:
 
 def test_the_alert_step_run_on_the_committed_results_says_what_it_judged_and_writes_the_summary(tmp_path):
     """The step as the workflow runs it, from the checkout's root, on the H100's committed results. The default
-    suite's newest runs (c8c600b, revision 3 of every group but Blog) have no earlier run at their version: only
-    Blog's 4 cells are compared, so the suite is not judged, and the step passes saying so. The quick suite's A/A
-    runs, with 95e3ed8 as the candidate, are judged against the run before it, 884f601: green. The peers suite has
-    no calibration of its own: not judged, never judged with another suite's thresholds."""
+    suite's newest runs (6fd4f0d, the first under the burst lead-in, a new version of every group) have no earlier
+    run at their version: nothing is compared, so the suite is not judged, and the step passes saying so. The quick
+    suite's A/A runs, with 95e3ed8 as the candidate, are judged against the run before it, 884f601: green. The peers
+    suite has no calibration of its own: not judged, never judged with another suite's thresholds."""
     alert = step(gpu_workflow()["jobs"]["bench"], "alert")
     summary = tmp_path / "summary.md"
     env = os.environ | {
@@ -71,8 +71,11 @@ def test_the_alert_step_run_on_the_committed_results_says_what_it_judged_and_wri
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "fusedbench alert: not judged (h100-80gb-hbm3: too little compared to tell; nothing failed)"
-    assert lines[1].startswith("default: not judged; 4 of 2884 cells compared, fewer than half: no earlier run at")
-    assert "Blog: h100-80gb-hbm3@c8c600be against h100-80gb-hbm3@77f3acc4" in lines[2]
+    assert lines[1].startswith("default: not judged; 0 of 2884 cells compared, fewer than half: no earlier run at")
+    assert lines[1].endswith(
+        "(Fp16Seed, Fp16Llm, Fp16Membound, Bf16Seed, Bf16Llm, Bf16Membound, Tf32Seed, Fp8Seed, Blog)"
+    )
+    assert "against" not in result.stdout  # no group had a baseline
     assert summary.read_text().startswith("## fusedbench alert: not judged")
     summary.unlink()
     result = run_step(alert["run"] + " --candidate 95e3ed8", env | {"SUITE": "quick"})
