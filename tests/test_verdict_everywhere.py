@@ -18,6 +18,7 @@ from tests.test_alert_cli import MACHINE, copy_runs
 
 ROOT = Path(__file__).parent.parent
 SPAN = re.compile(r"<span id='[^']*-verdict' ([^>]*)>")
+MACHINE_VERDICT = re.compile(r"<p id='([\w-]+)-verdict' data-verdict='([^']*)'><b>[^<]*</b>[^<]*<code>([^<]*)</code>")
 
 
 def verdicts_on_page(page: str) -> dict[tuple[str, str], dict]:
@@ -63,6 +64,15 @@ def test_the_committed_report_says_what_alert_says_on_the_committed_results(caps
     for machine in machines:
         said |= verdicts_of_alert(capsys, ROOT / "results", machine, [s for m, s in shown if m == machine])
     assert shown == said
+    # the machine's verdict is the one the command the page names prints (all its suites, not a plain alert's)
+    page = (ROOT / "reports" / "index.html").read_text()
+    found = MACHINE_VERDICT.findall(page)
+    assert [machine for machine, _, _ in found] == machines
+    for machine, outcome, command in found:
+        argv = html.unescape(command).split()
+        assert argv[:4] == ["fusedbench", "alert", "--machine", machine]
+        main([argv[1], str(ROOT / "results"), *argv[2:], "--format", "json"])
+        assert json.loads(capsys.readouterr().out)["outcome"] == outcome
 
 
 def test_a_red_run_is_red_in_the_report_and_in_alert_alike(capsys, tmp_path):
