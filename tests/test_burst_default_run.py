@@ -114,7 +114,26 @@ def test_the_seed_shapes_intervals_narrowed_as_the_docs_say(results):
     assert "from 13.5 to 3.1 points wide" in text and "from 139 to 73 of the 478 default workloads" in text
     assert "(10 to 7 of the 16 fp16 seed epilogs, 10 to 4 at bf16)" in text
     assert "fell from 6.1% to 0.70% at the median (fp16; bf16 5.0% to 0.59%)" in text
-    assert "73 of the H100's 478 default-suite workloads of every dtype here, 139 at c8c600b" in readme
+    second = _run(results, "8fda10a")  # the pair's second run, the README's figure
+    table = speedups(second, results.detail.loc[second.index])
+    fp16, bf16 = (table[table.dtype == d].over_unfused for d in ("fp16", "bf16"))
+    assert [
+        int(indistinct(table, "unfused").sum()),
+        round(fp16.max(), 2),
+        round(fp16.min(), 2),
+        round(bf16.min(), 2),
+    ] == [
+        64,
+        2.27,
+        0.33,
+        0.32,
+    ]
+    assert (
+        "64 of the H100's 478 default-suite workloads of every dtype here, 73 in the pair's first run 6fd4f0d, 139"
+        in readme
+    )
+    assert "(up to 2.27x, RELU at (16384,256)x(256,16384); 2.31x at 6fd4f0d)" in readme
+    assert "(down to 0.33x, DGELU_BGRAD at (8192,256)x(256,65536); bf16 0.32x)" in readme
 
 
 def test_every_class_of_cell_is_quieter_within_the_burst_run(results):

@@ -15,6 +15,12 @@ from fusedbench.results.loader import load_results
 
 ROOT = Path(__file__).parent.parent
 
+QUICK_SESSIONS = (  # the measurement code of b96c8da, a fresh lease and card each
+    "17e9ce1,b42dd54,2ce804d,b4ffa58,586478c",
+    "09bfe98,ec5ed52,a4236bd,e0248e1,4e54cb3",
+    "fa3e093,9a62ad6,21bd30a,f3f4a52,80ea650",
+)
+
 
 @pytest.fixture(scope="module")
 def results():
@@ -117,17 +123,33 @@ def test_calibration_on_pure_noise_gives_thresholds_that_keep_its_own_builds_gre
             (),
             "| 1.21% | 1.91% | 2.89% |",
         ),
+        (["fa3e093", "9a62ad6", "21bd30a", "f3f4a52", "80ea650"], (), "| 0.71% | 1.19% | 1.25% |"),
+        (",".join(QUICK_SESSIONS).split(","), (), "| 1.61% | 2.18% | 2.90% |"),
+        (["6fd4f0d", "8fda10a"], (), "| 2.40% | 4.64% | 10.81% |"),
     ],
 )
 def test_the_a_a_spreads_in_the_docs_come_from_the_committed_runs(results, commits, leave_out, row):
     from fusedbench.regressions.calibration import aa_spreads
 
     spreads = aa_spreads(results, "h100-80gb-hbm3", commits, leave_out=leave_out)
-    assert len(spreads) == (23 if leave_out else 28)
+    assert len(spreads) == (23 if leave_out else 28 if len(commits) > 2 else 1742)  # the default pair: 1,742 cells
     figures = [spreads.median(), spreads.quantile(0.95, interpolation="linear"), spreads.max()]
     assert " | ".join(f"{100 * figure:.2f}%" for figure in figures) in row
     assert row in (ROOT / "docs" / "measurement.md").read_text()
-    assert aa_spreads(results, "h100-80gb-hbm3", [*commits, "c8c600b"]).empty  # no cell was timed in every run
+    elsewhere = "c8c600b" if len(commits) > 2 else "67306e2"  # a run of the other suite: no cell in every run
+    assert aa_spreads(results, "h100-80gb-hbm3", [*commits, elsewhere]).empty
+
+
+def test_one_default_pair_sets_every_large_cell_threshold_by_the_current_method(results):
+    """docs/regressions.md: the three quick sessions with the default pair added give the large cells 22.5%, 18.0%
+    and 19.0%: one pair's ~900 large cells set every large-cell threshold."""
+    sets = [commits.split(",") for commits in QUICK_SESSIONS] + [["6fd4f0d", "8fda10a"]]
+    preset = calibrate(results, "h100-80gb-hbm3", sets, "h100-80gb-hbm3")
+    assert [preset.thresholds[(m, "large")] for m in ("time", "epilog-cost", "fusion-speedup")] == [0.225, 0.18, 0.19]
+    assert preset.rates["pairs_by_suite"] == {"quick": 30, "default": 1}
+    assert "the large cells 22.5% (time), 18.0% and 19.0%" in " ".join(
+        (ROOT / "docs" / "regressions.md").read_text().split()
+    )
 
 
 BURST_SESSIONS = (

@@ -55,10 +55,12 @@ def run_step(command: str, env: dict) -> subprocess.CompletedProcess:
 
 def test_the_alert_step_run_on_the_committed_results_says_what_it_judged_and_writes_the_summary(tmp_path):
     """The step as the workflow runs it, from the checkout's root, on the H100's committed results. The default
-    suite's newest runs (6fd4f0d, the first under the burst lead-in, a new version of every group) have no earlier
-    run at their version: nothing is compared, so the suite is not judged, and the step passes saying so. The quick
-    suite's A/A runs, with 95e3ed8 as the candidate, are judged against the run before it, 884f601: green. The peers
-    suite has no calibration of its own: not judged, never judged with another suite's thresholds."""
+    suite's newest runs are its burst A/A pair, 8fda10a against 6fd4f0d, two cards in two sessions: the back-to-back
+    preset turns the unchanged code red, on every seed group's time gate (the second card 2.3-3.0% slower, the gate
+    2.0%) and on one sub-millisecond fused-autotuned cell whose choice of algorithm differed (x2.29), and the step
+    fails saying so. The quick suite's A/A runs, with 95e3ed8 as the candidate, are judged against the run before
+    it, 884f601: green. The peers suite has no calibration of its own: not judged, never judged with another suite's
+    thresholds."""
     alert = step(gpu_workflow()["jobs"]["bench"], "alert")
     summary = tmp_path / "summary.md"
     env = os.environ | {
@@ -68,15 +70,17 @@ def test_the_alert_step_run_on_the_committed_results_says_what_it_judged_and_wri
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }
     result = run_step(alert["run"], env)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "fusedbench alert: not judged (h100-80gb-hbm3: too little compared to tell; nothing failed)"
-    assert lines[1].startswith("default: not judged; 0 of 2884 cells compared, fewer than half: no earlier run at")
-    assert lines[1].endswith(
-        "(Fp16Seed, Fp16Llm, Fp16Membound, Bf16Seed, Bf16Llm, Bf16Membound, Tf32Seed, Fp8Seed, Blog)"
-    )
-    assert "against" not in result.stdout  # no group had a baseline
-    assert summary.read_text().startswith("## fusedbench alert: not judged")
+    assert lines[:2] == [
+        "fusedbench alert: RED (h100-80gb-hbm3: 8 alert(s)): the build fails",
+        "default: red, 8 alert(s); 2884 of 2884 cells compared",
+    ]
+    assert "h100-80gb-hbm3@8fda10a1 against h100-80gb-hbm3@6fd4f0d4" in result.stdout
+    gates = [line for line in lines if line.startswith("  - regression: group ")]
+    assert len(gates) == 6 and all("time slower" in line and "threshold 2.0%" in line for line in gates)
+    assert "BGRADB/bf16/(8192,256)x(256,65536)/fused-autotuned time slower x2.293" in result.stdout
+    assert summary.read_text().startswith("## fusedbench alert: RED")
     summary.unlink()
     result = run_step(alert["run"] + " --candidate 95e3ed8", env | {"SUITE": "quick"})
     assert result.returncode == 0, result.stdout + result.stderr
