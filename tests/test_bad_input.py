@@ -190,14 +190,13 @@ def test_alert_with_standard_output_closed_is_exit_2_not_a_traceback(quick):
 
 
 def test_the_verdict_comes_before_its_warnings(tmp_path):
-    tuned = f"{MACHINE}-tuned-fused-algorithm-7"
-    results = copy_runs(tmp_path / "results", ["67306e2d"])
-    shutil.copytree(ROOT / "results" / tuned, results / tuned)
+    """The default suite's burst A/A pair: green, with the fusion inversions both runs share as warnings."""
+    results = copy_runs(tmp_path / "results", ["6fd4f0d4", "8fda10a1"])
     both = subprocess.run(
-        [sys.executable, "-m", "fusedbench", "alert", str(results), "--machine", tuned],
+        [sys.executable, "-m", "fusedbench", "alert", str(results), "--machine", MACHINE, "--suite", "default"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         cwd=ROOT,
     ).stdout
-    assert both.startswith(f"fusedbench alert: green ({tuned}: no alert)") and "\nwarning: GELU_AUX_BIAS" in both
+    assert both.startswith(f"fusedbench alert: green ({MACHINE}: no alert)") and "\nwarning: 3 known fusion" in both

@@ -30,27 +30,63 @@ def results():
 @pytest.mark.parametrize("name", sorted(presets()))
 def test_a_committed_preset_is_exactly_what_its_a_a_runs_give(results, name):
     committed = presets()[name]
-    again = calibrate(results, committed.calibrated_on, [list(commits) for commits in committed.runs], name)
+    machine, suite = name.split("@")[0].split("/")
+    again = calibrate(results, committed.calibrated_on, [list(commits) for commits in committed.runs])
+    assert set(again) == {suite} and machine == committed.calibrated_on
+    again = again[suite]
+    assert again.name == name and again.runs == committed.runs
     assert again.thresholds == committed.thresholds
     assert again.noise == committed.noise and again.pairs == committed.pairs
+    assert again.rates["pairs_by_suite"] == committed.rates["pairs_by_suite"] == {suite: committed.pairs}
     assert again.rates["false_alarm_by_suite"] == pytest.approx(committed.rates["false_alarm_by_suite"])
     assert again.rates["detection"] == pytest.approx(committed.rates["detection"])
     assert again.rates["minimum_detectable"] == committed.rates["minimum_detectable"]
 
 
-def test_the_h100_preset_keeps_a_a_builds_green_and_misses_what_docs_regressions_says_it_misses():
-    preset = presets()["h100-80gb-hbm3"]
-    rates = preset.rates
-    assert rates["pairs_by_suite"] == {"default": 1, "quick": 20}
-    assert all(rate <= ALPHA for rate in rates["false_alarm_by_suite"].values())  # the goal: met
-    # A whole group 4% slower is caught; 3% is caught 84.5% of the time, short of the goal (the
-    # cross-session quick pairs raised the group gate to 2.0%):
-    assert rates["minimum_detectable"]["time/group"] == 0.04
-    assert 0.8 < rates["detection"]["a 3% slowdown of a whole group (time)"] < DETECT
-    # The goals per cell are not reached with 10 samples a cell:
-    assert rates["detection"]["a 10% slowdown of one cell >= 5 ms (time)"] < DETECT
-    assert rates["minimum_detectable"]["time/large"] > 0.10
-    assert len(preset.runs) == 2 and sum(map(len, preset.runs)) == 12
+def test_the_h100_presets_are_the_burst_runs_of_three_sessions_and_a_default_pair():
+    quick, default = presets()["h100-80gb-hbm3/quick@17e9ce1"], presets()["h100-80gb-hbm3/default@6fd4f0d"]
+    assert [",".join(c[:7] for c in commits) for commits in quick.runs] == [",".join(QUICK_SESSIONS)]
+    assert [[c[:7] for c in commits] for commits in default.runs] == [["6fd4f0d", "8fda10a"]]
+    assert (quick.pairs, default.pairs) == (105, 1)  # 15 runs: 30 pairs within a session, 75 across cards
+    for preset in (quick, default):
+        assert preset.rates["false_alarm_per_build"] <= ALPHA  # the goal: met
+    # The quick suite's large cells: every threshold at or under the 8% goal but the epilog cost's
+    assert [quick.threshold(m, "large") for m in ("time", "epilog-cost", "fusion-speedup")] == [0.075, 0.095, 0.08]
+    assert quick.rates["detection"]["a 10% slowdown of one cell >= 5 ms (time)"] >= DETECT
+    assert quick.rates["detection"]["a 3% slowdown of a whole group (time)"] >= DETECT
+    # The default suite's ~900 large cells of one pair across two cards: far wider (docs/regressions.md says why)
+    assert [default.threshold(m, "large") for m in ("time", "epilog-cost", "fusion-speedup")] == [0.315, 0.32, 0.3]
+    assert default.rates["detection"]["a 3% slowdown of a whole group (time)"] < DETECT
+
+
+def test_the_thresholds_in_docs_regressions_are_the_committed_presets():
+    from fusedbench.cli.calibrate import effect
+    from fusedbench.regressions.thresholds import CLASSES, GATES
+
+    docs = (ROOT / "docs" / "regressions.md").read_text()
+    quick, default = presets()["h100-80gb-hbm3/quick@17e9ce1"], presets()["h100-80gb-hbm3/default@6fd4f0d"]
+    for metric in ("time", "epilog-cost", "fusion-speedup"):
+        for klass in (*(c for c, _ in CLASSES), *GATES):
+            key = f"{metric}/{klass}"
+            cells = [
+                f"{p.threshold(metric, klass):.1%} | {effect(p.rates['minimum_detectable'][key])}"
+                for p in (quick, default)
+            ]
+            assert f"| {key} | {cells[0]} | {cells[1]} |" in docs
+
+
+def test_a_pair_is_judged_both_ways_so_a_faster_candidate_teaches_the_gate_too():
+    base, cand = _synthetic_pair(shift=0.97)  # the candidate's card 3% faster: forward, nothing got worse
+    forward = replicate_builds(base, cand, replicates=400)
+    backward = forward.reversed()
+    assert np.array_equal(backward.reversed().log_worse, forward.log_worse)
+    assert np.array_equal(backward.reversed().log_worse_low, forward.log_worse_low)
+    from fusedbench.regressions.calibration import make_preset
+
+    alone = make_preset("forward", "m", ("a", "b"), [forward])
+    both = make_preset("both", "m", ("a", "b"), [forward, backward])
+    assert alone.threshold("time", "group") < 0.01  # the faster candidate moved nothing the worse way
+    assert both.threshold("time", "group") >= 0.03  # its baseline, judged as the candidate, is 3% slower
 
 
 def _synthetic_pair(shift: float = 1.0, noise: float = 0.01):
@@ -140,56 +176,11 @@ def test_the_a_a_spreads_in_the_docs_come_from_the_committed_runs(results, commi
     assert aa_spreads(results, "h100-80gb-hbm3", [*commits, elsewhere]).empty
 
 
-def test_one_default_pair_sets_every_large_cell_threshold_by_the_current_method(results):
-    """docs/regressions.md: the three quick sessions with the default pair added give the large cells 22.5%, 18.0%
-    and 19.0%: one pair's ~900 large cells set every large-cell threshold."""
-    sets = [commits.split(",") for commits in QUICK_SESSIONS] + [["6fd4f0d", "8fda10a"]]
-    preset = calibrate(results, "h100-80gb-hbm3", sets, "h100-80gb-hbm3")
-    assert [preset.thresholds[(m, "large")] for m in ("time", "epilog-cost", "fusion-speedup")] == [0.225, 0.18, 0.19]
-    assert preset.rates["pairs_by_suite"] == {"quick": 30, "default": 1}
-    assert "the large cells 22.5% (time), 18.0% and 19.0%" in " ".join(
-        (ROOT / "docs" / "regressions.md").read_text().split()
-    )
-
-
 BURST_SESSIONS = (
     ["b6a0e09", "738499d", "d3648e8", "e90144d", "9abafbe"],  # the code of 8ce8385, nvmath's autotune
     ["17e9ce1", "b42dd54", "2ce804d", "b4ffa58", "586478c"],  # the code of b96c8da, on another card
     ["09bfe98", "ec5ed52", "a4236bd", "e0248e1", "4e54cb3"],  # b96c8da again, a third card
 )
-
-
-@pytest.mark.parametrize(
-    ("sessions", "large", "gates", "red", "caught"),
-    [
-        (BURST_SESSIONS, (0.085, 0.085, 0.06), [0.01, 0.035, 0.01, 0.035, 0.02, 0.02], 0.0025, 0.9674),
-        (BURST_SESSIONS[1:], (0.07, 0.075, 0.06), [0.01, 0.015, 0.01, 0.03, 0.02, 0.02], 0.0047, 0.9967),
-    ],
-)
-def test_the_burst_sessions_figures_in_the_docs_are_what_their_a_a_runs_give(
-    results, sessions, large, gates, red, caught
-):
-    preset = calibrate(results, "h100-80gb-hbm3", [list(commits) for commits in sessions], "h100-80gb-hbm3")
-    assert tuple(preset.thresholds[(metric, "large")] for metric in ("time", "epilog-cost", "fusion-speedup")) == large
-    assert [
-        preset.thresholds[(metric, gate)]
-        for metric in ("time", "epilog-cost", "fusion-speedup")
-        for gate in ("group", "provider")
-    ] == gates
-    assert preset.rates["false_alarm_per_build"] == pytest.approx(red)
-    detection = preset.rates["detection"]
-    assert detection["a 10% slowdown of one cell >= 5 ms (time)"] == pytest.approx(caught)
-    assert detection["a 3% slowdown of a whole group (time)"] == 1.0
-    docs = (ROOT / "docs" / "regressions.md").read_text()
-    assert f"{100 * red:.2f}% of the replicate builds red" in docs and f"{100 * caught:.1f}%" in docs
-    if len(sessions) == 2:
-        minimum = preset.rates["minimum_detectable"]
-        assert [minimum[k] for k in ("time/large", "time/group", "epilog-cost/large", "fusion-speedup/large")] == [
-            0.085,
-            0.015,
-            0.09,
-            0.075,
-        ]
 
 
 def test_cards_of_one_model_differ_by_more_than_the_a_a_runs_on_one_card(results):

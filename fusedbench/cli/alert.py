@@ -20,7 +20,11 @@ def add_parser(commands) -> None:
         "the CI gate: exit 1 when a run regresses against its baseline, 0 when nothing changed",
         BASELINE_DEFAULT,
     )
-    parser.add_argument("--dump-thresholds", action="store_true", help="print the preset in force and exit")
+    parser.add_argument(
+        "--dump-thresholds",
+        action="store_true",
+        help="print the preset in force for each suite (or each --suite) and exit",
+    )
     parser.set_defaults(handler=lambda a: command_alert(**options(a), dump=a.dump_thresholds))
 
 
@@ -32,7 +36,7 @@ def command_alert(*, output_format: str, rows: int, dump: bool, **selection) -> 
     from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
 
     if dump:
-        return dump_thresholds(selection["results_dirs"], selection["machine"], selection["preset"])
+        return dump_thresholds(selection["results_dirs"], selection["machine"], selection["suite"], selection["preset"])
     verdict = judged(**selection, gate=True)
     if output_format == "json":
         text = dump_json(to_json(verdict))
@@ -50,8 +54,10 @@ def command_alert(*, output_format: str, rows: int, dump: bool, **selection) -> 
     return EXIT_FAILED if verdict.outcome is Outcome.RED else EXIT_OK
 
 
-def dump_thresholds(results_dirs, machine, preset) -> int:
-    """Print the preset in force for the machine (the newest run's where none is named) and why."""
+def dump_thresholds(results_dirs, machine, suites, preset) -> int:
+    """Print the preset in force for each suite asked (default: every suite) on the machine (the newest run's where
+    none is named), and why: {suite: preset}."""
+    from fusedbench.catalog.suites import SUITES
     from fusedbench.errors import FusedbenchError
     from fusedbench.regressions.render import dump
     from fusedbench.regressions.thresholds import preset_for
@@ -64,6 +70,9 @@ def dump_thresholds(results_dirs, machine, preset) -> int:
             machine = newest_machine(group_runs(load_results(folder)), folder)
         except FusedbenchError:
             machine = ""
-    found, line = preset_for(machine, preset)
-    emit(dump(found.to_json() | {"in_force_because": line}))
+    in_force = {}
+    for suite in dict.fromkeys(suites or SUITES):
+        found, line = preset_for(machine, suite, preset)
+        in_force[suite] = found.to_json() | {"in_force_because": line}
+    emit(dump(in_force))
     return EXIT_OK

@@ -1,4 +1,4 @@
-"""`fusedbench calibrate`: earn a threshold preset from A/A runs (the same code run again on one machine)."""
+"""`fusedbench calibrate`: earn a threshold preset per suite from A/A runs (the same code run again on one machine)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from fusedbench.errors import FusedbenchError
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("calibrate", help="earn a threshold preset from A/A runs (the same code run again)")
+    parser = commands.add_parser(
+        "calibrate", help="earn a threshold preset per suite from A/A runs (the same code run again)"
+    )
     folder_arguments(parser)
     parser.add_argument("--machine", required=True, type=nonempty, help="the machine the A/A runs were made on")
     parser.add_argument(
@@ -18,7 +20,7 @@ def add_parser(commands) -> None:
         metavar="C1,C2,...",
         help="a set of A/A runs' commits, all of one measurement code (repeat for another set)",
     )
-    parser.add_argument("--write", action="store_true", help="keep the preset in fusedbench/regressions/presets.json")
+    parser.add_argument("--write", action="store_true", help="keep the presets in fusedbench/regressions/presets.json")
     parser.set_defaults(
         handler=lambda a: command_calibrate(
             results_dir=a.results_dir, machine=a.machine, runs=a.runs, write=a.write, strict=a.strict
@@ -27,7 +29,8 @@ def add_parser(commands) -> None:
 
 
 def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], write: bool, strict: bool) -> int:
-    """Derive a threshold preset from A/A runs, print its thresholds, noise and rates (and keep it, with --write)."""
+    """Derive a threshold preset per suite from A/A runs, print their thresholds, noise and rates (and keep them, with
+    --write)."""
     from fusedbench.regressions.calibration import calibrate
     from fusedbench.regressions.thresholds import save_preset
 
@@ -35,10 +38,13 @@ def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], 
         if len(commits) < 2:
             raise FusedbenchError(f"--runs {','.join(commits)}: a set needs at least two A/A runs of the same code")
     results = load(results_dir, strict=strict)
-    preset = calibrate(results, machine, runs)
-    emit(render(preset_table(preset, machine), *rate_lines(preset), *spread_lines(results, machine, runs)))
+    presets = calibrate(results, machine, runs)
+    for preset in presets.values():
+        emit(render(preset_table(preset, machine), *rate_lines(preset)))
+    emit(render(*spread_lines(results, machine, runs)))
     if write:
-        emit(save_preset(preset) + "\n")
+        for preset in presets.values():
+            emit(save_preset(preset) + "\n")
     return EXIT_OK
 
 

@@ -6,10 +6,14 @@ moves whole workloads between runs), so every estimate here is made on pairs of 
 runs: each replicate build resamples both runs by rounds (one resample of round indices for
 every cell of a run, so pairing holds, `bootstrap.bootstrap_medians`) and compares them.
 
-- A preset sets each (metric, cell class) threshold, and each metric's gates (a group's median
-  change), to the (1 - alpha / classes) quantile of that class's worst change per replicate
-  build, the largest over the pairs, so a whole build is red on any A/A pair at most about
-  `alpha` of the time (Bonferroni over the classes).
+- Either run of a pair may be the baseline (in CI the baseline is whatever ran before, maybe on another
+  card), so every pair is judged both ways.
+- A preset is one suite's: a default-suite build compares ~1,000 cells of a class where a quick one
+  compares ~30, so the worst of them is wider there, and one preset for both would judge the quick
+  suite by the default suite's noise. It sets each (metric, cell class) threshold, and each metric's
+  gates (a group's median change), to the (1 - alpha / classes) quantile of that class's worst change
+  per replicate build, the largest over the suite's pairs, so a whole build is red on any A/A pair at
+  most about `alpha` of the time (Bonferroni over the classes).
 - Detection injects a slowdown into the candidate of a replicate (one cell's time, one cell's
   epilog cost, a whole group) and counts the builds whose alert catches it.
 Pure: numpy and pandas over the committed results; tests/test_calibration.py runs it in CI.
@@ -56,6 +60,7 @@ class ReplicateBuilds:
     """One A/A pair's replicate builds: every row's change per replicate, worse-is-above-1, in logs."""
 
     rows: pd.DataFrame  # the paired rows: metric, cell_class, group
+    point: np.ndarray  # each row's change in the pair itself, worse-is-above-zero, in logs
     log_worse: np.ndarray  # rows x replicates
     log_worse_low: np.ndarray  # rows x replicates: each replicate's interval low end, in logs (the pair's
     # interval moved with the replicate: a nested bootstrap per replicate would cost REPLICATES times more)
@@ -70,6 +75,15 @@ class ReplicateBuilds:
         ]
         return np.stack(shifts) if shifts else np.empty((0, self.log_worse.shape[1]))
 
+    def reversed(self) -> ReplicateBuilds:
+        """The same replicates with the runs' roles swapped: the candidate as the baseline."""
+        return _builds(self.rows, -self.point, -self.log_worse, self.gates)
+
+
+def _builds(rows: pd.DataFrame, point: np.ndarray, log_worse: np.ndarray, found_gates: dict) -> ReplicateBuilds:
+    below = point - (np.percentile(log_worse, 2.5, axis=1) if len(rows) else np.empty(0))
+    return ReplicateBuilds(rows, point, log_worse, log_worse - below[:, None], found_gates)
+
 
 def replicate_builds(base: Run, cand: Run, *, replicates: int = REPLICATES, seed: int = 0) -> ReplicateBuilds:
     paired: Paired = pair_runs(base, cand, replicates=replicates, seed=seed)
@@ -79,8 +93,7 @@ def replicate_builds(base: Run, cand: Run, *, replicates: int = REPLICATES, seed
     boot = paired.cand_boot / paired.base_boot
     log_worse = np.log(np.where(flip, 1 / boot, boot))
     point = np.log(np.where(flip[:, 0], paired.base / paired.cand, paired.cand / paired.base))
-    below = point - (np.percentile(log_worse, 2.5, axis=1) if len(rows) else np.empty(0))
-    return ReplicateBuilds(rows, log_worse, log_worse - below[:, None], gates(rows))
+    return _builds(rows, point, log_worse, gates(rows))
 
 
 def _class_keys(builds: ReplicateBuilds) -> pd.Series:
@@ -115,7 +128,8 @@ def derive_thresholds(pairs: list[ReplicateBuilds], alpha: float = ALPHA) -> tup
     each = alpha / len(by_class)
     thresholds, noise = {}, {}
     for key, parts in by_class.items():
-        quantiles = [math.expm1(max(0.0, float(np.quantile(maxima, 1 - each)))) for maxima in parts]
+        # no change counts as 0 (-inf where no row could alert): a quantile of the clipped maxima, the same number
+        quantiles = [math.expm1(float(np.quantile(np.maximum(maxima, 0.0), 1 - each))) for maxima in parts]
         raw = max(quantiles)
         thresholds[key] = round(max(STEP, math.ceil(raw / STEP - 1e-9) * STEP), 4)
         metric, klass = key.split("/")
@@ -123,10 +137,11 @@ def derive_thresholds(pairs: list[ReplicateBuilds], alpha: float = ALPHA) -> tup
             what = f"{sum(1 for b in pairs for _, p, m in b.gates if m == metric and gate_class(p) == klass)} gates"
         else:
             what = f"{sum(int((_class_keys(b) == key).sum()) for b in pairs)} cell rows"
-        median = math.expm1(max(0.0, float(np.median(np.concatenate(parts)))))
+        median = math.expm1(float(np.median(np.maximum(np.concatenate(parts), 0.0))))
         noise[key] = (
-            f"worst change per A/A build over {what} of {len(parts)} pair(s): median {median:+.1%}; "
-            f"{1 - each:.2%} quantile {min(quantiles):+.1%} to {raw:+.1%} by pair"
+            f"worst change per A/A build over {what} of {len(parts)} comparisons (each pair both ways): "
+            f"median {median:+.1%}; "
+            f"{1 - each:.2%} quantile {min(quantiles):+.1%} to {raw:+.1%} by comparison"
         )
     return thresholds, noise
 
@@ -223,16 +238,19 @@ def rates(builds_list: list[ReplicateBuilds], preset: Preset, seed: int = 0) -> 
     return {
         "false_alarm_per_build": false_alarm,
         "false_alarm_by_suite": {name: round(float(np.mean(np.concatenate(r))), 4) for name, r in by_suite.items()},
-        "pairs_by_suite": {name: len(r) for name, r in by_suite.items()},
         "detection": goals,
         "minimum_detectable": mde,
     }
 
 
 def suite_of(builds: ReplicateBuilds) -> str:
-    """The suite whose groups a pair compared ('default', 'quick'), or the groups joined. A suite that has
-    gained a control group since (the default suite's Blog) still names the runs made before it."""
-    groups = set(builds.rows["group"])
+    """The suite whose groups a pair compared (`suite_named`)."""
+    return suite_named(set(builds.rows["group"]))
+
+
+def suite_named(groups: set[str]) -> str:
+    """The suite of these groups ('default', 'quick'), or the groups joined. A suite that has gained a control
+    group since (the default suite's Blog) still names the runs made before it."""
     named = [name for name, members in SUITES.items() if groups <= set(members) <= groups | CONTROL_GROUPS]
     return named[0] if named else "+".join(sorted(groups))
 
@@ -252,21 +270,46 @@ def aa_pairs(runs: list[Run], machine: str) -> list[tuple[Run, Run]]:
     return pairs
 
 
-def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]], name: str | None = None) -> Preset:
-    """A preset from A/A runs on `machine`, with its false-alarm and detection rates. Each set holds runs
-    of one measurement code (pairs are made within a set only), so A/A runs of an older and a newer
-    version of the code can both teach the preset, each set maybe from other machine sessions."""
+def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]]) -> dict[str, Preset]:
+    """A preset per suite the A/A runs on `machine` timed ({suite: preset named '<machine>/<suite>@<first run>'},
+    knowing the benchmark versions it was earned at), with its
+    false-alarm and detection rates. Each set holds runs of one measurement code (pairs are made within a set
+    only), so A/A runs of an older and a newer version of the code can both teach a preset, each set maybe from
+    other machine sessions. A preset names only the runs of its own suite, so it can be recomputed from them."""
     sets = [[select_run(results, machine, commit) for commit in commits] for commits in run_sets]
     for runs in sets:
         commits = [run.commit for run in runs]
         twice = next((c for c in commits if commits.count(c) > 1), None)
         if twice:
             raise FusedbenchError(f"--runs names run {twice[:8]} twice: an A/A pair needs two different runs")
-    pairs = [pair for runs in sets for pair in aa_pairs(runs, machine)]
-    builds = [replicate_builds(base, cand, seed=index) for index, (base, cand) in enumerate(pairs)]
-    full = tuple(tuple(run.commit for run in runs) for runs in sets)
-    preset = make_preset(name or machine, machine, full, builds)
-    return replace(preset, rates=rates(builds, preset), pairs=len(pairs))
+    by_suite: dict[str, list[tuple[int, Run, Run]]] = {}
+    for number, runs in enumerate(sets):
+        for base, cand in aa_pairs(runs, machine):
+            by_suite.setdefault(suite_named(set(base.groups)), []).append((number, base, cand))
+    presets = {}
+    for suite, pairs in by_suite.items():
+        builds = []
+        for index, (_, base, cand) in enumerate(pairs):
+            forward = replicate_builds(base, cand, seed=index)
+            builds += [forward, forward.reversed()]
+        timed = {(number, run.commit) for number, base, cand in pairs for run in (base, cand)}
+        runs = tuple(
+            tuple(run.commit for run in members if (number, run.commit) in timed)
+            for number, members in enumerate(sets)
+            if any(n == number for n, _ in timed)
+        )
+        versions: dict[str, str] = {}
+        for _, base, _ in pairs:
+            for group, version in base.groups.items():
+                if versions.setdefault(group, version) != version:
+                    raise FusedbenchError(
+                        f"the {suite} suite's A/A runs time {group} at two benchmark versions: a preset is earned at "
+                        "one; calibrate the runs of each version on their own"
+                    )
+        preset = make_preset(f"{machine}/{suite}@{runs[0][0][:7]}", machine, runs, builds)
+        found = rates(builds, preset) | {"pairs_by_suite": {suite: len(pairs)}}
+        presets[suite] = replace(preset, rates=found, pairs=len(pairs), suite=suite, versions=versions)
+    return presets
 
 
 def aa_spreads(

@@ -308,7 +308,7 @@ class Choice:
     candidate: str | None = None  # a full commit hash
     baseline: str | None = None  # a full commit hash
     baseline_machine: str | None = None  # default: the candidate's GPU (a tuned run is judged against its GPU's)
-    preset: str | None = None  # a preset's name; default: the machine's (`thresholds.preset_for`)
+    preset: str | None = None  # a preset's name; default: each suite's on the machine (`thresholds.preset_for`)
 
 
 def _candidate_row(runs: pd.DataFrame, choice: Choice, group: str) -> pd.Series | None:
@@ -358,10 +358,11 @@ class Sources:
         return self.baseline_results is not self.results
 
 
-def _judge_group(sources: Sources, runs, base_runs, choice: Choice, preset: Preset, group: str) -> GroupJudgement:
-    """One group's judgement (GroupJudgement)."""
+def _judge_group(
+    sources: Sources, runs, base_runs, choice: Choice, preset: Preset, group: str, candidate: pd.Series | None
+) -> GroupJudgement:
+    """One group's judgement (GroupJudgement) of its `candidate` run (`_candidate_row`)."""
     cells = group_cell_count(group)
-    candidate = _candidate_row(runs, choice, group)
     if candidate is None:
         where = f"at {choice.candidate[:8]}" if choice.candidate else f"on {choice.machine}"
         return GroupJudgement(group, cells, None, not_judged=f"not run {where}")
@@ -374,9 +375,9 @@ def _judge_group(sources: Sources, runs, base_runs, choice: Choice, preset: Pres
     baseline = cells_run(
         sources.baseline_results, str(base["machine"]), str(base["commit"]), sources.origins[0], groups=[group]
     )
-    if group not in preset.calibrated_groups:  # compared where compare reads the cells, never judged by another's noise
-        suites = " and ".join(preset.rates.get("pairs_by_suite", {})) or "no"
-        why = f"no calibration: preset {preset.name!r} was earned on A/A runs of the {suites} suites' groups"
+    if not preset.earned_at(group, candidate["version"]):  # compared, never judged by another measurement's noise
+        what = "another benchmark version of it" if group in preset.versions else "other groups"
+        why = f"no calibration: preset {preset.name!r} was earned on A/A runs of {what}"
         compared = judge_comparison(compare_runs(baseline, cand, preset)) if group in GROUPS else None
         return GroupJudgement(group, cells, cand, baseline, compared, not_judged=why)
     judged = _with_step_starts(judge_comparison(compare_runs(baseline, cand, preset)), sources.results, cand)
@@ -408,10 +409,15 @@ def judge(results: ResultSet, choice: Choice, sources: Sources | None = None) ->
     require_machine(runs, choice.machine, sources.origins[1])
     base_runs = group_runs(sources.baseline_results) if sources.two else runs
     require_machine(base_runs, choice.baseline_machine or gpu_machine(choice.machine), sources.origins[0])
-    preset, preset_line = preset_for(choice.machine, choice.preset)
     suites = []
     for suite in choice.suites:
-        groups = tuple(_judge_group(sources, runs, base_runs, choice, preset, group) for group in SUITES[suite])
+        candidates = {group: _candidate_row(runs, choice, group) for group in SUITES[suite]}
+        versions = {group: str(row["version"]) for group, row in candidates.items() if row is not None}
+        preset, preset_line = preset_for(choice.machine, suite, choice.preset, versions)
+        groups = tuple(
+            _judge_group(sources, runs, base_runs, choice, preset, group, candidate)
+            for group, candidate in candidates.items()
+        )
         suites.append(SuiteVerdict(choice.machine, suite, preset, preset_line, groups))
     verdict = MachineVerdict(choice.machine, tuple(suites))
     itself = [g for s in verdict.suites for g in s.groups if g.not_judged == SELF_BASELINE]

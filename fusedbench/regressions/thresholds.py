@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusedbench.catalog.suites import SUITES
 from fusedbench.catalog.tuning import gpu_machine
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.metrics import METRICS
@@ -55,17 +54,21 @@ class Preset:
     noise: Mapping[str, str] = field(default_factory=dict)  # what was measured, per metric and class, in words
     rates: Mapping[str, Any] = field(default_factory=dict)  # false alarms per build, detection, minimum effects
     pairs: int = 0  # how many A/A pairs it came from
+    suite: str = ""  # the suite whose A/A runs it came from
+    versions: Mapping[str, str] = field(default_factory=dict)  # group -> asv's benchmark version of those runs
 
     def threshold(self, metric: str, klass: str) -> float:
         return self.thresholds[(metric, klass)]
 
-    @property
-    def calibrated_groups(self) -> frozenset[str]:
-        """The groups whose A/A runs the preset was earned on: its suites' groups (`rates.pairs_by_suite` names a
-        suite, or the groups of a pair no suite holds, joined by '+'). Only these groups are judged by it: another
-        group's noise was never measured, and a threshold for it would be a guess."""
-        named = self.rates.get("pairs_by_suite", {})
-        return frozenset(g for key in named for g in (SUITES[key] if key in SUITES else key.split("+")))
+    def earned_at(self, group: str, version: str) -> bool:
+        """Whether the preset's A/A runs timed `group` at this benchmark version. Only then does it judge the group:
+        another group's noise, or the same group measured another way, was never measured by it."""
+        return self.versions.get(group) == version
+
+    def fits(self, versions: Mapping[str, str]) -> bool:
+        """Whether it was earned at every one of these groups' versions that it knows, and knows one."""
+        known = [group for group in versions if group in self.versions]
+        return bool(known) and all(self.versions[group] == versions[group] for group in known)
 
     def to_json(self) -> dict:
         return {
@@ -76,6 +79,8 @@ class Preset:
             "noise": dict(self.noise),
             "rates": dict(self.rates),
             "pairs": self.pairs,
+            "suite": self.suite,
+            "versions": dict(self.versions),
         }
 
     @classmethod
@@ -88,6 +93,8 @@ class Preset:
             noise=dict(data["noise"]),
             rates=dict(data.get("rates", {})),
             pairs=int(data.get("pairs", 0)),
+            suite=str(data["suite"]),
+            versions={str(group): str(version) for group, version in data["versions"].items()},
         )
 
 
@@ -133,7 +140,8 @@ def save_preset(preset: Preset, path: str = PRESETS_FILE) -> str:
 
 
 _PRESETS: dict[str, Preset] = {}
-DEFAULT_PRESET = "h100-80gb-hbm3"
+DEFAULT_GPU = "h100-80gb-hbm3"  # whose presets stand in for a GPU that has none of its own
+MAIN_SUITE = "default"  # whose preset compares a suite that has none (only the groups it was earned on are judged)
 
 
 def presets() -> dict[str, Preset]:
@@ -143,22 +151,43 @@ def presets() -> dict[str, Preset]:
     return _PRESETS
 
 
-def preset_for(machine: str, name: str | None = None) -> tuple[Preset, str]:
-    """The preset in force for `machine` (or the one named) and one line saying why it is that one."""
+def preset_for(
+    machine: str, suite: str, name: str | None = None, versions: Mapping[str, str] | None = None
+) -> tuple[Preset, str]:
+    """The preset in force for `suite` on `machine` (or the one named) and one line saying why it is that one: the
+    GPU's preset of that suite earned at the candidate's benchmark `versions` (group -> version), else the
+    h100-80gb-hbm3 one, else the default suite's; one that fits no version still compares, and judges nothing."""
     known = presets()
     if name is not None:
         if name not in known:
             raise FusedbenchError(f"no threshold preset {name!r}; presets: {', '.join(known)}")
         return known[name], f"preset {name!r}, as asked"
-    if DEFAULT_PRESET not in known:
-        raise FusedbenchError(f"no preset {DEFAULT_PRESET!r} in {PRESETS_FILE}; run `fusedbench calibrate --write`")
     gpu = gpu_machine(machine)  # a tuned run is judged by its GPU's noise
-    if gpu in known:
-        return known[gpu], f"preset {gpu!r}, calibrated on this GPU's own A/A runs"
+    versions = versions or {}
+    for owner in dict.fromkeys(filter(None, (gpu, DEFAULT_GPU))):
+        for wanted in dict.fromkeys((suite, MAIN_SUITE)):
+            mine = [p for p in known.values() if p.calibrated_on == owner and p.suite == wanted]
+            if not mine:
+                continue
+            fitting = [p for p in mine if p.fits(versions)] if versions else mine
+            chosen = max(fitting or mine, key=lambda p: p.pairs)
+            return chosen, _why(chosen, gpu, suite, bool(fitting) and wanted == suite)
+    raise FusedbenchError(f"no preset of {DEFAULT_GPU} in {PRESETS_FILE}; run `fusedbench calibrate --write`")
+
+
+def _why(preset: Preset, gpu: str, suite: str, fits: bool) -> str:
+    """Why `preset` is the one in force for `suite` on `gpu`, in one line."""
+    if not fits:
+        return (
+            f"preset {preset.name!r}: no A/A runs of the {suite} suite at these benchmark versions"
+            f"{'' if gpu == preset.calibrated_on else ' on ' + (gpu or 'this machine')}, so its groups are compared, "
+            "and judged only where that preset was earned"
+        )
     if not gpu:
-        return known[DEFAULT_PRESET], f"preset {DEFAULT_PRESET!r}: no machine named and no results to take one from"
+        return f"preset {preset.name!r}: no machine named and no results to take one from"
+    if gpu == preset.calibrated_on:
+        return f"preset {preset.name!r}, calibrated on this GPU's own A/A runs of the {suite} suite"
     return (
-        known[DEFAULT_PRESET],
-        f"preset {DEFAULT_PRESET!r}: {gpu} has no A/A runs of its own yet, so it uses the {DEFAULT_PRESET} "
-        "calibration (run the calibration there to earn its own; docs/regressions.md)",
+        f"preset {preset.name!r}: {gpu} has no A/A runs of the {suite} suite yet, so it uses the "
+        f"{preset.calibrated_on} calibration (run the calibration there to earn its own; docs/regressions.md)"
     )

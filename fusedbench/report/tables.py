@@ -183,16 +183,15 @@ def verdict_section(verdict: MachineVerdict) -> str:
             "alerts": [len(s.alerts) for s in verdict.suites],
             "cells compared": [f"{s.compared} of {s.cells}" for s in verdict.suites],
             "runs compared": [run_pairs(s) or "none" for s in verdict.suites],
+            "thresholds": [s.preset_line for s in verdict.suites],
         }
     )
-    preset = verdict.suites[0].preset_line if verdict.suites else ""
     # the machine's verdict covers every suite shown; a plain `alert` judges only the newest run's suites
     command = f"fusedbench alert --machine {verdict.machine}" + "".join(f" --suite {s.suite}" for s in verdict.suites)
     parts = [
         f"<p id='{anchor(verdict.machine, 'verdict')}' data-verdict='{verdict.outcome.value}'>"
         f"<b>{html.escape(headline(verdict))}</b>, over every suite below (<code>{html.escape(command)}</code>; "
-        f"without <code>--suite</code>, <code>alert</code> judges the suites of the newest run only). "
-        f"{html.escape(preset)}.</p>",
+        f"without <code>--suite</code>, <code>alert</code> judges the suites of the newest run only).</p>",
         table_html(rows),
     ]
     for suite in verdict.suites:
