@@ -72,7 +72,10 @@ def test_the_committed_report_says_what_alert_says_on_the_committed_results(caps
         argv = html.unescape(command).split()
         assert argv[:4] == ["fusedbench", "alert", "--machine", machine]
         main([argv[1], str(ROOT / "results"), *argv[2:], "--format", "json"])
-        assert json.loads(capsys.readouterr().out)["outcome"] == outcome
+        document = json.loads(capsys.readouterr().out)
+        assert document["outcome"] == outcome
+        for suite in document["suites"]:  # each suite's thresholds, and why they are those, as alert gives them
+            assert f"<td>{html.escape(suite['preset_reason'], quote=False)}</td>" in page
 
 
 def test_a_red_run_is_red_in_the_report_and_in_alert_alike(capsys, tmp_path):
@@ -81,6 +84,10 @@ def test_a_red_run_is_red_in_the_report_and_in_alert_alike(capsys, tmp_path):
     tuned = f"{MACHINE}-tuned-fused-workspace-0"
     results = copy_runs(tmp_path / "results", ["67306e2d"])
     shutil.copytree(ROOT / "results" / tuned, results / tuned)
-    shown = verdicts_on_page(render_report(load_results(str(results)), machines=[tuned]))
+    page = render_report(load_results(str(results)), machines=[tuned])
+    shown = verdicts_on_page(page)
     assert shown == verdicts_of_alert(capsys, results, tuned, ["quick"])
     assert shown[(tuned, "quick")]["verdict"] == "red" and shown[(tuned, "quick")]["alerts"] == "1"
+    # the thresholds the page judged by: the back-to-back quick runs' preset, the GPU's, as alert says
+    line = f"preset '{MACHINE}/quick@6c07033', calibrated on this GPU's own A/A runs of the quick suite"
+    assert f"<td>{html.escape(line, quote=False)}</td>" in page
