@@ -408,3 +408,21 @@ def test_calibrate_refuses_one_suites_runs_at_two_benchmark_versions(capsys):
     )
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "the quick suite's A/A runs time Quick at two benchmark versions" in err
+
+
+def test_a_suite_is_judged_by_a_preset_earned_at_its_versions_the_gpus_own_first(monkeypatch):
+    import fusedbench.regressions.thresholds as thresholds
+    from fusedbench.regressions.thresholds import Preset, preset_for
+
+    def made(gpu: str, suite: str, version: str) -> Preset:
+        return Preset(f"{gpu}/{suite}@{version}", {}, gpu, pairs=1, suite=suite, versions={"Quick": version})
+
+    found = [made("h200-141gb", "quick", "v2"), made(MACHINE, "quick", "v1"), made(MACHINE, "default", "v1")]
+    monkeypatch.setattr(thresholds, "_PRESETS", {p.name: p for p in found})
+    assert preset_for("h200-141gb", "quick", versions={"Quick": "v2"})[0].name == "h200-141gb/quick@v2"
+    chosen, why = preset_for("h200-141gb", "quick", versions={"Quick": "v1"})  # its own was earned at another
+    assert chosen.name == f"{MACHINE}/quick@v1" and "h200-141gb has no A/A runs of the quick suite at these" in why
+    chosen, why = preset_for("h200-141gb", "quick", versions={"Quick": "v3"})  # none: compared, judged nowhere
+    assert chosen.name == "h200-141gb/quick@v2" and "no A/A runs of the quick suite at these benchmark versions" in why
+    chosen, why = preset_for(MACHINE, "peers", versions={"Fp16SeedPeers": "p1"})
+    assert chosen.name == f"{MACHINE}/default@v1" and not chosen.earned_at("Fp16SeedPeers", "p1")

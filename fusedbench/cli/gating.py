@@ -38,7 +38,11 @@ def add_arguments(commands, name: str, helptext: str, baseline_default: str):
         "--candidate", default=None, metavar="REF", help=REF_HELP + " (default: each group's newest run)"
     )
     parser.add_argument(
-        "--preset", default=None, type=nonempty, help="threshold preset (default: the machine's; --dump-thresholds)"
+        "--preset",
+        default=None,
+        type=nonempty,
+        help="threshold preset for every suite (default: each suite's, earned on the machine's GPU at the runs' "
+        "benchmark versions; --dump-thresholds)",
     )
     parser.add_argument("--format", dest="output_format", choices=("text", "md", "json"), default="text")
     parser.add_argument("--rows", type=count, default=40, help="rows of the terminal table (default: 40)")

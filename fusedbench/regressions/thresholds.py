@@ -164,14 +164,19 @@ def preset_for(
         return known[name], f"preset {name!r}, as asked"
     gpu = gpu_machine(machine)  # a tuned run is judged by its GPU's noise
     versions = versions or {}
-    for owner in dict.fromkeys(filter(None, (gpu, DEFAULT_GPU))):
-        for wanted in dict.fromkeys((suite, MAIN_SUITE)):
+    owners = list(dict.fromkeys(filter(None, (gpu, DEFAULT_GPU))))
+    for owner in owners:  # earned on this suite at these versions: the GPU's own, else the stand-in's
+        mine = [p for p in known.values() if p.calibrated_on == owner and p.suite == suite]
+        fitting = [p for p in mine if p.fits(versions)] if versions else mine
+        if fitting:
+            chosen = max(fitting, key=lambda p: p.pairs)
+            return chosen, _why(chosen, gpu, suite, True)
+    for wanted in dict.fromkeys((suite, MAIN_SUITE)):  # none: one to compare with, which judges nothing here
+        for owner in owners:
             mine = [p for p in known.values() if p.calibrated_on == owner and p.suite == wanted]
-            if not mine:
-                continue
-            fitting = [p for p in mine if p.fits(versions)] if versions else mine
-            chosen = max(fitting or mine, key=lambda p: p.pairs)
-            return chosen, _why(chosen, gpu, suite, bool(fitting) and wanted == suite)
+            if mine:
+                chosen = max(mine, key=lambda p: p.pairs)
+                return chosen, _why(chosen, gpu, suite, False)
     raise FusedbenchError(f"no preset of {DEFAULT_GPU} in {PRESETS_FILE}; run `fusedbench calibrate --write`")
 
 
@@ -188,6 +193,6 @@ def _why(preset: Preset, gpu: str, suite: str, fits: bool) -> str:
     if gpu == preset.calibrated_on:
         return f"preset {preset.name!r}, calibrated on this GPU's own A/A runs of the {suite} suite"
     return (
-        f"preset {preset.name!r}: {gpu} has no A/A runs of the {suite} suite yet, so it uses the "
-        f"{preset.calibrated_on} calibration (run the calibration there to earn its own; docs/regressions.md)"
+        f"preset {preset.name!r}: {gpu} has no A/A runs of the {suite} suite at these benchmark versions, so it uses "
+        f"the {preset.calibrated_on} calibration (run the calibration there to earn its own; docs/regressions.md)"
     )
