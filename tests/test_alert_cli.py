@@ -99,7 +99,7 @@ def test_dump_thresholds_prints_the_preset_in_force_for_each_suite_and_why(capsy
         assert set(preset["thresholds"]) == {
             f"{m}/{k}" for m in ("time", "epilog-cost", "fusion-speedup") for k in classes
         }
-    assert in_force["quick"]["name"] == f"{MACHINE}/quick@17e9ce1"
+    assert in_force["quick"]["name"] == f"{MACHINE}/quick@6c07033"  # the fixture's runs are back to back
     assert "calibrated on this GPU's own A/A runs of the quick suite" in in_force["quick"]["in_force_because"]
     assert (
         in_force["peers"]["name"] == f"{MACHINE}/default@6fd4f0d"
@@ -426,3 +426,14 @@ def test_a_suite_is_judged_by_a_preset_earned_at_its_versions_the_gpus_own_first
     assert chosen.name == "h200-141gb/quick@v2" and "no A/A runs of the quick suite at these benchmark versions" in why
     chosen, why = preset_for(MACHINE, "peers", versions={"Fp16SeedPeers": "p1"})
     assert chosen.name == f"{MACHINE}/default@v1" and not chosen.earned_at("Fp16SeedPeers", "p1")
+
+
+def test_dump_thresholds_gives_the_preset_earned_at_the_machines_newest_versions(capsys):
+    """The tuned run's quick group is at the back-to-back version: the preset in force is that version's, not the
+    burst one the GPU's own newest quick runs get."""
+    tuned = f"{MACHINE}-tuned-fused-algorithm-7"
+    for machine, name in ((tuned, "quick@6c07033"), (MACHINE, "quick@17e9ce1")):
+        code, out, _ = run_cli(
+            capsys, "alert", ROOT / "results", "--dump-thresholds", "--machine", machine, "--suite", "quick"
+        )
+        assert code == 0 and json.loads(out)["quick"]["name"] == f"{MACHINE}/{name}"

@@ -56,23 +56,28 @@ def command_alert(*, output_format: str, rows: int, dump: bool, **selection) -> 
 
 def dump_thresholds(results_dirs, machine, suites, preset) -> int:
     """Print the preset in force for each suite asked (default: every suite) on the machine (the newest run's where
-    none is named), and why: {suite: preset}."""
+    none is named) at its newest runs' benchmark versions, and why: {suite: preset}."""
+    import pandas as pd
+
     from fusedbench.catalog.suites import SUITES
     from fusedbench.errors import FusedbenchError
     from fusedbench.regressions.render import dump
     from fusedbench.regressions.thresholds import preset_for
     from fusedbench.results.loader import load_results
-    from fusedbench.results.runs import group_runs, newest_machine
+    from fusedbench.results.runs import group_runs, newest_machine, newest_runs
 
-    if machine is None:
-        folder = (results_dirs or ["results"])[-1]
-        try:
-            machine = newest_machine(group_runs(load_results(folder)), folder)
-        except FusedbenchError:
-            machine = ""
+    folder = (results_dirs or ["results"])[-1]
+    try:
+        runs = group_runs(load_results(folder))
+        machine = machine if machine is not None else newest_machine(runs, folder)
+    except FusedbenchError:  # no results to read: the presets alone
+        runs, machine = pd.DataFrame(columns=["machine", "group", "version"]), machine or ""
+    newest = newest_runs(runs, machines=[machine]) if len(runs) else runs
+    versions = dict(zip(newest["group"], newest["version"].astype(str), strict=True))
     in_force = {}
     for suite in dict.fromkeys(suites or SUITES):
-        found, line = preset_for(machine, suite, preset)
+        mine = {group: versions[group] for group in SUITES[suite] if group in versions}
+        found, line = preset_for(machine, suite, preset, mine)
         in_force[suite] = found.to_json() | {"in_force_because": line}
     emit(dump(in_force))
     return EXIT_OK
