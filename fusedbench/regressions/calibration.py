@@ -271,11 +271,11 @@ def aa_pairs(runs: list[Run], machine: str) -> list[tuple[Run, Run]]:
 
 
 def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]]) -> dict[str, Preset]:
-    """A preset per suite the A/A runs on `machine` timed ({suite: preset named '<machine>/<suite>@<first run>'},
-    knowing the benchmark versions it was earned at), with its
-    false-alarm and detection rates. Each set holds runs of one measurement code (pairs are made within a set
-    only), so A/A runs of an older and a newer version of the code can both teach a preset, each set maybe from
-    other machine sessions. A preset names only the runs of its own suite, so it can be recomputed from them."""
+    """A preset per suite the A/A runs on `machine` timed ({suite: preset named '<machine>/<suite>@<first run>'}),
+    with the benchmark versions it was earned at and its false-alarm and detection rates. Each set holds runs of
+    one measurement code (pairs are made within a set only), so A/A runs of an older and a newer version of the
+    code can both teach a preset, each set maybe from other machine sessions. A preset names only the runs of its
+    own suite, so it can be recomputed from them."""
     sets = [[select_run(results, machine, commit) for commit in commits] for commits in run_sets]
     for runs in sets:
         commits = [run.commit for run in runs]
