@@ -70,6 +70,16 @@ def test_fused_autotuned_executes_the_algorithm_its_own_timing_picked(gpu_stack)
     finally:
         autotuned.release()
         fused.release()
+    checked = prepare_provider("fused-autotuned", gpu_stack, operands, timed=False)  # a check: nothing timed
+    try:
+        offered = checked.provenance["algorithms_offered"]
+        assert (
+            checked.provenance["chosen_by"] == "the check's algorithm in turn"
+            and "autotune_s" not in checked.provenance
+        )
+        assert checked.provenance["heuristic_rank"] == workload.in_turn(offered)
+    finally:
+        checked.release()
 
 
 def test_the_protocol_screen_times_every_candidate_and_writes_the_gpu_it_ran_on(gpu_stack, tmp_path, capsys):

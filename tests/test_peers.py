@@ -158,6 +158,19 @@ def test_an_unfused_backwards_pass_bandwidth_counts_the_bytes_of_its_own_revisio
     assert filled["pass_of_copy"].tolist() == pytest.approx((filled["pass_tbps"] / 4.0).tolist())
 
 
+def test_a_check_of_fused_autotuned_takes_cublaslts_algorithms_in_turn_so_the_small_check_verifies_every_one():
+    """A check has no timing to choose by: each workload executes one of the (up to 8) algorithms offered, and the
+    small check's workloads of each dtype cover every index a timing may choose."""
+    from fusedbench.catalog.shapes import shape_set
+    from fusedbench.catalog.workloads import build_workloads
+
+    for dtype in ("fp16", "bf16", "fp32", "tf32", "fp8"):
+        workloads = build_workloads(dtypes=[dtype], shapes=shape_set("small"))
+        for offered in (2, 5, 8):
+            assert {workload.in_turn(offered) for workload in workloads} == set(range(offered)), (dtype, offered)
+    assert workloads[0].in_turn(8) == workloads[0].in_turn(8)  # fixed for a workload: a rerun checks the same
+
+
 def test_a_triton_check_takes_the_configs_in_turn_so_the_small_check_verifies_every_one():
     from fusedbench.catalog.shapes import shape_set
     from fusedbench.catalog.workloads import build_workloads

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,12 @@ class Workload:
     @property
     def label(self) -> str:
         return f"{self.epilog.name}/{self.dtype.name}/{self.shape}"
+
+    def in_turn(self, count: int) -> int:
+        """Which of `count` options (a peer's configs, cuBLASLt's algorithms) a check verifies on this workload:
+        fixed for the workload, spread over them across workloads, so a check of many verifies each option the
+        timing may choose."""
+        return zlib.crc32(self.label.encode()) % count
 
     def cell_keys(self, providers: Iterable[str]) -> list[CellKey]:
         """The workload's cell for each provider."""

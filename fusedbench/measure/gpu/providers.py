@@ -115,8 +115,11 @@ def plan_matmul(
     spec: EpilogSpec | None = None,
     autotune: bool = False,
     tuning: Tuning | None = None,
+    timed: bool = True,
 ):
-    """An nvmath Matmul writing into operands.result, planned (and optionally autotuned or tuned) for `spec`."""
+    """An nvmath Matmul writing into operands.result, planned (and optionally autotuned or tuned) for `spec`.
+    Autotuned for a check (`timed=False`), it executes one algorithm of the plan, each in turn over the
+    workloads (`Workload.in_turn`): a check has no timing to choose by, and verifies what a timing may choose."""
     advanced = stack.nvmath_advanced
     options, scales = _matmul_options(stack, operands.workload.dtype, inplace=True)
     if tuning is not None and tuning.setting == "workspace":
@@ -135,15 +138,18 @@ def plan_matmul(
     provenance = {}
     if forced:
         chosen = planned[min(tuning.value, len(planned) - 1)]
-    elif autotune:
+    elif autotune and timed:
         started = time.perf_counter()
         chosen = fastest_algorithm(stack, matmul, planned)
         provenance["autotune_s"] = time.perf_counter() - started
+    elif autotune:
+        chosen = planned[operands.workload.in_turn(len(planned))]
     else:
         chosen = planned[0]
+    by = "autotune" if timed else "the check's algorithm in turn"
     provenance |= {
         "algorithm": describe_algorithm(chosen),
-        "chosen_by": tuning.label if tuning is not None else ("autotune" if autotune else "heuristic"),
+        "chosen_by": tuning.label if tuning is not None else (by if autotune else "heuristic"),
         "heuristic_rank": planned.index(chosen),
         "algorithms_offered": len(planned),
     }
@@ -196,11 +202,16 @@ def describe_algorithm(algorithm) -> str:
 
 
 def build_fused(
-    stack: GpuStack, operands: Operands, *, autotune: bool = False, tuning: Tuning | None = None
+    stack: GpuStack,
+    operands: Operands,
+    *,
+    autotune: bool = False,
+    tuning: Tuning | None = None,
+    timed: bool = True,
 ) -> PreparedProvider:
     """cuBLASLt's epilog through nvmath's Matmul, planned once (and autotuned, or tuned, if asked)."""
     spec, workload = operands.workload.epilog, operands.workload
-    matmul = plan_matmul(stack, operands, spec=spec, autotune=autotune, tuning=tuning)
+    matmul = plan_matmul(stack, operands, spec=spec, autotune=autotune, tuning=tuning, timed=timed)
     result = operands.result
 
     def run():
@@ -213,8 +224,8 @@ def build_fused(
     return PreparedProvider(run, (result,), sizes, matmul.free, provenance=matmul.provenance)
 
 
-def build_fused_autotuned(stack: GpuStack, operands: Operands) -> PreparedProvider:
-    return build_fused(stack, operands, autotune=True)
+def build_fused_autotuned(stack: GpuStack, operands: Operands, *, timed: bool = True) -> PreparedProvider:
+    return build_fused(stack, operands, autotune=True, timed=timed)
 
 
 def build_gemm(stack: GpuStack, operands: Operands, *, tuning: Tuning | None = None) -> PreparedProvider:
