@@ -290,3 +290,49 @@ def test_fused_autotuned_executes_the_fastest_median_of_its_own_rounds_passing_o
     with pytest.raises(RuntimeError, match="first"):
         providers.fastest_algorithm(None, matmul, ["a", "b", "c"])
     assert FakeTiming.closed == 2
+
+
+def test_a_flush_or_probe_that_raises_is_fusedbenchs_own_error_not_a_runs():
+    def flush():
+        raise RuntimeError("the flush buffer is gone")
+
+    with pytest.raises(RuntimeError, match="flush buffer"):
+        sample_interleaved(
+            {"a": lambda: None}, clock=FakeClock([1.0] * 4, []), samples=1, warmup=1, between_samples=flush
+        )
+
+
+@pytest.mark.parametrize("failing", ["plan", "choice"])
+def test_a_matmul_whose_plan_or_choice_fails_is_freed(monkeypatch, failing):
+    """plan_matmul allocates nvmath's Matmul first: a refused plan or a failed choice must not leave it behind."""
+    from types import SimpleNamespace
+
+    from fusedbench.catalog.dtypes import dtype_spec
+    from fusedbench.catalog.epilogs import epilog_spec
+    from fusedbench.catalog.workloads import Workload
+    from fusedbench.measure.gpu import providers
+
+    freed = []
+
+    class Matmul:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def plan(self, **kwargs):
+            if failing == "plan":
+                raise ValueError("no algorithm for this layout")
+            return ["first", "second"]
+
+        def free(self):
+            freed.append(True)
+
+    def no_choice(stack, matmul, algorithms):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(providers, "fastest_algorithm", no_choice)
+    stack = SimpleNamespace(nvmath_advanced=SimpleNamespace(Matmul=Matmul), compute_types=None)
+    workload = Workload(epilog_spec("DEFAULT"), dtype_spec("fp16"), 64, 32, 16)
+    operands = SimpleNamespace(a=None, b=None, result=None, workload=workload)
+    with pytest.raises((ValueError, RuntimeError)):
+        providers.plan_matmul(stack, operands, autotune=True)
+    assert freed == [True]

@@ -31,9 +31,8 @@ class Workload:
         return f"{self.epilog.name}/{self.dtype.name}/{self.shape}"
 
     def in_turn(self, count: int) -> int:
-        """Which of `count` options (a peer's configs, cuBLASLt's algorithms) a check verifies on this workload:
-        fixed for the workload, spread over them across workloads, so a check of many verifies each option the
-        timing may choose."""
+        """Which of `count` options (a peer's configs, the ranks of cuBLASLt's algorithms) a check verifies on this
+        workload: fixed for the workload, spread over the options across workloads, so a check of many meets each."""
         return zlib.crc32(self.label.encode()) % count
 
     def cell_keys(self, providers: Iterable[str]) -> list[CellKey]:

@@ -185,10 +185,11 @@ class _Rounds:
                 continue
             if sampling:
                 try:  # the lead-in's wake calls are the run's own: they may raise as the timed call would
-                    self._prepare(name)
+                    self._lead_in(name)
                 except Exception as exc:
                     self.results[name] = exc
                     continue
+                self._before(name)
             self.clock.start()
             try:
                 self.runs[name]()
@@ -205,9 +206,12 @@ class _Rounds:
             timings.append(elapsed)
         return spent
 
-    def _prepare(self, name: str) -> None:
+    def _lead_in(self, name: str) -> None:
         if self.lead_in is not None:
             self.lead_in(self.runs[name], self.expected[name])
+
+    def _before(self, name: str) -> None:
+        """The L2 flush and the probe's reading, right before the timed call: errors of fusedbench's own."""
         if self.between_samples is not None:
             self.between_samples()
         if self.probe is not None:

@@ -118,8 +118,8 @@ def plan_matmul(
     timed: bool = True,
 ):
     """An nvmath Matmul writing into operands.result, planned (and optionally autotuned or tuned) for `spec`.
-    Autotuned for a check (`timed=False`), it executes one algorithm of the plan, each in turn over the
-    workloads (`Workload.in_turn`): a check has no timing to choose by, and verifies what a timing may choose."""
+    Autotuned for a check (`timed=False`), it executes one algorithm of the plan, its rank taken in turn over the
+    workloads (`Workload.in_turn`): a check has no timing to choose by, and meets every rank a timing may choose."""
     advanced = stack.nvmath_advanced
     options, scales = _matmul_options(stack, operands.workload.dtype, inplace=True)
     if tuning is not None and tuning.setting == "workspace":
@@ -131,21 +131,28 @@ def plan_matmul(
     # DEFAULT is planned as "no epilog": nvmath takes epilog=None for the plain GEMM.
     epilog = None if spec is None or spec.epilog is Epilog.DEFAULT else advanced.MatmulEpilog(spec.value)
     inputs = {name: getattr(operands, name) for name in spec.inputs} if spec is not None else {}
-    algorithms = matmul.plan(
-        preferences={"limit": tuning.value + 1} if forced else None, epilog=epilog, epilog_inputs=inputs or None
-    )
-    planned = list(algorithms)
     provenance = {}
-    if forced:
-        chosen = planned[min(tuning.value, len(planned) - 1)]
-    elif autotune and timed:
-        started = time.perf_counter()
-        chosen = fastest_algorithm(stack, matmul, planned)
-        provenance["autotune_s"] = time.perf_counter() - started
-    elif autotune:
-        chosen = planned[operands.workload.in_turn(len(planned))]
-    else:
-        chosen = planned[0]
+    try:  # a plan refused or a choice that fails leaves nothing allocated behind
+        planned = list(
+            matmul.plan(
+                preferences={"limit": tuning.value + 1} if forced else None,
+                epilog=epilog,
+                epilog_inputs=inputs or None,
+            )
+        )
+        if forced:
+            chosen = planned[min(tuning.value, len(planned) - 1)]
+        elif autotune and timed:
+            started = time.perf_counter()
+            chosen = fastest_algorithm(stack, matmul, planned)
+            provenance["autotune_s"] = time.perf_counter() - started
+        elif autotune:
+            chosen = planned[operands.workload.in_turn(len(planned))]
+        else:
+            chosen = planned[0]
+    except BaseException:
+        matmul.free()
+        raise
     by = "autotune" if timed else "the check's algorithm in turn"
     provenance |= {
         "algorithm": describe_algorithm(chosen),
@@ -158,9 +165,10 @@ def plan_matmul(
 
 def fastest_algorithm(stack: GpuStack, matmul, algorithms: list):
     """The algorithm of the plan with the fastest median in fusedbench's own rounds: each call cold and after the
-    protocol's lead-in, as the cells are timed. nvmath's Matmul.autotune times them back to back, the clock falling
-    as they run: on an H100 it picked a tile 5-7% slower than the heuristic's in 2 of 5 same-code runs
-    (docs/measurement.md). An algorithm that raises is passed over; where all do, the first one's error is raised."""
+    lead-in of the protocol every run uses (`sampling.PROTOCOL`), as a run's cells are timed. nvmath's
+    Matmul.autotune times them back to back, the clock falling as they run: on an H100 it picked a tile 5-7% slower
+    than the heuristic's in 2 of 5 same-code runs (docs/measurement.md). An algorithm that raises is passed over;
+    where all do, the first one's error is raised."""
     runs = {
         str(index): functools.partial(matmul.execute, algorithm=algorithm) for index, algorithm in enumerate(algorithms)
     }

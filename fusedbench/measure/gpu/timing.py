@@ -86,8 +86,9 @@ class Timing:
     @classmethod
     def open(cls, stack: GpuStack, protocol: Protocol = PROTOCOL, *, telemetry: bool = True) -> Timing:
         heater = Heater(stack.cupy) if protocol.heat_s(1.0) else None
-        probe = SampleTelemetry() if telemetry else None
-        return cls(CudaEventClock(stack.cupy), L2Flusher(stack.cupy), LeadIn(protocol, heat=heater), probe)
+        clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
+        # NVML last: nothing allocated after it can fail and leave it initialised
+        return cls(clock, flush, LeadIn(protocol, heat=heater), SampleTelemetry() if telemetry else None)
 
     def sample(self, runs, order_seed: int = 0, samples: int = SAMPLES) -> dict:
         """`sample_interleaved` of `runs` (name -> call) under this timing."""
