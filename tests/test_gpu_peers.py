@@ -24,7 +24,7 @@ from fusedbench.measure.gpu.arrays import (
 from fusedbench.measure.gpu.checking import run_poisoned
 from fusedbench.measure.gpu.operands import Operands, make_operands
 from fusedbench.measure.gpu.provenance import kernel_provenance
-from fusedbench.measure.gpu.providers import prepare_provider
+from fusedbench.measure.gpu.providers import PreparedProvider, prepare_provider
 from fusedbench.measure.reference import reference_outputs
 from fusedbench.measure.verify import verify_outputs
 
@@ -126,6 +126,35 @@ def test_torch_poisoning_covers_what_the_caching_allocator_hands_out_next(gpu_st
     for block in taken:
         assert any(start <= block.data_ptr() and block.data_ptr() + block.numel() <= end for start, end in ranges)
         assert bool((block == POISON_BYTE).all())
+
+
+def test_a_torch_output_lands_in_poison_though_a_reference_cycle_held_memory_until_the_run(gpu_stack):
+    """A tensor that only a cycle holds is freed, and poisoned, before the run reads none of it; no collection
+    during the run frees more (the textbook's fp8 DRELU_BGRAD result landed outside the poison on an H200 so)."""
+    import gc
+    import weakref
+
+    import torch
+
+    class Cycle:
+        def __init__(self):
+            self.me, self.tensor = self, torch.ones(24_576, dtype=torch.uint8, device="cuda")
+
+    seen = {}
+
+    def run():
+        seen["garbage left"], seen["collecting"] = garbage() is not None, gc.isenabled()
+        return {"result": torch.empty(24_576, dtype=torch.uint8, device="cuda")}
+
+    gc.disable()  # the cycle stays until run_poisoned collects it
+    try:
+        garbage = weakref.ref(Cycle())
+        prepared = PreparedProvider(run=run, owned_outputs=(), library_outputs={"result": 24_576}, allocator="torch")
+        outputs, _ = run_poisoned(prepared, "torch")  # raises where the result lies outside the poisoned blocks
+    finally:
+        gc.enable()
+    assert seen == {"garbage left": False, "collecting": False}
+    assert bool((outputs["result"] == POISON_BYTE).all())
 
 
 def test_every_block_cupys_pool_hands_out_inside_the_poisoning_is_poisoned(gpu_stack):

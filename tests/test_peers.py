@@ -10,7 +10,7 @@ from fusedbench.catalog.epilogs import EPILOGS, Epilog, epilog_spec, gelu_aux_sh
 from fusedbench.catalog.providers import CONTROL_OF_UNFUSED, LADDER, PEERS, PROVIDERS, UNFUSED
 from fusedbench.catalog.suites import CONTROL_GROUPS, GROUPS, PEER_GROUPS, PEER_ONLY_GROUPS, SUITES, suite_groups
 from fusedbench.catalog.workloads import Workload
-from fusedbench.measure.gpu.arrays import _free_torch_blocks
+from fusedbench.measure.gpu.arrays import _free_torch_blocks, collector_paused
 from fusedbench.measure.gpu.triton_epilog import CONFIGS, _kernel_key, _launch_signature
 
 
@@ -208,6 +208,30 @@ def test_torch_poisons_every_block_its_allocator_holds_free_and_nothing_in_use()
         {"address": 5000, "blocks": [{"size": 512, "state": "inactive"}]},
     ]  # fmt: skip
     assert list(_free_torch_blocks(snapshot)) == [(1100, 1150), (1180, 1200), (5000, 5512)]
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_poisoned_run_starts_with_no_cyclic_garbage_and_no_collection_inside(enabled):
+    """What only a reference cycle holds is freed before the free blocks are read, and nothing is collected until
+    the run ends; the collector comes back as it was, also after an error."""
+    import gc
+    import weakref
+
+    gc.enable() if enabled else gc.disable()
+    try:
+        garbage = weakref.ref(_Cycle())
+        assert garbage() is not None
+        with pytest.raises(RuntimeError, match="the run failed"), collector_paused():
+            assert garbage() is None and not gc.isenabled()
+            raise RuntimeError("the run failed")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("name", ["RELU_AUX_BIAS", "DGELU_BGRAD"])

@@ -16,6 +16,7 @@ from fusedbench.catalog.workloads import Workload
 from fusedbench.errors import Skipped, Unsupported
 from fusedbench.measure.gpu import GpuStack
 from fusedbench.measure.gpu.arrays import (
+    collector_paused,
     data_ptr,
     nbytes,
     poison,
@@ -41,10 +42,11 @@ def run_poisoned(prepared: PreparedProvider, framework: str) -> tuple[dict[str, 
         poison(buffer)
     names = list(prepared.library_outputs)
     allocator = prepared.allocator or framework
-    poisoned = poison_next_allocations(allocator, [prepared.library_outputs[n] for n in names])
-    with poisoning_cupy_pool() if allocator == "cupy" else contextlib.nullcontext([]) as handed_out:
-        outputs = prepared.run()
-        synchronize()
+    with collector_paused():  # nothing freed between reading the free blocks and the run
+        poisoned = poison_next_allocations(allocator, [prepared.library_outputs[n] for n in names])
+        with poisoning_cupy_pool() if allocator == "cupy" else contextlib.nullcontext([]) as handed_out:
+            outputs = prepared.run()
+            synchronize()
     poisoned += handed_out
     landed = {name: data_ptr(outputs[name]) for name in names}
     for name, pointer in landed.items():
