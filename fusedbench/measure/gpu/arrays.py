@@ -140,11 +140,10 @@ def poison_next_allocations(framework: str, sizes: list[int]) -> list[tuple[int,
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """Collect Python's cyclic garbage, then keep the collector off inside. torch's poisoning reads which blocks
-    are free before the run: a tensor that only a reference cycle holds, freed by a collection that falls between
-    that reading and the library's allocation, hands the library unpoisoned memory (seen on an H200 for the textbook's
-    fp8 backward results)."""
-    gc.collect()
+    """Python's cyclic garbage collector off inside. torch's poisoning reads which blocks are free before the run:
+    a collection between that reading and the library's allocation frees memory nobody poisoned, and the library
+    may get it (the textbook's fp8 backward results did, on an H200). A collection before the reading would cost
+    about 0.3 s a cell with torch loaded."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
