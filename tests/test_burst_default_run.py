@@ -28,26 +28,31 @@ def _docs() -> str:
     return " ".join((ROOT / "docs" / "measurement.md").read_text().split())
 
 
-def _run(results, commit: str):
+def _run(results, commit: str, machine: str = MACHINE):
     cells = results.cells
-    return cells[(cells.machine == MACHINE) & cells.commit.str.startswith(commit)]
+    return cells[(cells.machine == machine) & cells.commit.str.startswith(commit)]
 
 
-def _default_records(results, commit: str):
+def _default_records(results, commit: str, machine: str = MACHINE):
     default = set(SUITES["default"])
-    return [r for r in results.records if r.machine == MACHINE and r.commit.startswith(commit) and r.group in default]
+    return [r for r in results.records if r.machine == machine and r.commit.startswith(commit) and r.group in default]
 
 
-def test_the_textbook_takes_the_same_time_in_the_blog_group_as_in_fp16seed_under_burst(results):
-    ok = _run(results, BURST)
-    textbook = ok[(ok.provider == "textbook") & (ok.dtype == "fp16") & (ok.m == 65536)]
+def _textbook_blog_and_seed_ms(run) -> list[tuple[float, float, float]]:
+    """The textbook's seed-shape time in the Blog group's rounds and in Fp16Seed's, and the second over the first."""
+    textbook = run[(run.provider == "textbook") & (run.dtype == "fp16") & (run.m == 65536)]
     figures = []
     for epilog in ("RELU_BIAS", "DRELU_BGRAD"):
         blog, seed = (
             textbook[(textbook.group == g) & (textbook.epilog == epilog)].time_s.item() for g in ("Blog", "Fp16Seed")
         )
         figures.append((round(1e3 * blog, 2), round(1e3 * seed, 2), round(100 * (seed / blog - 1), 1)))
-        assert abs(seed / blog - 1) < 0.03  # the issue's goal: within 3% (back to back: 8-12%)
+    return figures
+
+
+def test_the_textbook_takes_the_same_time_in_the_blog_group_as_in_fp16seed_under_burst(results):
+    figures = _textbook_blog_and_seed_ms(_run(results, BURST))
+    assert all(abs(change) < 3 for *_, change in figures)  # the issue's goal: within 3% (back to back: 8-12%)
     assert figures == [(34.74, 35.23, 1.4), (34.67, 35.09, 1.2)]
     text = _docs()
     assert "34.74 ms in Blog's rounds and 35.23 ms in Fp16Seed's (+1.4%; DRELU_BGRAD 34.67 and 35.09 ms, +1.2%)" in text
@@ -112,7 +117,7 @@ def test_the_seed_shapes_intervals_narrowed_as_the_docs_say(results):
     assert widths == [13.5, 3.1] and iqrs == [[6.06, 4.99], [0.70, 0.59]]
     assert greyed == [[139, 10, 10], [73, 7, 4]]
     assert "from 13.5 to 3.1 points wide" in text and "from 139 to 73 of the 478 default workloads" in text
-    assert "(10 to 7 of the 16 fp16 seed epilogs, 10 to 4 at bf16)" in text
+    assert "(10 to 7 of the 16 fp16 seed epilogs, 10 to 4 at bf16;" in text
     assert "fell from 6.1% to 0.70% at the median (fp16; bf16 5.0% to 0.59%)" in text
     second = _run(results, "8fda10a")  # the pair's second run, the README's figure
     table = speedups(second, results.detail.loc[second.index])
@@ -150,3 +155,32 @@ def test_every_class_of_cell_is_quieter_within_the_burst_run(results):
         (n0, median0, p95_0), (n1, median1, p95_1) = rows[0][name], rows[1][name]
         assert median1 < median0 / 4 and p95_1 < p95_0 / 3
         assert f"| {label} | {n0} / {n1} | {median0:.2f}% | {median1:.2f}% | {p95_0:.2f}% | {p95_1:.2f}% |" in text
+
+
+def test_the_h200s_burst_run_gives_the_figures_the_readme_and_docs_give(results):
+    """32f0587 on a lent H200, beside its last back-to-back run c8c600b: the textbook's neighbours, the greyed
+    workloads, the heatmap's extremes and the seconds."""
+    text, readme = _docs(), " ".join((ROOT / "README.md").read_text().split())
+    burst, back_to_back = (_run(results, c, "h200-141gb") for c in ("32f0587", BACK_TO_BACK))
+    assert _textbook_blog_and_seed_ms(burst) == [(35.21, 35.64, 1.2), (33.92, 34.37, 1.3)]
+    assert _textbook_blog_and_seed_ms(back_to_back) == [(36.19, 40.58, 12.1), (35.32, 38.44, 8.9)]
+    assert (
+        "the same pairs took 35.21 and 35.64 ms (+1.2%; DRELU_BGRAD 33.92 and 34.37 ms, +1.3%), against 36.19 and "
+        "40.58 ms (+12.1%; 35.32 and 38.44 ms, +8.9%) back to back at c8c600b" in text
+    )
+    greyed = []
+    for run in (back_to_back, burst):
+        table = speedups(run, results.detail.loc[run.index])
+        assert len(table) == 478
+        greyed.append(int(indistinct(table, "unfused").sum()))
+    fp16, bf16 = (table[table.dtype == d].over_unfused for d in ("fp16", "bf16"))
+    assert [*greyed, round(fp16.max(), 2), round(fp16.min(), 2), round(bf16.min(), 2)] == [152, 62, 2.00, 0.28, 0.29]
+    assert "on the H200, c8c600b to 32f0587, 152 to 62" in text
+    assert (
+        "62 of its 478 workloads greyed (152 at c8c600b, back to back), up to 2.00x (RELU at (16384,256)x(256,16384)), "
+        "down to 0.28x (DGELU_BGRAD at (8192,256)x(256,65536); bf16 0.29x)" in readme
+    )
+    seconds = [round(sum(r.seconds for r in _default_records(results, c, m))) for c, m in
+               (("32f0587", "h200-141gb"), (BACK_TO_BACK, "h200-141gb"), ("8fda10a", MACHINE))]  # fmt: skip
+    assert seconds == [925, 428, 939]
+    assert "the groups' own seconds 925 s (428 s back to back at c8c600b); the H100's second run, 8fda10a, took" in text
