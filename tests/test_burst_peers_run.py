@@ -33,10 +33,12 @@ PHRASES = {
         "triton wins": "at bf16 DRELU: on all four of the H100's memory-bound shapes, by up to {best}",
         "templates": "in {fp16} of the {cells} cells at fp16 and at bf16 alike on the H100",
         "compile backward": "on the H100 {faster} faster than cuBLASLt's fused backward and {beside} of `unfused`'s",
-        "compile wins": "on the H100 at 3 of the 5 shapes at fp16 and at bf16, by up to {fp16} and {bf16} at "
-        "(16384,256)x(256,16384), and by 1% or less at fp16 DGELU (4 shapes), bf16 DRELU (2), fp16 BGRADA and bf16 "
+        "compile wins": "on the H100 at DRELU_BGRAD (3 of the 5 shapes at fp16 and at bf16, by up to {fp16} and {bf16} "
+        "at (16384,256)x(256,16384)), and by 1% or less at fp16 DGELU (4 shapes), bf16 DRELU (2), fp16 BGRADA and bf16 "
         "BGRADB (one each)",
-        "peers seconds": "its groups' own seconds {total}, of them {compiled} in the four `Compiled` groups",
+        "nvcc": "at fcf16cf {low}-{high} s, median {median} s, on the H100 machine's cores",
+        "einsum": "four kernels, {einsum} TFLOP/s on the H100",
+        "fused tflops": "where fused fp16 reaches {fused} and",
         "cutlass gemm": "{ratio}x cuBLASLt's time on the H100 at fcf16cf, {cutlass-evt_fp16} ms against "
         "{fused_fp16} ms at fp16, {cutlass-evt_bf16} against {fused_bf16} at bf16",
         "cutlass dgelu": "(H100 fp16, (8192,256)x(256,65536): {cutlass-evt} ms against fused's {fused} and unfused's "
@@ -49,10 +51,12 @@ PHRASES = {
         "triton wins": "and on one of the H200's, by {best}",
         "templates": "and in {fp16} and {bf16} on the H200",
         "compile backward": "on the H200 {faster} faster and {beside})",
-        "compile wins": "on the H200 at 3 of the 5 shapes at fp16 and at bf16, by up to {fp16} and {bf16} at "
-        "(16384,256)x(256,16384), and by 1% or less at bf16 DRELU (4 shapes), fp16 DGELU_BGRAD (2), fp16 BGRADA, bf16 "
-        "BGRADA, bf16 BGRADB and bf16 DGELU_BGRAD (one each)",
-        "peers seconds": "its groups' own seconds {total}, of them {compiled})",
+        "compile wins": "on the H200 at DRELU_BGRAD (3 of the 5 shapes at fp16 and at bf16, by up to {fp16} and {bf16} "
+        "at (16384,256)x(256,16384)), and by 1% or less at bf16 DRELU (4 shapes), fp16 DGELU_BGRAD (2), fp16 "
+        "BGRADA, bf16 BGRADA, bf16 BGRADB and bf16 DGELU_BGRAD (one each)",
+        "nvcc": "{low}-{high} s, median {median} s, on the H200 machine's)",
+        "einsum": "and {einsum} on the H200 at (16384,256)x(256,16384)",
+        "fused tflops": "and {fused}, under burst)",
         "cutlass gemm": "{ratio}x on the H200 at fcf16cf, {cutlass-evt_fp16} ms against {fused_fp16} ms at fp16, "
         "{cutlass-evt_bf16} against {fused_bf16} at bf16",
         "cutlass dgelu": "H200 fp16, the same shape: {cutlass-evt} ms against fused's {fused} and unfused's {unfused},",
@@ -251,7 +255,7 @@ def test_the_torch_compile_prose_gives_the_burst_runs_figures(peers):
     order = ["Fp16SeedCompiled", "Fp16MemboundCompiled", "Bf16SeedCompiled", "Bf16MemboundCompiled"]
     assert "the groups took {} s, {} s, {} s and {} s".format(*(records[g] for g in order)) in text
     total = sum(r.seconds for r in peers[2].records if r.group in SUITES["peers"])
-    _says(gpu, "peers seconds", total=f"{total:,.0f}", compiled=f"{sum(records.values()):,}")
+    assert f"its groups' own seconds {total:,.0f}, of them {sum(records.values()):,} in the four `Compiled`" in text
 
 
 def test_the_cutlass_table_columns_are_the_burst_runs(peers):
@@ -280,6 +284,8 @@ def test_the_cutlass_prose_gives_the_burst_runs_figures(peers):
     mine = cells[cells["group"].str.endswith("Cutlass")].assign(ms=cells["time_s"] * 1e3)
     best = mine[(mine["dtype"] == "fp16") & (mine["epilog"] == "DGELU") & (mine["m"] == 8192)].set_index("provider").ms
     _says(gpu, "cutlass dgelu", **{provider: f"{ms:.3f}" for provider, ms in best.items()})
+    nvcc = cells.loc[cells["provider"] == "cutlass-evt", "compile_s"]
+    _says(gpu, "nvcc", low=f"{nvcc.min():.0f}", high=f"{nvcc.max():.0f}", median=f"{nvcc.median():.0f}")
     k = table.dropna(subset=["over_cutlass-evt"])["shape"].str.extract(r"\(\d+,(\d+)\)x")[0].astype(int)
     forward = table.loc[k.index, "epilog"].isin(
         ["RELU", "BIAS", "RELU_BIAS", "GELU", "GELU_AUX", "GELU_BIAS", "GELU_AUX_BIAS"]
@@ -326,6 +332,15 @@ def test_the_walkthrough_tables_columns_are_the_burst_runs(peers):
     fused = cells[(cells["provider"] == "fused") & (cells["dtype"] == "fp16") & (cells["epilog"] == "DEFAULT")]
     fused = fused[(fused["m"] == 16384) & (fused["k"] == 256) & (fused["group"] == "Fp16MemboundWalkthrough")]
     _says(gpu, "fused walkthrough", ms=f"{fused.time_s.item() * 1e3:.3f}")
+    _says(gpu, "fused tflops", fused=f"{fused.tflops.item():.0f}")
+    einsum = cells[
+        (cells["provider"] == "einsum")
+        & (cells["dtype"] == "fp16")
+        & (cells["epilog"] == "DEFAULT")
+        & (cells["m"] == 16384)
+        & (cells["k"] == 256)
+    ]
+    _says(gpu, "einsum", einsum=f"{einsum.tflops.item():.0f}")
 
 
 def test_the_run_is_the_whole_peers_suite(peers):
