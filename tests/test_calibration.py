@@ -135,45 +135,51 @@ def test_calibration_on_pure_noise_gives_thresholds_that_keep_its_own_builds_gre
     assert set(GOALS) == set(found["detection"])
 
 
+# The docs' A/A spread rows: the runs, the cells left out, the row's figures
+H100_SPREADS = [
+    (["67306e2", "2e91ff2", "3ea010d", "884f601", "95e3ed8"], (), "| 2.84% | 4.20% | 5.10% |"),
+    (["b6a0e09", "738499d", "d3648e8", "e90144d", "9abafbe"], (), "| 0.60% | 6.33% | 7.50% |"),
+    (["b6a0e09", "738499d", "d3648e8", "e90144d", "9abafbe"], ("fused-autotuned",), "| 0.53% | 0.97% | 0.99% |"),
+    (["17e9ce1", "b42dd54", "2ce804d", "b4ffa58", "586478c"], (), "| 0.58% | 1.03% | 1.15% |"),
+    (["09bfe98", "ec5ed52", "a4236bd", "e0248e1", "4e54cb3"], (), "| 0.80% | 1.92% | 2.89% |"),
+    (
+        [
+            "17e9ce1",
+            "b42dd54",
+            "2ce804d",
+            "b4ffa58",
+            "586478c",
+            "09bfe98",
+            "ec5ed52",
+            "a4236bd",
+            "e0248e1",
+            "4e54cb3",
+        ],
+        (),
+        "| 1.21% | 1.91% | 2.89% |",
+    ),
+    (["fa3e093", "9a62ad6", "21bd30a", "f3f4a52", "80ea650"], (), "| 0.71% | 1.19% | 1.25% |"),
+    (",".join(QUICK_SESSIONS).split(","), (), "| 1.61% | 2.18% | 2.90% |"),
+    (["6fd4f0d", "8fda10a"], (), "| 2.40% | 4.64% | 10.81% |"),
+]
+H200_SESSION_5 = ["7aa40b3", "3d8884d", "747a128", "fdfa1f8", "e537c30", "3e4ba4b"]  # the H200's first A/A set
+
+
 @pytest.mark.parametrize(
-    ("commits", "leave_out", "row"),
-    [
-        (["67306e2", "2e91ff2", "3ea010d", "884f601", "95e3ed8"], (), "| 2.84% | 4.20% | 5.10% |"),
-        (["b6a0e09", "738499d", "d3648e8", "e90144d", "9abafbe"], (), "| 0.60% | 6.33% | 7.50% |"),
-        (["b6a0e09", "738499d", "d3648e8", "e90144d", "9abafbe"], ("fused-autotuned",), "| 0.53% | 0.97% | 0.99% |"),
-        (["17e9ce1", "b42dd54", "2ce804d", "b4ffa58", "586478c"], (), "| 0.58% | 1.03% | 1.15% |"),
-        (["09bfe98", "ec5ed52", "a4236bd", "e0248e1", "4e54cb3"], (), "| 0.80% | 1.92% | 2.89% |"),
-        (
-            [
-                "17e9ce1",
-                "b42dd54",
-                "2ce804d",
-                "b4ffa58",
-                "586478c",
-                "09bfe98",
-                "ec5ed52",
-                "a4236bd",
-                "e0248e1",
-                "4e54cb3",
-            ],
-            (),
-            "| 1.21% | 1.91% | 2.89% |",
-        ),
-        (["fa3e093", "9a62ad6", "21bd30a", "f3f4a52", "80ea650"], (), "| 0.71% | 1.19% | 1.25% |"),
-        (",".join(QUICK_SESSIONS).split(","), (), "| 1.61% | 2.18% | 2.90% |"),
-        (["6fd4f0d", "8fda10a"], (), "| 2.40% | 4.64% | 10.81% |"),
-    ],
+    ("machine", "commits", "leave_out", "row"),
+    [("h100-80gb-hbm3", *case) for case in H100_SPREADS]
+    + [("h200-141gb", H200_SESSION_5, (), "| 0.48% | 1.16% | 3.19% |")],
 )
-def test_the_a_a_spreads_in_the_docs_come_from_the_committed_runs(results, commits, leave_out, row):
+def test_the_a_a_spreads_in_the_docs_come_from_the_committed_runs(results, machine, commits, leave_out, row):
     from fusedbench.regressions.calibration import aa_spreads
 
-    spreads = aa_spreads(results, "h100-80gb-hbm3", commits, leave_out=leave_out)
+    spreads = aa_spreads(results, machine, commits, leave_out=leave_out)
     assert len(spreads) == (23 if leave_out else 28 if len(commits) > 2 else 1742)  # the default pair: 1,742 cells
     figures = [spreads.median(), spreads.quantile(0.95, interpolation="linear"), spreads.max()]
     assert " | ".join(f"{100 * figure:.2f}%" for figure in figures) in row
     assert row in (ROOT / "docs" / "measurement.md").read_text()
     elsewhere = "c8c600b" if len(commits) > 2 else "67306e2"  # a run of the other suite: no cell in every run
-    assert aa_spreads(results, "h100-80gb-hbm3", [*commits, elsewhere]).empty
+    assert aa_spreads(results, machine, [*commits, elsewhere]).empty
 
 
 BURST_SESSIONS = (
@@ -211,3 +217,18 @@ def test_calibrate_prints_each_sets_a_a_spread(results):
         "95th percentile 6.33%, max 7.50%",
         "A/A spread over b6a0e09,c8c600b: no cell of at least 1 ms was timed in every run",
     ]
+
+
+def test_the_h200s_quick_suite_is_judged_by_the_h100s_preset_as_the_readme_says(results):
+    from fusedbench.regressions.gate import Choice, Outcome, judge
+
+    (verdict,) = judge(results, Choice("h200-141gb", ("quick",))).suites
+    (group,) = verdict.groups
+    runs = [group.candidate.commit[:7], group.baseline.commit[:7]]
+    assert runs == H200_SESSION_5[:-3:-1] and verdict.outcome == Outcome.GREEN  # its last two A/A runs
+    assert verdict.preset.calibrated_on == "h100-80gb-hbm3"
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (
+        f"quick suite is judged green by the H100's preset (its last two A/A runs, {runs[0]} against {runs[1]})"
+        in readme
+    )
