@@ -117,9 +117,11 @@ class NoTelemetry:
 
 
 @pytest.mark.parametrize("group", ["MlpStep", "MlpEpoch"])
-def test_each_mlp_group_is_measured_by_its_own_function_recorded_and_a_tuned_run_measures_none(
+def test_each_mlp_group_is_measured_by_its_own_function_recorded_and_a_tuned_or_injected_run_measures_none(
     monkeypatch, asv_checkout, group
 ):
+    from fusedbench.catalog.deliberate import Deliberate
+    from fusedbench.catalog.injection import parse_injection
     from fusedbench.catalog.model import Cell
     from fusedbench.catalog.tuning import parse_tuning
     from fusedbench.measure.gpu import mlp_bench
@@ -132,12 +134,19 @@ def test_each_mlp_group_is_measured_by_its_own_function_recorded_and_a_tuned_run
     monkeypatch.setattr(fusedbench.measure.telemetry, "TelemetrySampler", NoTelemetry)
     stack = type("Stack", (), {"versions": lambda self: {"cupy": "14"}})()
     run = bridge.current_asv_run(str(asv_checkout))
-    for tuning in (None, parse_tuning("fused:algorithm=3")):
-        monkeypatch.setattr(bridge, "_where_and_what", lambda root, tuning=tuning: (run, stack, tuning))
+    changes = (
+        Deliberate(),
+        Deliberate(parse_tuning("fused:algorithm=3")),
+        Deliberate(None, parse_injection("Quick=5%")),
+    )
+    for deliberate in changes:
+        monkeypatch.setattr(bridge, "_where_and_what", lambda root, d=deliberate: (run, stack, d))
         cache = bridge.measure_mlp_for_asv(group, str(asv_checkout))
         assert cache.why_not == "" and cache.cells == {}
-    assert seen == ["measure_mlp_steps" if group == "MlpStep" else "measure_mlp_epochs"]  # the tuned run: none
-    measured, tuned = load_records(str(asv_checkout / "results"))[0]
+    assert seen == ["measure_mlp_steps" if group == "MlpStep" else "measure_mlp_epochs"]  # the changed runs: none
+    measured, tuned, injected = load_records(str(asv_checkout / "results"))[0]
     assert [c.status for c in measured.cells] == [Status.UNSUPPORTED] and measured.environment["versions"]
-    assert len(tuned.cells) == MLP_GROUPS[group].cell_count and "not tuned" in tuned.cells[0].reason
+    for changed, flag in ((tuned, "--tune fused:algorithm=3"), (injected, "--inject 'Quick=5%'")):
+        assert len(changed.cells) == MLP_GROUPS[group].cell_count
+        assert f"takes no deliberate change ({flag}); run it without" in changed.cells[0].reason
     assert measured.sampling == "williams-rounds/back-to-back"  # steps run warm, as in a loop: no lead-in

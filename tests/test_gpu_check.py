@@ -206,6 +206,7 @@ def test_a_tuned_run_times_only_its_provider_tuned_records_it_and_keeps_apart(gp
     from conftest import make_checkout
 
     import fusedbench.measure.asv_bridge as bridge
+    from fusedbench.catalog.deliberate import Deliberate
     from fusedbench.catalog.suites import GROUPS, BenchmarkGroup
     from fusedbench.catalog.tuning import TUNE_VARIABLE, parse_tuning
     from fusedbench.measure.gpu.checking import check_workload
@@ -218,7 +219,7 @@ def test_a_tuned_run_times_only_its_provider_tuned_records_it_and_keeps_apart(gp
     assert [c.status for c in checked] == [Status.OK, Status.OK], [c.reason for c in checked]
 
     root = make_checkout(tmp_path / "fusedbench")
-    machine = tuning.machine(gpu_machine_name())
+    machine = Deliberate(tuning).machine(gpu_machine_name())
     (root / "results" / machine).mkdir(parents=True)
     (root / "results" / machine / "machine.json").write_text(json.dumps({"machine": machine, "version": 1}))
     group = BenchmarkGroup("Fp16Tuned", "fp16", "small", ("RELU_BIAS",), ("unfused", "fused", "gemm"))

@@ -4,6 +4,7 @@ fused-autotuned's pick, and the protocol screen end to end."""
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -103,3 +104,79 @@ def test_the_protocol_screen_times_every_candidate_and_writes_the_gpu_it_ran_on(
         for cell in run["cells"].values():
             assert len(cell["samples"]) == SAMPLES and len(cell["telemetry"]["sm_mhz_after"]) == SAMPLES
     assert {row["protocol"] for row in screen["summary"]} == {"back-to-back", "burst"}
+
+
+def test_an_injected_slowdown_stretches_each_chosen_call_by_its_fraction_and_no_other(gpu_stack):
+    """Three runs of one GEMM in the same rounds, two stretched: each median comes out its fraction slower than the
+    untouched run's (the spin waits on the GPU's nanosecond timer, whatever the SM clock does)."""
+    gemm = _gemm(gpu_stack.cupy, 8192)  # about 1.3 ms on an H100: a cell the gate judges at its 'medium' size
+    timing = Timing.open(gpu_stack, stretch=True)
+    try:
+        assert 0 <= timing.stretcher.overhead_ns < 50_000
+        timed = timing.sample(
+            {"plain": gemm, "five": gemm, "twenty": gemm}, samples=20, slower={"five": 0.05, "twenty": 0.2}
+        )
+    finally:
+        timing.close()
+    median = {name: statistics.median(samples) for name, samples in timed.items()}
+    assert median["five"] / median["plain"] == pytest.approx(1.05, abs=0.015), median
+    assert median["twenty"] / median["plain"] == pytest.approx(1.20, abs=0.02), median
+
+
+def test_an_injected_run_records_its_injection_under_its_own_machine_and_slows_only_its_target(
+    gpu_stack, tmp_path, monkeypatch
+):
+    from conftest import make_checkout
+
+    import fusedbench.measure.asv_bridge as bridge
+    from fusedbench.catalog.deliberate import Deliberate
+    from fusedbench.catalog.injection import INJECT_VARIABLE, parse_injection
+    from fusedbench.catalog.suites import GROUPS, BenchmarkGroup
+    from fusedbench.measure.machine import gpu_machine_name
+    from fusedbench.measure.records import load_records
+
+    group = BenchmarkGroup("Fp16Injected", "fp16", "llm", ("DEFAULT",), ("fused", "gemm"))
+    target = next(key for w in group.workloads() for key in w.cell_keys(["fused"]))
+    injection = parse_injection(f"{target.label}=30%")
+    root = make_checkout(tmp_path / "fusedbench")
+    machine = Deliberate(None, injection).machine(gpu_machine_name())
+    (root / "results" / machine).mkdir(parents=True)
+    (root / "results" / machine / "machine.json").write_text(json.dumps({"machine": machine, "version": 1}))
+    monkeypatch.setitem(GROUPS, group.name, group)
+    monkeypatch.setenv(INJECT_VARIABLE, injection.label)
+    cache = bridge.measure_for_asv(group.name, str(root))
+    assert cache.why_not == "" and all(c.ok for c in cache.cells.values())
+    (record,), _ = load_records(str(root / "results"))
+    assert record.machine == machine and record.environment["injection"] == injection.to_json()
+    ratios = {}
+    for cell in record.cells:
+        gemm = next(c for c in record.cells if c.key.workload == cell.key.workload and c.key.provider == "gemm")
+        ratios[cell.key.label] = statistics.median(cell.samples) / statistics.median(gemm.samples)
+    for label, ratio in ratios.items():  # fused and gemm run the same kernel: only the target is 30% slower
+        assert ratio == pytest.approx(1.3 if label == target.label else 1.0, abs=0.06), ratios
+    monkeypatch.delenv(INJECT_VARIABLE)  # the injected machine without its injection: refused, nothing mixes
+    assert "not under this GPU's name" in bridge.measure_for_asv(group.name, str(root)).why_not
+
+
+def test_a_confirmation_times_both_sides_in_lock_step_and_sees_an_injected_slowdown_side_by_side(gpu_stack):
+    """Two real workers from this checkout, one with a 5% injection on the fused RELU_BIAS at the seed shape: side by
+    side, the target comes out 5% slower and its neighbour as fast as before."""
+    import os
+
+    from fusedbench.measure.confirm import Request, Side, measure_again
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    target = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
+    sides = [Side("baseline", root), Side("candidate", root, {"FUSEDBENCH_INJECT": f"{target}=5%"})]
+    request = Request("Quick", "RELU_BIAS", "fp16", 65536, 16384, 8192, ("fused", "gemm"))
+    measured = measure_again([request], sides, rounds=12)
+    assert measured.not_measured == [] and measured.calls == 48
+    assert (
+        measured.hellos["baseline"]["benchmark_versions"]["Quick"]
+        == measured.hellos["candidate"]["benchmark_versions"]["Quick"]
+    )
+    median = {
+        (side, c.key.provider): statistics.median(c.samples) for side, cells in measured.cells.items() for c in cells
+    }
+    assert median[("candidate", "fused")] / median[("baseline", "fused")] == pytest.approx(1.05, abs=0.015), median
+    assert median[("candidate", "gemm")] / median[("baseline", "gemm")] == pytest.approx(1.0, abs=0.015), median

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from fusedbench.catalog.model import parse_cell
 from fusedbench.errors import FusedbenchError
-from fusedbench.regressions.history import parse_cell, regression_start
+from fusedbench.regressions.history import regression_start
 
 
 def series(values):

@@ -257,6 +257,7 @@ def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned
     checkout, fake_gpu, monkeypatch
 ):
     import fusedbench.measure.check
+    from fusedbench.catalog.deliberate import Deliberate
     from fusedbench.catalog.tuning import TUNE_VARIABLE, parse_tuning
 
     monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
@@ -277,16 +278,62 @@ def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned
     tuning = parse_tuning("fused:algorithm=3")
     for asked in (tuning, None):
         fake_gpu.run_suite(
-            suite="quick", bench=None, launch_method="forkserver", repo=str(checkout), echo=print, tuning=asked
+            suite="quick",
+            bench=None,
+            launch_method="forkserver",
+            repo=str(checkout),
+            echo=print,
+            deliberate=Deliberate(asked),
         )
     assert checked == [tuning, None]
     assert set(seen[:2]) == {(f"{MACHINE}-tuned-fused-algorithm-3", "fused:algorithm=3")}
     assert set(seen[2:]) == {(MACHINE, None)}
 
 
+def test_an_injected_run_times_under_its_own_machine_and_a_target_outside_the_suite_is_refused(
+    checkout, fake_gpu, monkeypatch
+):
+    import fusedbench.measure.check
+    from fusedbench.catalog.deliberate import Deliberate
+    from fusedbench.catalog.injection import INJECT_VARIABLE, parse_injection
+
+    monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
+    checked, seen = [], []
+    monkeypatch.setattr(
+        fusedbench.measure.check, "run_check", lambda **kw: checked.append(kw["tuning"]) or SimpleNamespace(cells=[])
+    )
+    real_run = subprocess.run
+
+    def fake_run(command, **kwargs):
+        if "asv" not in command:
+            return real_run(command, **kwargs)
+        seen.append((command[command.index("--machine") + 1], kwargs["env"].get(INJECT_VARIABLE)))
+        return SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    injection = parse_injection("RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused=5%")
+    echoed = []
+    fake_gpu.run_suite(
+        suite="quick",
+        bench=None,
+        launch_method="forkserver",
+        repo=str(checkout),
+        echo=echoed.append,
+        deliberate=Deliberate(None, injection),
+    )
+    assert checked == [None]  # the check is the plain one: an injection changes timing only
+    assert set(seen) == {(f"{MACHINE}-inject-{injection.digest}", injection.label)}
+    assert f"injected run ({injection.label} slower, on purpose), kept apart as machine" in "\n".join(echoed)
+    elsewhere = Deliberate(None, parse_injection("Fp16Llm=2%"))
+    with pytest.raises(FusedbenchError, match=r"^--inject 'Fp16Llm=2%' names no cell of suite 'quick'; `fusedbench"):
+        fake_gpu.run_suite(suite="quick", bench=None, launch_method="forkserver", repo=str(checkout), echo=print,
+                           deliberate=elsewhere)  # fmt: skip
+
+
 def test_the_mlp_suite_runs_its_groups_unchecked_and_without_ceilings(checkout, fake_gpu, monkeypatch):
     """Its steps are verified as they are measured: no epilog check, no ceilings (nothing has a floor)."""
     import fusedbench.measure.check
+    from fusedbench.catalog.deliberate import Deliberate
     from fusedbench.catalog.tuning import parse_tuning
 
     monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
@@ -300,9 +347,9 @@ def test_the_mlp_suite_runs_its_groups_unchecked_and_without_ceilings(checkout, 
     )
     assert invoked == ["MlpStep", "MlpEpoch"]
     assert "timing suite 'mlp': 2 groups, 156 cells" in "\n".join(echoed)
-    with pytest.raises(FusedbenchError, match="tunes epilog cells; suite 'mlp' has none: run it without --tune"):
+    with pytest.raises(FusedbenchError, match="changes epilog cells; suite 'mlp' has none: run it without"):
         fake_gpu.run_suite(suite="mlp", bench=None, launch_method="spawn", repo=str(checkout), echo=print,
-                           tuning=parse_tuning("fused:algorithm=3"))  # fmt: skip
+                           deliberate=Deliberate(parse_tuning("fused:algorithm=3")))  # fmt: skip
 
 
 def test_check_of_the_mlp_suite_says_where_its_steps_are_verified(capsys):

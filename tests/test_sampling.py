@@ -336,3 +336,41 @@ def test_a_matmul_whose_plan_or_choice_fails_is_freed(monkeypatch, failing):
     with pytest.raises((ValueError, RuntimeError)):
         providers.plan_matmul(stack, operands, autotune=True)
     assert freed == [True]
+
+
+class FakeStretch:
+    """Logs the stretch's two halves around a timed call."""
+
+    def __init__(self, log):
+        self._log = log
+
+    def mark(self):
+        self._log.append("mark")
+
+    def stretch(self, fraction):
+        self._log.append(f"stretch {fraction}")
+
+
+def test_an_injected_slowdown_stretches_only_its_runs_sampled_calls_inside_the_timed_region():
+    log = []
+    samples = sample_interleaved(
+        {"a": lambda: log.append("a"), "b": lambda: log.append("b")},
+        clock=FakeClock([1.0] * 6, log),
+        samples=2,
+        warmup=1,
+        slower={"a": 0.05},
+        stretch=FakeStretch(log),
+    )
+    assert log[:6] == ["start", "a", "stop", "start", "b", "stop"]  # warm-up calls are never stretched
+    sampled = log[6:]
+    assert sampled.count("mark") == 2 and sampled.count("stretch 0.05") == 2
+    for index, event in enumerate(sampled):
+        if event == "mark":  # the mark right before the region, the stretch inside it right after the call
+            assert sampled[index + 1 : index + 5] == ["start", "a", "stretch 0.05", "stop"]
+    assert all(sampled[i - 1] == "start" and sampled[i + 1] == "stop" for i, e in enumerate(sampled) if e == "b")
+    assert samples == {"a": [1.0, 1.0], "b": [1.0, 1.0]}
+
+
+def test_a_slowdown_without_a_stretch_is_refused():
+    with pytest.raises(ValueError, match=r"runs \['a'\] are to be slowed, but no stretch was given"):
+        sample_interleaved({"a": lambda: None}, clock=FakeClock([1.0], []), samples=1, warmup=0, slower={"a": 0.05})

@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fusedbench.catalog.dtypes import DTYPES
+from fusedbench.catalog.epilogs import Epilog
+from fusedbench.catalog.providers import PROVIDERS
 from fusedbench.catalog.shapes import parse_shape, shape_label
 from fusedbench.errors import FusedbenchError
 
@@ -40,6 +43,28 @@ WORKLOAD = KEY[:-1]  # what every provider of a workload shares
 def cell_label(epilog: str, dtype: str, m: int, k: int, n: int, provider: str) -> str:
     """A cell as users write it (`fusedbench history --cell`): 'RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused'."""
     return f"{epilog}/{dtype}/{shape_label(m, k, n)}/{provider}"
+
+
+def parse_cell(text: str) -> dict:
+    """'RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused' -> the cell's key columns."""
+    parts = text.split("/")
+    if len(parts) != 4:
+        raise FusedbenchError(
+            f"cell {text!r} is not EPILOG/DTYPE/SHAPE/PROVIDER, e.g. RELU/fp16/(8192,4096)x(4096,8192)/fused"
+        )
+    epilog, dtype, shape, provider = parts
+    for what, value, known in (
+        ("epilog", epilog, [e.name for e in Epilog]),
+        ("dtype", dtype, list(DTYPES)),
+        ("provider", provider, list(PROVIDERS)),
+    ):
+        if value not in known:
+            raise FusedbenchError(f"cell {text!r}: unknown {what} {value!r}; choose from {', '.join(known)}")
+    try:
+        m, k, n = parse_shape(shape)
+    except (ValueError, FusedbenchError):
+        raise FusedbenchError(f"cell {text!r}: shape {shape!r} is not (M,K)x(K,N)") from None
+    return {"epilog": epilog, "dtype": dtype, "m": m, "k": k, "n": n, "provider": provider}
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,9 @@
 A tuned run is how fusedbench proves its alerts on a real regression: the touched cells are
 known (one provider's), and the change is one a cuBLAS upgrade or a framework's configuration
 can make (another algorithm than the heuristic's first, a smaller workspace). Tuned results
-are kept apart from the default runs: they record under their own asv machine,
-`<gpu machine>-tuned-<provider>-<setting>-<value>`, and the tuning is written into every
-group's record. `fusedbench run --tune` sets TUNE_VARIABLE for the asv it starts (asv hands
-its environment to the benchmark processes); a plain `asv run` with the variable set and
-`--machine` the tuned name measures the same.
+are kept apart from the default runs as every deliberate change is (`catalog.deliberate`): under
+their own asv machine, `<gpu machine>-tuned-<provider>-<setting>-<value>`, the tuning written into
+every group's record.
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ SETTINGS = {
 # The providers planned by cuBLASLt's heuristic through nvmath (fused-autotuned reorders by timing).
 TUNABLE_PROVIDERS = ("fused", "gemm")
 _FORM = "PROVIDER:SETTING=N, e.g. fused:algorithm=3 or gemm:workspace=0"
-TUNED_MARK = "-tuned-"  # between the GPU's machine name and the tuning, in a tuned run's machine name
 
 
 @dataclass(frozen=True)
@@ -45,18 +42,8 @@ class Tuning:
     def label(self) -> str:
         return f"{self.provider}:{self.setting}={self.value}"
 
-    def machine(self, gpu_machine: str) -> str:
-        """The asv machine a tuned run records under, apart from the GPU's own history."""
-        return f"{gpu_machine}{TUNED_MARK}{self.provider}-{self.setting}-{self.value}"
-
     def to_json(self) -> dict:
         return {"provider": self.provider, "setting": self.setting, "value": self.value}
-
-
-def gpu_machine(machine: str) -> str:
-    """The GPU's own machine of a tuned run's machine ('h100-80gb-hbm3-tuned-fused-algorithm-7' ->
-    'h100-80gb-hbm3'); any other machine is its own."""
-    return machine.split(TUNED_MARK, 1)[0]
 
 
 def parse_tuning(text: str) -> Tuning:

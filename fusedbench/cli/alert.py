@@ -25,25 +25,36 @@ def add_parser(commands) -> None:
         action="store_true",
         help="print the preset in force for each suite (or each --suite) and exit",
     )
-    parser.set_defaults(handler=lambda a: command_alert(**options(a), dump=a.dump_thresholds))
+    parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="on the GPU machine, in the checkout of the candidate: measure what the first look flags again, the "
+        "baseline's code beside the candidate's, and decide by that (docs/regressions.md, 'Confirmation')",
+    )
+    parser.set_defaults(handler=lambda a: command_alert(**options(a), dump=a.dump_thresholds, confirm=a.confirm))
 
 
-def command_alert(*, output_format: str, rows: int, dump: bool, **selection) -> int:
-    """Judge (`selection`: the runs, as `cli.gating.judged` takes them), print the verdict (and what warns), append
-    it to GitHub's step summary; exit 1 on an alert."""
+def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = False, **selection) -> int:
+    """Judge (`selection`: the runs, as `cli.gating.judged` takes them), confirm what it flags where asked, print
+    the verdict (and what warns), append it to GitHub's step summary; exit 1 on an alert."""
     from fusedbench.regressions.gate import Outcome
     from fusedbench.regressions.render import dump as dump_json
     from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
 
     if dump:
         return dump_thresholds(selection["results_dirs"], selection["machine"], selection["suite"], selection["preset"])
+    if confirm:
+        require_gpu()
     verdict = judged(**selection, gate=True)
+    lines = []
+    if confirm:
+        verdict, lines = confirmed_verdict(verdict, (selection["results_dirs"] or ["results"])[-1], selection["strict"])
     if output_format == "json":
         text = dump_json(to_json(verdict))
     elif output_format == "md":
         text = summary_markdown(verdict)
     else:
-        text = verdict_text(verdict, rows=rows, only_alerts=True)
+        text = verdict_text(verdict, rows=rows, only_alerts=True) + "".join(f"{line}\n" for line in lines)
     try:
         emit(text)
     except BrokenPipeError:  # `alert | head`: the verdict still decides the exit code
@@ -52,6 +63,48 @@ def command_alert(*, output_format: str, rows: int, dump: bool, **selection) -> 
         warn_all(verdict)
         write_step_summary(summary_markdown(verdict))  # a failure here is exit 2, the verdict printed first
     return EXIT_FAILED if verdict.outcome is Outcome.RED else EXIT_OK
+
+
+def require_gpu() -> None:
+    """--confirm measures on this machine's GPU: without one it refuses before judging anything."""
+    from fusedbench.errors import FusedbenchError, GpuUnavailable
+    from fusedbench.measure.telemetry import nvml_device
+
+    try:
+        nvml_device()
+    except (GpuUnavailable, ImportError) as exc:
+        raise FusedbenchError(
+            f"--confirm measures flagged cells again on this machine's GPU, and there is none ({exc}); "
+            "run alert without --confirm here, and with it on the GPU runner"
+        ) from None
+
+
+def confirmed_verdict(verdict, folder: str, strict: bool):
+    """The verdict after confirmation, and the lines that say what was measured again; a record of it is written
+    beside the candidate's results where anything was."""
+    import os
+    from datetime import datetime, timezone
+
+    from fusedbench.cli.common import load
+    from fusedbench.files import write_text_atomically
+    from fusedbench.regressions.confirm import (
+        CONFIRM_SUFFIX,
+        confirm_verdict,
+        confirmation_lines,
+        to_record,
+    )
+    from fusedbench.regressions.render import dump as dump_json
+
+    after, confirmations = confirm_verdict(verdict, load(folder, strict=strict), os.getcwd())
+    lines = [f"first look: {verdict.outcome.value} ({verdict.alerts} alerts); after confirmation: "
+             f"{after.outcome.value} ({after.alerts} alerts)", *confirmation_lines(confirmations)]  # fmt: skip
+    if confirmations:
+        commit = confirmations[0].candidate.commit
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        path = os.path.join(folder, verdict.machine, f"{commit[:8]}-confirm-{stamp}{CONFIRM_SUFFIX}")
+        write_text_atomically(path, dump_json(to_record(verdict, after, confirmations)))
+        lines.append(f"confirmation record: {path}")
+    return after, lines
 
 
 def dump_thresholds(results_dirs, machine, suites, preset) -> int:

@@ -133,3 +133,31 @@ def results_arguments(parser: argparse.ArgumentParser) -> None:
     folder_arguments(parser)
     parser.add_argument("--machine", action="extend", type=names, default=[], help="only these machines")
     parser.add_argument("--commit", action="extend", type=names, default=[], help="only these commits (prefixes)")
+
+
+def deliberate_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """--tune and --inject: a deliberate change to a run, kept apart under a machine of its own (`catalog.deliberate`);
+    `what` says what the flags do for this command."""
+    from fusedbench.catalog.tuning import SETTINGS, TUNABLE_PROVIDERS
+
+    tune_help = f"{what} one provider ({', '.join(TUNABLE_PROVIDERS)}) with a cuBLASLt setting changed: " + "; ".join(
+        f"{name}=N: {meaning}" for name, meaning in SETTINGS.items()
+    )
+    inject_help = (
+        f"{what} chosen cells made slower by a fraction on the GPU, inside their timed region (an injected "
+        "regression, to check that an alert catches it): CELL=P%% (EPILOG/DTYPE/SHAPE/PROVIDER) or GROUP=P%%; "
+        "repeat the flag for several targets"
+    )
+    parser.add_argument("--tune", default=None, metavar="PROVIDER:SETTING=N", help=tune_help)
+    parser.add_argument("--inject", action="append", default=None, metavar="TARGET=P%", help=inject_help)
+
+
+def deliberate_of(tune: str | None, inject: Sequence[str] | None):
+    """The `catalog.deliberate.Deliberate` that --tune and --inject ask for (FusedbenchError naming a bad value)."""
+    from fusedbench.catalog.deliberate import Deliberate
+    from fusedbench.catalog.injection import parse_injection
+    from fusedbench.catalog.tuning import parse_tuning
+
+    return Deliberate(
+        parse_tuning(tune) if tune is not None else None, parse_injection(inject) if inject is not None else None
+    )

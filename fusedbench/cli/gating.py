@@ -69,7 +69,7 @@ def parse_ref(ref: str | None, flag: str) -> tuple[str | None, str | None]:
 
 def judged(*, results_dirs, machine, suite, baseline, candidate, preset, strict: bool, gate: bool = False):
     """Load the folders, resolve the choice of runs, judge it: the gate's MachineVerdict."""
-    from fusedbench.catalog.tuning import gpu_machine
+    from fusedbench.catalog.deliberate import gpu_machine
     from fusedbench.regressions.gate import Sources, default_choice, judge, resolve
     from fusedbench.results.runs import group_runs, newest_machine
 

@@ -25,7 +25,8 @@ def add_parser(commands) -> None:
 def command_history(*, results_dir: str, machine: str, cell: str, strict: bool) -> int:
     """One cell's median time at every run on the machine that timed it, in the runs' order (`results.runs`), at the
     newest run's benchmark version, and where asv's step detection puts the start of its last regression."""
-    from fusedbench.regressions.history import cell_series, parse_cell, regression_start
+    from fusedbench.catalog.model import parse_cell
+    from fusedbench.regressions.history import cell_series, regression_start
     from fusedbench.results.runs import group_runs, require_machine
 
     key = parse_cell(cell)

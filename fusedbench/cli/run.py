@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fusedbench.catalog.deliberate import VARIABLES, Deliberate
 from fusedbench.catalog.model import FormatError, Status, count_by_status, format_counts
 from fusedbench.catalog.suites import (
     BENCHMARK_MODULE,
@@ -31,7 +32,7 @@ from fusedbench.catalog.suites import (
     group_bench_regex,
     select_groups,
 )
-from fusedbench.catalog.tuning import SETTINGS, TUNE_VARIABLE, Tuning
+from fusedbench.catalog.tuning import SETTINGS
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import write_bytes_atomically
 from fusedbench.measure.checkout import asv_results_dir, require_clean_checkout
@@ -142,30 +143,41 @@ def run_suite(
     launch_method: str,
     repo: str,
     echo: Callable[[str], None],
-    tuning: Tuning | None = None,
+    deliberate: Deliberate | None = None,
 ) -> int:
     """Check, then time the suite with asv, a group at a time; returns the worst asv exit code (1: check failed).
 
-    With a `tuning`, one provider is checked and timed tuned, under the tuned run's own machine."""
+    With a `deliberate` change (a provider tuned, or cells slowed on purpose), under the change's own machine."""
     from fusedbench.measure.gpu import load_gpu_stack
     from fusedbench.measure.telemetry import nvml_device
 
     groups = select_groups(suite, bench)  # a bad suite or --bench fails here, before anything else
-    if tuning is not None and not _cell_groups(groups):
+    deliberate = deliberate or Deliberate()
+    if deliberate and not _cell_groups(groups):
         raise FusedbenchError(
-            f"--tune {tuning.label} tunes epilog cells; suite {suite!r} has none: run it without --tune"
+            f"{deliberate.flags.strip()} changes epilog cells; suite {suite!r} has none: run it without"
+        )
+    missing = deliberate.injection.missing_from(_cell_groups(groups)) if deliberate.injection else []
+    if missing:
+        raise FusedbenchError(
+            f"--inject {missing[0]!r} names no cell of suite {suite!r}"
+            f"{f' (--bench {bench!r})' if bench else ''}; `fusedbench list` shows its cells"
         )
     if launch_method not in LAUNCH_METHODS:
         raise FusedbenchError(f"unknown launch method {launch_method!r}; choose from {', '.join(LAUNCH_METHODS)}")
     stack = load_gpu_stack("fusedbench run")  # raises GpuUnavailable: the CLI says what to do instead
     checkout = require_clean_checkout(repo)
-    machine = machine_name(*nvml_device())
-    if tuning is not None:
-        machine = tuning.machine(machine)
+    machine = deliberate.machine(machine_name(*nvml_device()))
+    if deliberate.tuning is not None:
+        tuning = deliberate.tuning
         echo(f"tuned run ({tuning.label}: {SETTINGS[tuning.setting]}), kept apart as machine {machine}")
+    if deliberate.injection is not None:
+        echo(f"injected run ({deliberate.injection.label} slower, on purpose), kept apart as machine {machine}")
 
     cell_groups = _cell_groups(groups)
-    if cell_groups and check_cells(cell_groups, suite=suite, device=stack.device_name, tuning=tuning, echo=echo):
+    if cell_groups and check_cells(
+        cell_groups, suite=suite, device=stack.device_name, tuning=deliberate.tuning, echo=echo
+    ):
         return 1
 
     register_asv_machine(machine, cwd=repo)
@@ -176,7 +188,7 @@ def run_suite(
         wall = time.perf_counter()
         progress = ProgressEcho(progress_dir, echo)
         progress.start()
-        runner = GroupRunner(repo, machine, checkout.commit, launch_method, asv_environment(progress_dir, tuning))
+        runner = GroupRunner(repo, machine, checkout.commit, launch_method, asv_environment(progress_dir, deliberate))
         codes = runner.run_all(run_targets(groups), results_folder, echo)
         progress.stop()
         wall = time.perf_counter() - wall
@@ -186,13 +198,14 @@ def run_suite(
     return code
 
 
-def asv_environment(progress_dir: str, tuning: Tuning | None) -> dict[str, str]:
-    """The environment asv and its benchmark processes run in: where to report progress, and the tuning if any."""
+def asv_environment(progress_dir: str, deliberate: Deliberate) -> dict[str, str]:
+    """The environment asv and its benchmark processes run in: where to report progress, and the deliberate change
+    if any."""
     environment = dict(os.environ)
     environment[PROGRESS_DIR_VARIABLE] = progress_dir
-    environment.pop(TUNE_VARIABLE, None)  # a run is tuned by --tune only, never by a leftover variable
-    if tuning is not None:
-        environment[TUNE_VARIABLE] = tuning.label
+    for variable in VARIABLES:  # a run is changed by --tune or --inject only, never by a leftover variable
+        environment.pop(variable, None)
+    environment |= deliberate.environment()
     if "PYTHONPATH" in environment:  # asv drops PYTHONPATH unless it comes as ASV_PYTHONPATH
         environment.setdefault("ASV_PYTHONPATH", environment["PYTHONPATH"])
     return environment
@@ -239,7 +252,7 @@ class GroupRunner:
         return code
 
 
-def check_cells(groups: list[BenchmarkGroup], *, suite: str, device: str, tuning: Tuning | None, echo) -> int:
+def check_cells(groups: list[BenchmarkGroup], *, suite: str, device: str, tuning, echo) -> int:
     """Check the epilogs, dtypes and providers the groups time against float64 at small shapes: the number of
     cells that failed (each named; nothing is timed then)."""
     from fusedbench.measure.check import run_check
@@ -277,7 +290,7 @@ def write_run_report(repo: str, echo: Callable[[str], None]) -> None:
 
 
 def add_parser(commands) -> None:
-    from fusedbench.catalog.tuning import SETTINGS, TUNABLE_PROVIDERS
+    from fusedbench.cli.common import deliberate_arguments
 
     parser = commands.add_parser(
         "run", help="the main job: check, time a suite with asv, write the report (run from the checkout's root)"
@@ -295,26 +308,31 @@ def add_parser(commands) -> None:
         choices=LAUNCH_METHODS,
         help="how asv starts a benchmark process (default: forkserver; see docs/architecture.md)",
     )
-    tune_help = (
-        f"time one provider ({', '.join(TUNABLE_PROVIDERS)}) with a cuBLASLt setting changed, recorded and kept apart "
-        "under its own asv machine: " + "; ".join(f"{name}=N: {what}" for name, what in SETTINGS.items())
-    )
-    parser.add_argument("--tune", default=None, metavar="PROVIDER:SETTING=N", help=tune_help)
+    deliberate_arguments(parser, "time, recorded and kept apart under its own asv machine,")
     parser.set_defaults(
-        handler=lambda a: command_run(suite=a.suite, bench=a.bench, launch_method=a.launch_method, tune=a.tune)
+        handler=lambda a: command_run(
+            suite=a.suite, bench=a.bench, launch_method=a.launch_method, tune=a.tune, inject=a.inject
+        )
     )
 
 
-def command_run(*, suite: str, bench: str | None, launch_method: str, tune: str | None = None) -> int:
-    """Check and time a suite on this machine's GPU with asv (one provider tuned, with --tune)."""
-    from fusedbench.catalog.tuning import parse_tuning
-    from fusedbench.cli.common import console
+def command_run(
+    *, suite: str, bench: str | None, launch_method: str, tune: str | None = None, inject: list[str] | None = None
+) -> int:
+    """Check and time a suite on this machine's GPU with asv (one provider tuned with --tune, or cells slowed on
+    purpose with --inject)."""
+    from fusedbench.cli.common import console, deliberate_of
     from fusedbench.errors import GpuUnavailable
 
-    tuning = parse_tuning(tune) if tune is not None else None
+    deliberate = deliberate_of(tune, inject)
     try:
         return run_suite(
-            suite=suite, bench=bench, launch_method=launch_method, repo=os.getcwd(), echo=console().print, tuning=tuning
+            suite=suite,
+            bench=bench,
+            launch_method=launch_method,
+            repo=os.getcwd(),
+            echo=console().print,
+            deliberate=deliberate,
         )
     except GpuUnavailable as exc:
         raise FusedbenchError(

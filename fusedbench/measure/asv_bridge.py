@@ -17,9 +17,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
+from fusedbench.catalog.deliberate import deliberate_from_environment
 from fusedbench.catalog.model import Cell, CellKey
 from fusedbench.catalog.suites import GROUPS, BenchmarkGroup, MlpGroup
-from fusedbench.catalog.tuning import TUNE_VARIABLE, tuning_from_environment
 from fusedbench.errors import FusedbenchError, GpuUnavailable
 from fusedbench.measure.checkout import asv_machine_in_use, asv_results_dir, is_fusedbench_root, read_checkout
 from fusedbench.measure.machine import gpu_machine_name
@@ -84,9 +84,9 @@ def _record(run: AsvRun | None, group: BenchmarkGroup | MlpGroup, cells, started
 
 
 def _where_and_what(root: str):
-    """(the asv run, GPU stack, tuning) to measure with, or (the run, None, the one line why not).
+    """(the asv run, GPU stack, deliberate change) to measure with, or (the run, None, the one line why not).
 
-    The machine asv records under must be the GPU's name, or a tuned run's own name (`tuning`)."""
+    The machine asv records under must be the GPU's name, or a tuned or injected run's own name."""
     from fusedbench.measure.gpu import load_gpu_stack
 
     try:
@@ -94,28 +94,25 @@ def _where_and_what(root: str):
     except FusedbenchError as exc:  # the checkout cannot say which commit it is
         return None, None, f"cannot tell which commit is measured: {exc}"
     try:
-        tuning = tuning_from_environment()
+        deliberate = deliberate_from_environment()
     except FusedbenchError as exc:
         return run, None, str(exc)
     try:
         stack = load_gpu_stack(SUITE)
-        machine = gpu_machine_name()
+        machine = deliberate.machine(gpu_machine_name())
     except GpuUnavailable as exc:
         return run, None, f"no GPU: {exc}"
-    if tuning is not None:
-        machine = tuning.machine(machine)
     if run is not None and run.machine != machine:
-        tuned = f" ({TUNE_VARIABLE}={tuning.label})" if tuning else ""
+        asked = f" ({deliberate.flags.strip()})" if deliberate else ""
         return (
             run,
             None,
             (
-                f"asv records this run under machine {run.machine!r}, not under this GPU's name {machine!r}{tuned}; "
-                f"run `fusedbench machine{f' --tune {tuning.label}' if tuning else ''}` and pass "
-                f"`--machine {machine}` to asv run"
+                f"asv records this run under machine {run.machine!r}, not under this GPU's name {machine!r}{asked}; "
+                f"run `fusedbench machine{deliberate.flags}` and pass `--machine {machine}` to asv run"
             ),
         )
-    return run, stack, tuning
+    return run, stack, deliberate
 
 
 def measure_for_asv(group_name: str, root: str) -> GroupCache:
@@ -123,10 +120,10 @@ def measure_for_asv(group_name: str, root: str) -> GroupCache:
     of the checkout at `root`, and return the samples."""
     group = GROUPS[group_name]
 
-    def measure(stack, tuning):
+    def measure(stack, deliberate):
         from fusedbench.measure.gpu.bench import measure_group
 
-        cells = measure_group(stack, group, tuning=tuning)
+        cells = measure_group(stack, group, tuning=deliberate.tuning, injection=deliberate.injection)
         return cells, _cache(cells).cells
 
     return _measured(group, root, _group_keys(group), measure)
@@ -134,17 +131,17 @@ def measure_for_asv(group_name: str, root: str) -> GroupCache:
 
 def measure_mlp_for_asv(group_name: str, root: str) -> GroupCache:
     """An mlp group's setup_cache, as `measure_for_asv`: the cache's keys are the asv parameters and the clock
-    (fusedbench.measure.gpu.mlp_bench); a tuned run does not apply to the MLP's steps."""
+    (fusedbench.measure.gpu.mlp_bench); a tuning or an injection does not apply to the MLP's steps."""
     from fusedbench.catalog.suites import MLP_EPOCH, MLP_GROUPS
 
     group = MLP_GROUPS[group_name]
     keys = group.cell_keys()
 
-    def measure(stack, tuning):
+    def measure(stack, deliberate):
         from fusedbench.measure.gpu import mlp_bench
 
-        if tuning is not None:
-            reason = f"the mlp suite is not tuned ({TUNE_VARIABLE}={tuning.label}); run it without --tune"
+        if deliberate:
+            reason = f"the mlp suite takes no deliberate change ({deliberate.flags.strip()}); run it without"
             return [Cell.skipped(key, reason) for key in keys], {}
         if group.workload == MLP_EPOCH:
             return mlp_bench.measure_mlp_epochs(stack, group)
@@ -154,37 +151,36 @@ def measure_mlp_for_asv(group_name: str, root: str) -> GroupCache:
 
 
 def _measured(group: BenchmarkGroup | MlpGroup, root: str, keys: list[CellKey], measure) -> GroupCache:
-    """Measure a group with `measure(stack, tuning) -> (the record's cells, the cache's cells)`, record it beside
+    """Measure a group with `measure(stack, deliberate) -> (the record's cells, the cache's cells)`, record it beside
     the results of the asv run of the checkout at `root`, and hand asv the cache; without a GPU (or under the
     wrong machine name) every cell of `keys` is recorded skipped with the one line why."""
     from fusedbench.measure.telemetry import TelemetrySampler
 
     started = datetime.now(timezone.utc)
-    run, stack, tuning_or_reason = _where_and_what(root)
+    run, stack, deliberate_or_reason = _where_and_what(root)
     if stack is None:
-        _record(run, group, [Cell.skipped(key, tuning_or_reason) for key in keys], started, 0.0, {})
-        return GroupCache(why_not=f"{group.name}: every cell skipped: {tuning_or_reason}")
+        _record(run, group, [Cell.skipped(key, deliberate_or_reason) for key in keys], started, 0.0, {})
+        return GroupCache(why_not=f"{group.name}: every cell skipped: {deliberate_or_reason}")
     clock = time.perf_counter()
     with TelemetrySampler() as telemetry:
-        cells, cached = measure(stack, tuning_or_reason)
+        cells, cached = measure(stack, deliberate_or_reason)
     environment = {
         "gpu": telemetry.device_facts(),
         "versions": stack.versions(),
         "telemetry": telemetry.summary.to_json(),
+        **deliberate_or_reason.to_json(),
     }
-    if tuning_or_reason is not None:
-        environment["tuning"] = tuning_or_reason.to_json()
     _record(run, group, cells, started, time.perf_counter() - clock, environment)
     return GroupCache(cached)
 
 
 def measure_ceilings_for_asv(kind: str, root: str, dtypes: Sequence[str] = ()) -> GroupCache:
     """The ceilings' setup_cache: the GEMM per dtype ("gemm") or the copy ("copy"), as cells keyed by name.
-    A tuning does not apply here: the ceilings stay the GPU's untuned best."""
-    _, stack, tuning_or_reason = _where_and_what(root)
+    A tuning or an injection does not apply here: the ceilings stay the GPU's untouched best."""
+    _, stack, deliberate_or_reason = _where_and_what(root)
     if stack is None:
         name = "GemmCeiling" if kind == "gemm" else "CopyCeiling"
-        return GroupCache(why_not=f"{name}: every cell skipped: {tuning_or_reason}")
+        return GroupCache(why_not=f"{name}: every cell skipped: {deliberate_or_reason}")
     from fusedbench.measure.gpu import bench
 
     if kind == "gemm":

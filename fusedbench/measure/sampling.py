@@ -42,6 +42,16 @@ class Clock(Interface):
     def stop(self) -> float: ...
 
 
+class Stretch(Interface):
+    """Makes chosen timed calls slower on purpose (an injected regression, `catalog.injection`): `mark()` right
+    before the timed region, `stretch(fraction)` inside it after the call, which then lasts 1 + fraction times
+    as long as the call did."""
+
+    def mark(self) -> None: ...
+
+    def stretch(self, fraction: float) -> None: ...
+
+
 class Probe(Interface):
     """Reads the GPU's state right before and right after each timed call, outside the timed region."""
 
@@ -162,15 +172,18 @@ def carryover_balanced_orders(count: int) -> list[list[int]]:
 
 
 @dataclass
-class _Rounds:
-    """The state of one `sample_interleaved`: each run's timings (or the exception that dropped it) and its
-    expected time, and what surrounds every timed call."""
+class Rounds:
+    """Timed calls of several runs: each run's timings (or the exception that dropped it) and its expected time,
+    and what surrounds every timed call. `sample_interleaved` drives it round by round; a confirmation worker
+    (`measure.gpu.confirm_worker`) one call at a time, in lock-step with another process."""
 
     runs: Mapping[str, Callable[[], object]]
     clock: Clock
     between_samples: Callable[[], None] | None
     lead_in: LeadIn | None
     probe: Probe | None
+    slower: Mapping[str, float]  # run name -> the fraction its sampled calls are stretched by
+    stretch: Stretch | None
 
     def __post_init__(self) -> None:
         self.results: dict[str, list[float] | Exception] = {name: [] for name in self.runs}
@@ -190,9 +203,14 @@ class _Rounds:
                     self.results[name] = exc
                     continue
                 self._before(name)
+            stretched = sampling and self.slower.get(name, 0.0) > 0
+            if stretched:
+                self.stretch.mark()
             self.clock.start()
             try:
                 self.runs[name]()
+                if stretched:
+                    self.stretch.stretch(self.slower[name])
             except Exception as exc:
                 self.clock.stop()
                 self.results[name] = exc
@@ -217,12 +235,20 @@ class _Rounds:
         if self.probe is not None:
             self.probe.before(name)
 
-    def end_warmup(self) -> None:
-        """Each run's expected time is its median warm-up call; warm-up calls are not samples."""
+    def warm_up(self, rounds: int, seconds: float) -> bool:
+        """At least `rounds` untimed rounds and `seconds` of measured time; then each run's expected time is its
+        median warm-up call (warm-up calls are not samples). False where every run has failed."""
+        done, spent = 0, 0.0
+        while done < rounds or spent < seconds:
+            spent += self.one_round(list(self.runs), sampling=False)
+            done += 1
+            if all(isinstance(r, Exception) for r in self.results.values()):
+                return False
         for name, timings in self.results.items():
             if not isinstance(timings, Exception):
                 self.expected[name] = statistics.median(timings) if timings else 0.0
                 timings.clear()
+        return True
 
 
 def sample_interleaved(
@@ -236,25 +262,23 @@ def sample_interleaved(
     order_seed: int = 0,
     lead_in: LeadIn | None = None,
     probe: Probe | None = None,
+    slower: Mapping[str, float] | None = None,
+    stretch: Stretch | None = None,
 ) -> dict[str, list[float] | Exception]:
     """Time several ways of doing one piece of work in carryover-balanced rounds (module docstring), each run
     taking its place in them from `order_seed`. Warm-up lasts at least `warmup` rounds and `warmup_seconds` of
     measured time, and gives each run's expected time (its median warm-up call). In the sampling rounds every
     call gets, in order: `lead_in` (the protocol's), `between_samples` (an L2 flush), `probe.before`, the timed
-    call, `probe.after`. Every call is timed alone, so no queue of calls builds up ahead of the GPU. A run that
+    call (stretched by `stretch` where `slower` names the run: an injected regression), `probe.after`. Every call
+    is timed alone, so no queue of calls builds up ahead of the GPU. A run that
     raises is dropped from later rounds; its exception is its result."""
     if samples < 1 or warmup < 0:
         raise ValueError(f"need samples >= 1 and warmup >= 0, got samples={samples}, warmup={warmup}")
-    state = _Rounds(runs, clock, between_samples, lead_in, probe)
-    if not runs:
+    if slower and stretch is None:
+        raise ValueError(f"runs {sorted(slower)} are to be slowed, but no stretch was given")
+    state = Rounds(runs, clock, between_samples, lead_in, probe, slower or {}, stretch)
+    if not runs or not state.warm_up(warmup, warmup_seconds):
         return state.results
-    rounds, spent = 0, 0.0
-    while rounds < warmup or spent < warmup_seconds:
-        spent += state.one_round(list(runs), sampling=False)
-        rounds += 1
-        if all(isinstance(r, Exception) for r in state.results.values()):
-            return state.results
-    state.end_warmup()
     places = list(runs)
     random.Random(order_seed).shuffle(places)
     orders = [[places[item] for item in order] for order in carryover_balanced_orders(len(places))]

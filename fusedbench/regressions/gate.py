@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from fusedbench.analysis.speedups import INVERSION
+from fusedbench.catalog.deliberate import gpu_machine
 from fusedbench.catalog.model import cell_label
 from fusedbench.catalog.suites import GROUPS, SUITES
-from fusedbench.catalog.tuning import gpu_machine
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.compare import (
     ALL_PROVIDERS,

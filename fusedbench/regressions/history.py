@@ -11,36 +11,9 @@ from __future__ import annotations
 import pandas as pd
 
 from fusedbench.analysis.speedups import ladder_cells
-from fusedbench.catalog.dtypes import DTYPES
-from fusedbench.catalog.epilogs import Epilog
 from fusedbench.catalog.model import KEY
-from fusedbench.catalog.providers import PROVIDERS
-from fusedbench.catalog.shapes import parse_shape
-from fusedbench.errors import FusedbenchError
 from fusedbench.results.loader import ResultSet
 from fusedbench.results.runs import RUN, group_runs
-
-
-def parse_cell(text: str) -> dict:
-    """'RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused' -> the cell's key columns."""
-    parts = text.split("/")
-    if len(parts) != 4:
-        raise FusedbenchError(
-            f"cell {text!r} is not EPILOG/DTYPE/SHAPE/PROVIDER, e.g. RELU/fp16/(8192,4096)x(4096,8192)/fused"
-        )
-    epilog, dtype, shape, provider = parts
-    for what, value, known in (
-        ("epilog", epilog, [e.name for e in Epilog]),
-        ("dtype", dtype, list(DTYPES)),
-        ("provider", provider, list(PROVIDERS)),
-    ):
-        if value not in known:
-            raise FusedbenchError(f"cell {text!r}: unknown {what} {value!r}; choose from {', '.join(known)}")
-    try:
-        m, k, n = parse_shape(shape)
-    except (ValueError, FusedbenchError):
-        raise FusedbenchError(f"cell {text!r}: shape {shape!r} is not (M,K)x(K,N)") from None
-    return {"epilog": epilog, "dtype": dtype, "m": m, "k": k, "n": n, "provider": provider}
 
 
 def cell_series(results: ResultSet, machine: str, key: dict, version: str | None = None) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusedbench.catalog.tuning import gpu_machine
+from fusedbench.catalog.deliberate import gpu_machine
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.metrics import METRICS
 

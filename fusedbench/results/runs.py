@@ -25,8 +25,8 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
+from fusedbench.catalog.deliberate import gpu_machine
 from fusedbench.catalog.suites import GROUPS, MLP_GROUPS, SUITES
-from fusedbench.catalog.tuning import gpu_machine
 from fusedbench.errors import FusedbenchError
 from fusedbench.results.loader import ResultSet
 

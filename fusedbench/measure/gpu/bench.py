@@ -15,6 +15,7 @@ import gc
 from dataclasses import replace
 
 from fusedbench.catalog.epilogs import EPILOGS, Epilog
+from fusedbench.catalog.injection import Injection
 from fusedbench.catalog.model import Cell, CellKey
 from fusedbench.catalog.providers import UNFUSED
 from fusedbench.catalog.suites import CEILING_COPY_BYTES, CEILING_GEMM_SHAPE, BenchmarkGroup
@@ -57,18 +58,22 @@ def measure_group(
     *,
     seed: int = 0,
     tuning: Tuning | None = None,
+    injection: Injection | None = None,
     protocol: Protocol = PROTOCOL,
 ) -> list[Cell]:
-    """Time every cell of `group` (one provider tuned, where asked): a Cell per (workload, provider), catalog order."""
+    """Time every cell of `group` (one provider tuned, or chosen cells slowed on purpose, where asked): a Cell per
+    (workload, provider), catalog order."""
     precompile_providers(list(group.providers), group.workloads(), timed=True)
-    timing = Timing.open(stack, protocol)
+    timing = Timing.open(stack, protocol, stretch=injection is not None)
     try:
-        return _measure_workloads(stack, group, timing, seed, tuning)
+        return _measure_workloads(stack, group, timing, seed, tuning, injection)
     finally:
         timing.close()
 
 
-def _measure_workloads(stack: GpuStack, group: BenchmarkGroup, timing: Timing, seed: int, tuning) -> list[Cell]:
+def _measure_workloads(
+    stack: GpuStack, group: BenchmarkGroup, timing: Timing, seed: int, tuning, injection
+) -> list[Cell]:
     cells: list[Cell] = []
     workloads = group.workloads()
     for index, workload in enumerate(workloads):
@@ -78,7 +83,10 @@ def _measure_workloads(stack: GpuStack, group: BenchmarkGroup, timing: Timing, s
         except Skipped as exc:
             cells.extend(Cell.skipped(key, exc.reason) for key in keys)
             continue
-        cells.extend(_measure_workload(stack, operands, keys, timing, order_seed=seed + index, tuning=tuning))
+        slower = {key.provider: injection.fraction(key, group.name) for key in keys} if injection else {}
+        cells.extend(
+            _measure_workload(stack, operands, keys, timing, order_seed=seed + index, tuning=tuning, slower=slower)
+        )
         del operands
         write_progress(group.name, len(cells), group.cell_count, workload.label)
     return cells
@@ -113,14 +121,22 @@ def prepare_all(stack: GpuStack, operands, keys: list[CellKey], tuning: Tuning |
 
 
 def _measure_workload(
-    stack: GpuStack, operands, keys: list[CellKey], timing: Timing, order_seed: int = 0, tuning: Tuning | None = None
+    stack: GpuStack,
+    operands,
+    keys: list[CellKey],
+    timing: Timing,
+    order_seed: int = 0,
+    tuning: Tuning | None = None,
+    slower: dict[str, float] | None = None,
 ) -> list[Cell]:
-    """Prepare every provider of one workload, then time them together (`sample_interleaved`)."""
+    """Prepare every provider of one workload, then time them together (`sample_interleaved`; `slower`: provider ->
+    the fraction its samples are stretched by, an injected slowdown)."""
     by_provider = {key.provider: key for key in keys}
     prepared: dict = {}
     try:
         prepared, cells = prepare_all(stack, operands, keys, tuning)
-        timed = timing.sample({provider: ready.run for provider, ready in prepared.items()}, order_seed)
+        runs = {provider: ready.run for provider, ready in prepared.items()}
+        timed = timing.sample(runs, order_seed, slower={p: f for p, f in (slower or {}).items() if f > 0 and p in runs})
         telemetry = {provider: timing.probe.take(provider) for provider in timed}
         # After the timing, so CUPTI is off while samples are taken.
         kernels = {

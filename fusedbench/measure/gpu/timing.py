@@ -1,6 +1,6 @@
 """The GPU side of timing: a clock from CUDA events, an L2 flush between samples, a heater for the sustained
-lead-in (`sampling.SUSTAINED`), and `Timing`, which puts them together with the protocol's lead-in and the
-per-sample telemetry: how every call fusedbench times on the GPU is timed."""
+lead-in (`sampling.SUSTAINED`), the stretch of an injected slowdown, and `Timing`, which puts them together with
+the protocol's lead-in and the per-sample telemetry: how every call fusedbench times on the GPU is timed."""
 
 from __future__ import annotations
 
@@ -73,6 +73,64 @@ class Heater:
             self._gemm()
 
 
+# Two one-thread kernels on the timed stream: `stamp` reads the GPU's nanosecond timer (%globaltimer: wall time,
+# whatever the SM clock does) right before the timed region; `spin`, right after the call, busy-waits until the
+# call has lasted 1 + fraction times what it took up to then, less the spin's own launch (`overhead_ns`).
+_STRETCH_SOURCE = r"""
+__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+extern "C" __global__ void fusedbench_stamp(unsigned long long* stamp) { *stamp = now_ns(); }
+extern "C" __global__ void fusedbench_spin(const unsigned long long* stamp, double fraction, long long overhead_ns) {
+    const unsigned long long start = now_ns();
+    const long long wait = (long long)(fraction * (double)(start - *stamp)) - overhead_ns;
+    while ((long long)(now_ns() - start) < wait) {
+    }
+}
+"""
+
+
+class Stretcher:
+    """An injected slowdown on the GPU (`sampling.Stretch`): each stretched call lasts 1 + fraction times its own
+    duration, exactly where it would run, so the protocol's state and the call itself are those of a plain run."""
+
+    CALIBRATION_CALLS = 21
+
+    def __init__(self, cupy):
+        module = cupy.RawModule(code=_STRETCH_SOURCE)
+        self._cupy = cupy
+        self._stamp_kernel = module.get_function("fusedbench_stamp")
+        self._spin_kernel = module.get_function("fusedbench_spin")
+        self._stamp = cupy.zeros(1, dtype=cupy.uint64)
+        self.overhead_ns = 0
+        self.overhead_ns = self._overhead_ns(CudaEventClock(cupy))
+
+    def _overhead_ns(self, clock: CudaEventClock) -> int:
+        """What a zero-length spin adds to a timed region (its launch and its one thread), in ns."""
+
+        def timed(region) -> float:
+            times = []
+            for _ in range(self.CALIBRATION_CALLS):
+                self.mark()
+                clock.start()
+                region()
+                times.append(clock.stop())
+            return sorted(times)[len(times) // 2]
+
+        spun = timed(lambda: self.stretch(0.0))
+        empty = timed(lambda: None)
+        return max(0, round((spun - empty) * 1e9))
+
+    def mark(self) -> None:
+        self._stamp_kernel((1,), (1,), (self._stamp,))
+
+    def stretch(self, fraction: float) -> None:
+        args = (self._stamp, self._cupy.float64(fraction), self._cupy.int64(self.overhead_ns))
+        self._spin_kernel((1,), (1,), args)
+
+
 @dataclass
 class Timing:
     """How every call of a measurement is timed: CUDA events, an L2 flush, the protocol's lead-in, and the GPU's
@@ -82,16 +140,23 @@ class Timing:
     flush: L2Flusher
     lead_in: LeadIn
     probe: SampleTelemetry | None
+    stretcher: Stretcher | None = None  # where a measurement injects a slowdown
 
     @classmethod
-    def open(cls, stack: GpuStack, protocol: Protocol = PROTOCOL, *, telemetry: bool = True) -> Timing:
+    def open(
+        cls, stack: GpuStack, protocol: Protocol = PROTOCOL, *, telemetry: bool = True, stretch: bool = False
+    ) -> Timing:
+        """The timing of a measurement (`stretch`: one that injects a slowdown)."""
         heater = Heater(stack.cupy) if protocol.heat_s(1.0) else None
         clock, flush = CudaEventClock(stack.cupy), L2Flusher(stack.cupy)
+        stretcher = Stretcher(stack.cupy) if stretch else None
         # NVML last: nothing allocated after it can fail and leave it initialised
-        return cls(clock, flush, LeadIn(protocol, heat=heater), SampleTelemetry() if telemetry else None)
+        probe = SampleTelemetry() if telemetry else None
+        return cls(clock, flush, LeadIn(protocol, heat=heater), probe, stretcher)
 
-    def sample(self, runs, order_seed: int = 0, samples: int = SAMPLES) -> dict:
-        """`sample_interleaved` of `runs` (name -> call) under this timing."""
+    def sample(self, runs, order_seed: int = 0, samples: int = SAMPLES, slower=None) -> dict:
+        """`sample_interleaved` of `runs` (name -> call) under this timing; `slower` (name -> fraction) the runs
+        made slower on purpose (`catalog.injection`)."""
         return sample_interleaved(
             runs,
             clock=self.clock,
@@ -102,6 +167,8 @@ class Timing:
             order_seed=order_seed,
             lead_in=self.lead_in,
             probe=self.probe,
+            slower=slower,
+            stretch=self.stretcher,
         )
 
     def close(self) -> None:

@@ -1,0 +1,368 @@
+"""Confirmation: what the first look flags is measured again in the same job, and decided by its own rule.
+
+Between two sessions a GPU's power state moves whole workloads by a few per cent, so the first look's thresholds
+(earned on A/A runs from different sessions) cannot catch a 5% slowdown of one cell without false alarms. The
+first look therefore flags generously, below its thresholds (`FLAG_BAR` for cells of at least 1 ms and for gates,
+half the threshold for smaller cells), and `fusedbench alert --confirm` measures each flagged workload again
+(`measure.confirm`): the baseline's code beside the candidate's in lock-step, so both see the same session, or,
+where the baseline cannot be rebuilt, the candidate alone with more rounds against the baseline's recorded run.
+The re-measured rounds are compared as runs are (`compare.compare_runs`), with `CONFIRMATION` as the preset: a
+cell (or gate) is confirmed slower where its change passes the preset's margin and its bootstrap interval
+excludes no change. A flagged gate has its whole group measured again.
+
+The verdict after confirmation is the first look's, with every alert and flag of a re-measured cell or gate
+replaced by what the confirmation found; status alerts (failed, missing) stand as the first look gave them.
+A confirmation is kept as a record (`CONFIRMATION_FORMAT`, `.fbconfirm` beside the candidate's results), from
+which the same verdict is computed again anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from fusedbench.catalog.model import WORKLOAD, Cell, Status
+from fusedbench.errors import FusedbenchError
+from fusedbench.measure.confirm import Request
+from fusedbench.regressions.compare import CELL, Run, compare_runs, worse_ratio
+from fusedbench.regressions.gate import GroupJudgement, Judged, MachineVerdict, SuiteVerdict, judge_comparison
+from fusedbench.regressions.metrics import METRICS, AlertKind
+from fusedbench.regressions.thresholds import CLASSES, GATES, Preset
+
+FLAG_BAR = {"cell": 0.025, "gate": 0.01}  # worse beyond this at first look: measured again (small cells: threshold/2)
+ROUNDS = {"cell": 20, "gate": 10}  # rounds a side; a whole group's median needs fewer than one cell
+CONFIRM_SUFFIX = ".fbconfirm"
+CONFIRMATION_FORMAT = "fusedbench-confirmation/1"
+# Margins of the side-by-side comparison: a change beyond these, its interval excluding none, is confirmed.
+# Side by side, A/A confirmations on an H100 and an H200 move a cell of at least 1 ms by far less
+# (docs/regressions.md, "Confirmation"), and a 5% slowdown lies well beyond 2%.
+_MARGINS = {"large": 0.02, "medium": 0.02, "small": 0.05, "group": 0.01, "provider": 0.01}
+CONFIRMATION = Preset(
+    name="confirmation",
+    thresholds={(metric, klass): _MARGINS[klass] for metric in METRICS for klass in (*(c for c, _ in CLASSES), *GATES)},
+    calibrated_on="side-by-side A/A confirmations (docs/regressions.md)",
+)
+
+
+@dataclass(frozen=True)
+class Flagged:
+    """One judged group's workloads to measure again, and why (a line per flagged row)."""
+
+    judgement: GroupJudgement
+    preset: Preset  # the first look's: what a re-measured candidate is judged by against its recorded baseline
+    workloads: tuple[tuple, ...]  # WORKLOAD tuples, the candidate's order
+    why: tuple[str, ...]
+    whole_group: bool  # a gate was flagged: every workload, so the gates are judged again too
+
+    @property
+    def group(self) -> str:
+        return self.judgement.group
+
+    @property
+    def rounds(self) -> int:
+        return ROUNDS["gate" if self.whole_group else "cell"]
+
+    def requests(self) -> list[Request]:
+        """Each workload with the providers the candidate timed in it."""
+        cells = self.judgement.candidate.cells
+        ok = cells[cells["status"] == Status.OK.value]
+        found = []
+        for workload in self.workloads:
+            mine = ok[(ok[WORKLOAD] == pd.Series(dict(zip(WORKLOAD, workload, strict=True)))).all(axis=1)]
+            found.append(Request(self.group, *workload, tuple(mine["provider"])))
+        return found
+
+
+def _flag_bar(row) -> float:
+    if row["cell_class"] == "small":
+        return row["threshold"] / 2
+    return min(FLAG_BAR["cell"], row["threshold"])
+
+
+def flag(verdict: MachineVerdict) -> list[Flagged]:
+    """The judged groups' workloads the first look flags: a measured change worse than the flag bar, or a gate's."""
+    found = []
+    for suite in verdict.suites:
+        for judgement in suite.groups:
+            if judgement.judged is None or judgement.not_judged:
+                continue
+            comparison = judgement.judged.comparison
+            measured = comparison.cells[comparison.cells["ratio"].notna()]
+            worse = worse_ratio(measured["ratio"].astype(float).to_numpy(), measured["metric"])
+            bars = np.array([_flag_bar(row) for _, row in measured.iterrows()])
+            cells = measured[worse > 1 + bars] if len(measured) else measured
+            gates = comparison.groups
+            gate_worse = worse_ratio(gates["ratio"].astype(float).to_numpy(), gates["metric"]) if len(gates) else []
+            flagged_gates = gates[np.asarray(gate_worse) > 1 + FLAG_BAR["gate"]] if len(gates) else gates
+            if cells.empty and flagged_gates.empty:
+                continue
+            whole = not flagged_gates.empty
+            ok = judgement.candidate.cells
+            ok = ok[ok["status"] == Status.OK.value]
+            every = list(dict.fromkeys(ok[WORKLOAD].itertuples(index=False, name=None)))
+            chosen = set(cells[WORKLOAD].itertuples(index=False, name=None))
+            workloads = tuple(every if whole else [w for w in every if w in chosen])
+            why = [_why(row) for _, row in flagged_gates.iterrows()] + [_why(row) for _, row in cells.iterrows()]
+            found.append(Flagged(judgement, suite.preset, workloads, tuple(why), whole))
+    return found
+
+
+def _why(row) -> str:
+    from fusedbench.regressions.gate import where
+
+    return f"{where(row)} {row['metric']} x{row['ratio']:.3f}"
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What measuring a flagged group again found: how, the two sides as runs, and their comparison judged."""
+
+    flagged: Flagged
+    how: str  # "side by side", "side by side, its injection re-applied", or "candidate again against its record"
+    baseline: Run
+    candidate: Run
+    judged: Judged
+    remeasured: dict[str, tuple[Cell, ...]]  # side -> its cells measured again (the candidate's alone, or both)
+    rounds: int  # a side
+    seconds: float
+    calls: int
+    not_measured: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> str:
+        return self.flagged.group
+
+    def covers(self, row) -> bool:
+        """Whether an alert row of the first look is decided by this confirmation instead."""
+        if row.get("kind") in (AlertKind.FAILED.value, AlertKind.MISSING.value):
+            return False
+        if pd.isna(row.get("epilog")):
+            return self.flagged.whole_group
+        remeasured = set(self.candidate.cells[CELL].itertuples(index=False, name=None))
+        return tuple(row[c] for c in CELL) in remeasured
+
+    def alerts(self) -> pd.DataFrame:
+        alerts = self.judged.alerts
+        if not self.flagged.whole_group:  # gates over a few re-measured workloads are not the group's gates
+            alerts = alerts[alerts["epilog"].notna()]
+        return alerts.assign(reason=[f"confirmed {self.how}" + (f"; {r}" if r else "") for r in alerts["reason"]])
+
+
+def as_run(machine: str, commit: str, version: str, group: str, cells: Sequence[Cell]) -> Run:
+    """Cells measured again, as a Run `compare_runs` reads (one group at its benchmark version)."""
+    rows = [c.to_json() | {"raw": list(c.samples), "group": group, "version": version} for c in cells]
+    return Run(machine, commit, pd.DataFrame(rows, columns=[*CELL, "status", "reason", "raw", "version"]))
+
+
+def judge_confirmation(
+    flagged: Flagged, how: str, base_cells, cand_cells, *, rounds: int, seconds: float, calls: int, not_measured=()
+) -> Confirmation:
+    """The confirmation of one flagged group: side by side (`base_cells` re-measured too), with the CONFIRMATION
+    margins; the candidate alone (`base_cells` None), against the baseline's recorded run with the first look's."""
+    first = flagged.judgement
+    version = first.candidate.groups[flagged.group]
+    cand = as_run(first.candidate.machine, first.candidate.commit, version, flagged.group, cand_cells)
+    if base_cells is None:
+        remeasured = pd.MultiIndex.from_frame(cand.cells[CELL])
+        kept = first.baseline.cells[pd.MultiIndex.from_frame(first.baseline.cells[CELL]).isin(remeasured)]
+        base, preset = Run(first.baseline.machine, first.baseline.commit, kept), flagged.preset
+    else:
+        base = as_run(first.baseline.machine, first.baseline.commit, version, flagged.group, base_cells)
+        preset = CONFIRMATION
+    judged = judge_comparison(compare_runs(base, cand, preset))
+    remeasured = {"candidate": tuple(cand_cells)} | ({"baseline": tuple(base_cells)} if base_cells is not None else {})
+    return Confirmation(flagged, how, base, cand, judged, remeasured, rounds, seconds, calls, tuple(not_measured))
+
+
+def confirmed(verdict: MachineVerdict, confirmations: Sequence[Confirmation]) -> MachineVerdict:
+    """The verdict after confirmation (module docstring)."""
+    by_group = {c.group: c for c in confirmations}
+    suites = []
+    for suite in verdict.suites:
+        groups = []
+        for judgement in suite.groups:
+            confirmation = by_group.get(judgement.group)
+            if confirmation is None or judgement.judged is None:
+                groups.append(judgement)
+                continue
+            first = judgement.judged
+            kept = first.alerts[[not confirmation.covers(row) for _, row in first.alerts.iterrows()]]
+            found = [a for a in (kept, confirmation.alerts()) if not a.empty]
+            alerts = pd.concat(found, ignore_index=True) if found else first.alerts.iloc[:0]
+            warnings = [*first.warnings, *(f"not measured again: {line}" for line in confirmation.not_measured)]
+            groups.append(replace(judgement, judged=Judged(first.comparison, alerts, warnings)))
+        suites.append(SuiteVerdict(suite.machine, suite.suite, suite.preset, suite.preset_line, tuple(groups)))
+    return MachineVerdict(verdict.machine, tuple(suites))
+
+
+def confirmation_lines(confirmations: Sequence[Confirmation]) -> list[str]:
+    """For the terminal: per group, how it was measured again, what it cost, and each flagged cell's outcome."""
+    if not confirmations:
+        return ["confirmation: nothing flagged, nothing measured again (0 GPU seconds)"]
+    total = sum(c.seconds for c in confirmations)
+    cells = sum(len(c.candidate.cells) for c in confirmations)
+    lines = [f"confirmation: {len(confirmations)} group(s), {cells} cells measured again, {total:.0f} s"]
+    for c in confirmations:
+        lines.append(
+            f"  {c.group}: {c.how}, {len(c.candidate.cells)} cells x {c.rounds} rounds, {c.seconds:.0f} s "
+            f"({c.calls} timed calls); flagged: {'; '.join(c.flagged.why[:6])}"
+            + (f" and {len(c.flagged.why) - 6} more" if len(c.flagged.why) > 6 else "")
+        )
+        rows = c.judged.comparison.cells
+        rows = rows[(rows["metric"] == "time") & rows["ratio"].notna()]
+        for _, row in rows.iterrows():
+            if any(_why_matches(row, why) for why in c.flagged.why):
+                lines.append(
+                    f"    {_why(row).rsplit(' ', 1)[0]}: x{row['ratio']:.3f} [{row['ci_low']:.3f}, "
+                    f"{row['ci_high']:.3f}] measured again -> {row['verdict'].value}"
+                )
+    return lines
+
+
+def _why_matches(row, why: str) -> bool:
+    from fusedbench.regressions.gate import where
+
+    return why.startswith(where(row) + " ")
+
+
+def to_record(verdict: MachineVerdict, after: MachineVerdict, confirmations: Sequence[Confirmation]) -> dict:
+    """A build's confirmation as a record: what was judged, each group's re-measured cells, and both verdicts."""
+    return {
+        "format": CONFIRMATION_FORMAT,
+        "machine": verdict.machine,
+        "suites": [suite.suite for suite in verdict.suites],
+        "first_look": verdict.outcome.value,
+        "confirmed": after.outcome.value,
+        "alerts": {"first_look": verdict.alerts, "confirmed": after.alerts},
+        "seconds": sum(c.seconds for c in confirmations),
+        "groups": [_group_record(c) for c in confirmations],
+    }
+
+
+def _group_record(confirmation: Confirmation) -> dict:
+    flagged = confirmation.flagged
+    return {
+        "group": flagged.group,
+        "how": confirmation.how,
+        "rounds": confirmation.rounds,
+        "whole_group": flagged.whole_group,
+        "workloads": [list(w) for w in flagged.workloads],
+        "why": list(flagged.why),
+        "seconds": confirmation.seconds,
+        "calls": confirmation.calls,
+        "not_measured": list(confirmation.not_measured),
+        "baseline": {"machine": confirmation.baseline.machine, "commit": confirmation.baseline.commit},
+        "candidate": {"machine": confirmation.candidate.machine, "commit": confirmation.candidate.commit},
+        "cells": {side: [cell.to_json() for cell in cells] for side, cells in confirmation.remeasured.items()},
+    }
+
+
+def cells_of(group_record: dict, side: str) -> list[Cell] | None:
+    """One side's re-measured cells from a group's confirmation record (None: that side was not measured again)."""
+    if side not in group_record["cells"]:
+        return None
+    return [Cell.from_json(entry) for entry in group_record["cells"][side]]
+
+
+def read_confirmations(results_dir: str) -> list[dict]:
+    """Every confirmation record under a results folder, each with its `path`, oldest file name first per machine."""
+    found = []
+    for machine in sorted(os.listdir(results_dir)):
+        folder = os.path.join(results_dir, machine)
+        if not os.path.isdir(folder):
+            continue
+        for name in sorted(n for n in os.listdir(folder) if n.endswith(CONFIRM_SUFFIX)):
+            path = os.path.join(folder, name)
+            try:
+                with open(path, encoding="utf-8") as stream:
+                    record = json.load(stream)
+            except (OSError, ValueError) as exc:
+                raise FusedbenchError(f"confirmation record {path} cannot be read ({exc})") from None
+            if not isinstance(record, dict) or record.get("format") != CONFIRMATION_FORMAT:
+                raise FusedbenchError(f"{path} is not a {CONFIRMATION_FORMAT} record")
+            found.append(record | {"path": path})
+    return found
+
+
+def confirm_verdict(verdict: MachineVerdict, results, repo: str) -> tuple[MachineVerdict, list[Confirmation]]:
+    """Measure what the first look flags again (on this machine's GPU, the candidate's code from the checkout at
+    `repo`), and the verdict after it; nothing flagged, nothing measured."""
+    from fusedbench.measure.checkout import read_checkout
+
+    flags = flag(verdict)
+    if not flags:
+        return verdict, []
+    checkout = read_checkout(repo)
+    confirmations = []
+    with tempfile.TemporaryDirectory(prefix="fusedbench-baseline-") as scratch:
+        for flagged in flags:
+            confirmations.append(_confirm_group(flagged, results, repo, checkout, scratch))
+    return confirmed(verdict, confirmations), confirmations
+
+
+def _record_environment(results, run: Run, group: str) -> dict:
+    mine = [r for r in results.records if (r.machine, r.commit, r.group) == (run.machine, run.commit, group)]
+    return dict(mine[-1].environment) if mine else {}
+
+
+def _not_rebuildable(results, flagged: Flagged) -> str:
+    """Why the baseline's measurement cannot be rebuilt beside the candidate's ('' where it can): a library or the
+    driver changed between the two runs, by their records."""
+    first = flagged.judgement
+    base = _record_environment(results, first.baseline, flagged.group)
+    cand = _record_environment(results, first.candidate, flagged.group)
+    for what, before, after in (
+        ("library versions", base.get("versions"), cand.get("versions")),
+        ("driver", (base.get("gpu") or {}).get("driver"), (cand.get("gpu") or {}).get("driver")),
+    ):
+        if before != after:
+            return f"the {what} changed between the runs ({before} -> {after})"
+    return ""
+
+
+def _confirm_group(flagged: Flagged, results, repo: str, checkout, scratch: str) -> Confirmation:
+    """One flagged group measured again: side by side where the baseline can be rebuilt, else the candidate alone."""
+    from fusedbench.catalog.deliberate import Deliberate
+    from fusedbench.measure.confirm import ConfirmError, Side, export_source, measure_again
+
+    first = flagged.judgement
+    cand, base = first.candidate, first.baseline
+    if checkout.commit != cand.commit or checkout.dirty:
+        state = f"{checkout.commit[:8]}{' with changes' if checkout.dirty else ''}"
+        raise FusedbenchError(
+            f"--confirm times the candidate's code from the checkout, which is at {state}, not the candidate "
+            f"{cand.commit[:8]}: check out {cand.commit[:8]} (clean) and run it again"
+        )
+    changed = Deliberate.from_json(_record_environment(results, cand, flagged.group))
+    candidate = Side("candidate", repo, changed.environment())
+    reason = _not_rebuildable(results, flagged)
+    source = repo
+    if not reason and base.commit != cand.commit:
+        try:
+            source = export_source(repo, base.commit, os.path.join(scratch, base.commit))
+        except ConfirmError as exc:
+            reason = str(exc)
+    requests, rounds = flagged.requests(), flagged.rounds * (3 if reason else 1)
+    if reason:
+        measured = measure_again(requests, [candidate], rounds)
+        how, base_cells = f"candidate again against its record ({reason})", None
+    else:
+        measured = measure_again(requests, [Side("baseline", source), candidate], rounds)
+        how = "side by side" + (f", its {'injection' if changed.injection else 'tuning'} re-applied" if changed else "")
+        base_cells = measured.cells["baseline"]
+    return judge_confirmation(
+        flagged,
+        how,
+        base_cells,
+        measured.cells["candidate"],
+        rounds=rounds,
+        seconds=measured.seconds,
+        calls=measured.calls,
+        not_measured=measured.not_measured,
+    )

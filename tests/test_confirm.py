@@ -1,0 +1,205 @@
+"""Confirmation on the CPU: what the first look flags, the lock-step of two worker processes (a stand-in worker that
+speaks the protocol), the refusals, and the verdict after re-measured cells are judged."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, make_checkout
+from test_alert_cli import MACHINE, run_cli, tuned_results
+
+from fusedbench.catalog.model import Cell
+from fusedbench.cli.gating import judged
+from fusedbench.measure import confirm as measure
+from fusedbench.measure.confirm import ConfirmError, Request, Side, export_source, measure_again
+from fusedbench.regressions.confirm import (
+    CONFIRMATION,
+    cells_of,
+    confirmation_lines,
+    confirmed,
+    flag,
+    judge_confirmation,
+    to_record,
+)
+from fusedbench.regressions.gate import Outcome
+
+FAKE = Path(__file__).parent / "fixtures" / "fake_confirm_worker.py"
+SEED = (65536, 16384, 8192)
+TARGET = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
+
+
+@pytest.fixture
+def fake_worker(monkeypatch, tmp_path):
+    monkeypatch.setattr(measure.Worker, "command", (sys.executable, str(FAKE)))
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    sides = []
+    for name in ("baseline", "candidate"):
+        (tmp_path / name).mkdir()
+        sides.append(Side(name, str(tmp_path / name)))
+    return sides, log
+
+
+def test_the_sides_time_each_cell_in_lock_step_the_first_alternating_and_an_injection_stretches_its_cell(
+    fake_worker,
+):
+    (base, cand), log = fake_worker
+    cand = Side("candidate", cand.source, {"FUSEDBENCH_INJECT": f"{TARGET}=5%"})
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("unfused", "fused", "gemm"))
+    measured = measure_again([request], [base, cand], rounds=4)
+    assert measured.calls == 24 and measured.not_measured == []
+    calls = [line.split() for line in log.read_text().splitlines()]
+    pairs = [calls[i : i + 2] for i in range(0, len(calls), 2)]
+    assert all(a[1] == b[1] and a[0] != b[0] for a, b in pairs)  # each cell's call on one side, then the other's
+    firsts = [pairs[r * 3][0][0] for r in range(4)]
+    assert firsts == ["baseline", "candidate", "baseline", "candidate"]  # who goes first alternates by round
+    by_side = {side: {c.key.provider: c.samples for c in cells} for side, cells in measured.cells.items()}
+    assert by_side["baseline"] == {p: (0.001,) * 4 for p in ("unfused", "fused", "gemm")}
+    assert by_side["candidate"]["fused"] == pytest.approx((0.00105,) * 4)
+    assert by_side["candidate"]["gemm"] == (0.001,) * 4
+
+
+@pytest.mark.parametrize(
+    ("hello", "says"),
+    [
+        ({"protocol": 2}, "the baseline side speaks protocol 2, not 1"),
+        ({"fusedbench": "/elsewhere"}, "the baseline side imported fusedbench from /elsewhere, not from its source"),
+        ({"versions": {"cupy": "1"}}, "the sides differ in versions"),
+    ],
+)
+def test_a_side_that_would_time_other_code_or_another_stack_is_refused(fake_worker, monkeypatch, hello, says):
+    (base, cand), _ = fake_worker
+    base = Side("baseline", base.source, {"FAKE_HELLO": json.dumps(hello)})
+    with pytest.raises(ConfirmError, match="^" + says.replace("(", r"\(")):
+        measure_again([Request("Quick", "BIAS", "fp16", *SEED, ("fused",))], [base, cand], rounds=2)
+
+
+def test_a_group_whose_benchmark_version_differs_is_left_out_and_a_worker_that_dies_is_named(fake_worker, monkeypatch):
+    (base, cand), _ = fake_worker
+    base = Side("baseline", base.source, {"FAKE_HELLO": json.dumps({"benchmark_versions": {"Quick": "v0"}})})
+    measured = measure_again([Request("Quick", "BIAS", "fp16", *SEED, ("fused",))], [base, cand], rounds=2)
+    assert measured.not_measured == ["Quick: its benchmark version differs between the sides"] and not measured.calls
+    monkeypatch.setattr(measure.Worker, "command", (sys.executable, "-c", "import sys; sys.exit('no GPU here')"))
+    with pytest.raises(ConfirmError, match=r"^the baseline side's worker exited \(1\): no GPU here"):
+        measure_again([], [base], rounds=2)
+
+
+def test_the_baseline_source_is_its_commits_package_and_one_without_the_worker_predates_confirmation(tmp_path):
+    old = make_checkout(tmp_path / "repo", files={"fusedbench/__init__.py": ""})
+    commit = git(old, "rev-parse", "HEAD").strip()
+    with pytest.raises(ConfirmError, match=f"^the baseline {commit[:8]} predates the confirmation entry point"):
+        export_source(str(old), commit, str(tmp_path / "a"))
+    (old / measure.WORKER_PATH).parent.mkdir(parents=True)
+    (old / measure.WORKER_PATH).write_text("PROTOCOL = 1\n")
+    git(old, "add", ".")
+    git(old, "commit", "-qm", "the worker")
+    later = git(old, "rev-parse", "HEAD").strip()
+    (old / measure.WORKER_PATH).write_text("PROTOCOL = 2\n")  # the checkout moves on: the baseline is its commit's
+    source = export_source(str(old), later, str(tmp_path / "b"))
+    assert (Path(source) / measure.WORKER_PATH).read_text() == "PROTOCOL = 1\n"
+    assert not (Path(source) / "benchmarks").exists()  # the package only
+    with pytest.raises(ConfirmError, match=r"^git archive of the baseline"):
+        export_source(str(old), "0" * 40, str(tmp_path / "c"))
+
+
+def _remeasured(flagged, slower: dict[str, float], rounds: int = 20):
+    """Cells for each side as a confirmation would measure them: every call 1 ms, the candidate's `slower` cells
+    (label -> fraction) stretched, a little round-to-round noise shared by both sides."""
+    sides = {"baseline": [], "candidate": []}
+    for request in flagged.requests():
+        for provider in request.providers:
+            key = request.key(provider)
+            noise = [1 + 0.002 * ((i * 7) % 5 - 2) for i in range(rounds)]
+            sides["baseline"].append(Cell.measured(key, [0.001 * x for x in noise]))
+            stretch = 1 + slower.get(key.label, 0.0)
+            sides["candidate"].append(Cell.measured(key, [0.001 * x * stretch for x in noise]))
+    return sides
+
+
+@pytest.fixture
+def tuned_verdict(tmp_path):
+    """The first look at a run with fused's 8th algorithm forced: GELU_AUX_BIAS's fused cell 18% slower."""
+    tuned, results = tuned_results(tmp_path, "algorithm-7")
+    return judged(
+        results_dirs=[str(results)],
+        machine=None,
+        suite=None,
+        baseline=f"{MACHINE}@7dd23c5",
+        candidate=f"{tuned}@",
+        preset=None,
+        strict=False,
+        gate=True,
+    )
+
+
+def test_the_first_look_flags_below_its_thresholds_and_whole_groups_for_a_gate(tuned_verdict):
+    assert tuned_verdict.outcome is Outcome.RED
+    (flagged,) = flag(tuned_verdict)
+    gelu = ("GELU_AUX_BIAS", "fp16", *SEED)
+    assert gelu in flagged.workloads and flagged.group == "Quick"
+    assert any(why.startswith("GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused time x1.1") for why in flagged.why)
+    (request,) = [r for r in flagged.requests() if (r.epilog, r.dtype, r.m, r.k, r.n) == gelu]
+    assert request.providers == ("textbook", "unfused", "fused", "fused-autotuned", "gemm")  # torch refused it
+    assert flagged.whole_group == any(why.startswith("group Quick") for why in flagged.why)
+
+
+def test_a_slowdown_confirmed_side_by_side_stays_red_and_one_that_vanishes_turns_green(tuned_verdict):
+    (flagged,) = flag(tuned_verdict)
+    gelu_fused = "GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
+    for slower, outcome in (({gelu_fused: 0.05}, Outcome.RED), ({}, Outcome.GREEN)):
+        sides = _remeasured(flagged, slower)
+        confirmation = judge_confirmation(
+            flagged, "side by side", sides["baseline"], sides["candidate"], rounds=20, seconds=3.0, calls=99
+        )
+        after = confirmed(tuned_verdict, [confirmation])
+        assert after.outcome is outcome
+        alerts = after.suites[0].alerts
+        if outcome is Outcome.RED:  # only the re-measured 5%, as the confirmation found it, in each metric it moves
+            cells = alerts[alerts["epilog"].notna()]
+            assert set(cells["provider"]) == {"fused"} and set(cells["epilog"]) == {"GELU_AUX_BIAS"}
+            assert set(cells["metric"]) == {"time", "epilog-cost", "fusion-speedup"}
+            time = cells[cells["metric"] == "time"].iloc[0]
+            assert time["ratio"] == pytest.approx(1.05) and time["reason"] == "confirmed side by side"
+        lines = confirmation_lines([confirmation])
+        assert lines[0].startswith(f"confirmation: 1 group(s), {len(sides['candidate'])} cells measured again, 3 s")
+        assert any(line.strip().startswith(f"{gelu_fused} time: x1.0") for line in lines)
+
+
+def test_a_confirmation_record_gives_back_its_cells_and_the_same_verdict(tuned_verdict):
+    (flagged,) = flag(tuned_verdict)
+    sides = _remeasured(flagged, {"GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused": 0.05})
+    confirmation = judge_confirmation(
+        flagged, "side by side", sides["baseline"], sides["candidate"], rounds=20, seconds=3.0, calls=99
+    )
+    after = confirmed(tuned_verdict, [confirmation])
+    record = json.loads(json.dumps(to_record(tuned_verdict, after, [confirmation])))
+    assert (record["first_look"], record["confirmed"]) == ("red", "red")
+    (group,) = record["groups"]
+    assert group["rounds"] == 20 and group["why"] == list(flagged.why)
+    again = judge_confirmation(
+        flagged, group["how"], cells_of(group, "baseline"), cells_of(group, "candidate"), rounds=20, seconds=0, calls=0
+    )
+    assert confirmed(tuned_verdict, [again]).alerts == after.alerts
+    assert CONFIRMATION.threshold("time", "large") == 0.02
+
+
+def test_an_a_a_pair_flags_nothing_and_confirmation_then_measures_nothing(capsys, tmp_path):
+    from test_alert_cli import copy_runs
+
+    results = copy_runs(tmp_path / "results", ("e0248e11", "fa3e093b"))  # under the burst protocol, in one session
+    verdict = judged(
+        results_dirs=[str(results)], machine=None, suite=None, baseline=None, candidate=None, preset=None,
+        strict=False, gate=True,
+    )  # fmt: skip
+    assert verdict.outcome is Outcome.GREEN and flag(verdict) == []
+    assert confirmation_lines([]) == ["confirmation: nothing flagged, nothing measured again (0 GPU seconds)"]
+
+
+def test_confirm_without_a_gpu_refuses_in_one_line(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "alert", "results", "--confirm")
+    assert code == 2 and out == ""
+    assert err.startswith("error: --confirm measures flagged cells again on this machine's GPU, and there is none")
+    assert err.count("\n") == 1
