@@ -109,7 +109,7 @@ def test_the_protocol_screen_times_every_candidate_and_writes_the_gpu_it_ran_on(
 def test_an_injected_slowdown_stretches_each_chosen_call_by_its_fraction_and_no_other(gpu_stack):
     """Three runs of one GEMM in the same rounds, two stretched: each median comes out its fraction slower than the
     untouched run's (the spin waits on the GPU's nanosecond timer, whatever the SM clock does)."""
-    gemm = _gemm(gpu_stack.cupy, 8192)  # about 1.3 ms on an H100: a cell the gate judges at its 'medium' size
+    gemm = _gemm(gpu_stack.cupy, 16384)  # about 10 ms on an H100 or H200: a 'large' cell
     timing = Timing.open(gpu_stack, stretch=True)
     try:
         assert 0 <= timing.stretcher.overhead_ns < 50_000
@@ -148,12 +148,13 @@ def test_an_injected_run_records_its_injection_under_its_own_machine_and_slows_o
     assert cache.why_not == "" and all(c.ok for c in cache.cells.values())
     (record,), _ = load_records(str(root / "results"))
     assert record.machine == machine and record.environment["injection"] == injection.to_json()
+    cells = list(cache.cells.values())  # the samples: asv keeps them, the record does not
     ratios = {}
-    for cell in record.cells:
-        gemm = next(c for c in record.cells if c.key.workload == cell.key.workload and c.key.provider == "gemm")
+    for cell in cells:
+        gemm = next(c for c in cells if c.key.workload == cell.key.workload and c.key.provider == "gemm")
         ratios[cell.key.label] = statistics.median(cell.samples) / statistics.median(gemm.samples)
-    for label, ratio in ratios.items():  # fused and gemm run the same kernel: only the target is 30% slower
-        assert ratio == pytest.approx(1.3 if label == target.label else 1.0, abs=0.06), ratios
+    assert ratios[target.label] == pytest.approx(1.3, abs=0.06), ratios  # fused and gemm: one GEMM, one stretched
+    assert all(ratio < 1.15 for label, ratio in ratios.items() if label != target.label), ratios
     monkeypatch.delenv(INJECT_VARIABLE)  # the injected machine without its injection: refused, nothing mixes
     assert "not under this GPU's name" in bridge.measure_for_asv(group.name, str(root)).why_not
 
