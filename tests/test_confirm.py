@@ -3,6 +3,7 @@ speaks the protocol), the refusals, and the verdict after re-measured cells are 
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -26,7 +27,8 @@ from fusedbench.regressions.confirm import (
 )
 from fusedbench.regressions.gate import Outcome
 
-FAKE = Path(__file__).parent / "fixtures" / "fake_confirm_worker.py"
+ROOT = Path(__file__).parent.parent
+FAKE = ROOT / "tests" / "fixtures" / "fake_confirm_worker.py"
 SEED = (65536, 16384, 8192)
 TARGET = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
 
@@ -203,3 +205,146 @@ def test_confirm_without_a_gpu_refuses_in_one_line(capsys, tmp_path):
     assert code == 2 and out == ""
     assert err.startswith("error: --confirm measures flagged cells again on this machine's GPU, and there is none")
     assert err.count("\n") == 1
+
+
+# Issue 30's runs on the H200: (injected machine's commit, machine session, card) and the A/A pairs it confirmed.
+SESSIONS = {"b12b205": (1, "GPU-dad8f06a"), "df50c75": (1, "GPU-dad8f06a"), "2904471": (2, "GPU-c46da574"),
+            "2c530d9": (2, "GPU-c46da574"), "3e4ba4b": (5, "GPU-240fee33")}  # fmt: skip
+AA_PAIRS = [("b12b205", "3e4ba4b"), ("df50c75", "b12b205"), ("2904471", "df50c75"), ("2c530d9", "2904471")]
+
+
+def _time_rows(verdict_or_judged, labels):
+    from fusedbench.regressions.gate import where
+
+    cells = verdict_or_judged.comparison.cells
+    cells = cells[(cells["metric"] == "time") & cells["ratio"].notna()]
+    mine = cells[cells.apply(where, axis=1).isin(labels)]
+    return mine, cells[~cells.index.isin(mine.index)]
+
+
+def _span(rows) -> str:
+    return f"x{rows['ratio'].min():.3f}-{rows['ratio'].max():.3f}"
+
+
+def detection_rows(results) -> list[str]:
+    """The docs' detection table, a row per injected run, from its confirmation record and the runs."""
+    from fusedbench.catalog.deliberate import Deliberate
+    from fusedbench.regressions.confirm import read_confirmations, replay
+    from fusedbench.regressions.gate import where
+
+    rows = []
+    for record in read_confirmations(str(ROOT / "results")):
+        machine, commit = record["groups"][0]["candidate"].values()
+        if "-inject-" not in machine:
+            continue
+        first, after, (confirmation,) = replay(results, record)
+        (environment,) = [r.environment for r in results.records if (r.machine, r.commit) == (machine, commit)]
+        targets = {t.what for t in Deliberate.from_json(environment).injection.targets}
+        first_rows, _ = _time_rows(first.suites[0].groups[0].judged, targets)
+        again, others = _time_rows(confirmation.judged, targets)
+        alerts = after.suites[0].alerts
+        alerted = set(alerts[alerts["epilog"].notna()].apply(where, axis=1))
+        caught_first = first.suites[0].alerts
+        caught_first = set(caught_first[caught_first["epilog"].notna()].apply(where, axis=1)) & targets
+        session, card = SESSIONS[commit[:7]]
+        cells, rounds = len(confirmation.candidate.cells), confirmation.rounds
+        rows.append(
+            f"| `{machine}` | {commit[:7]} | {session}, {card} | {len(caught_first)} of {len(targets)} "
+            f"({_span(first_rows)}) | {len(alerted & targets)} of {len(targets)} ({_span(again)}; others "
+            f"{_span(others)}) | {len(alerted - targets)} of {len(others)} | {cells} cells x {rounds} rounds a side, "
+            f"{confirmation.seconds:.0f} s |"
+        )
+    return rows
+
+
+def aa_rows(results) -> list[str]:
+    """The docs' A/A table: each of issue 30's plain runs against the one before it, confirmed where flagged."""
+    from fusedbench.regressions.confirm import flag, read_confirmations, replay
+    from fusedbench.regressions.gate import Choice, judge
+
+    records = {r["groups"][0]["candidate"]["commit"][:7]: r for r in read_confirmations(str(ROOT / "results"))
+               if r["groups"][0]["candidate"]["machine"] == "h200-141gb"}  # fmt: skip
+    rows = []
+    for candidate, baseline in AA_PAIRS:
+        sessions = {SESSIONS[c][0] for c in (candidate, baseline)}
+        across = f"{SESSIONS[baseline][0]} -> {SESSIONS[candidate][0]} (two cards)" if len(sessions) > 1 else ""
+        where_run = across or str(sessions.pop())
+        if candidate in records:
+            first, after, (confirmation,) = replay(results, records[candidate])
+            _, again = _time_rows(confirmation.judged, set())
+            flagged = "; ".join(confirmation.flagged.why[:1]) + (
+                " (the whole group)" if confirmation.flagged.whole_group else ""
+            )
+            outcome = f"{after.outcome.value} (side by side {_span(again)})"
+            cells = len(confirmation.candidate.cells)
+            cost = f"{cells} cells x {confirmation.rounds} rounds a side, {confirmation.seconds:.0f} s"
+        else:
+            full = {
+                c: next(x for x in results.cells["commit"].unique() if x.startswith(c)) for c in (candidate, baseline)
+            }
+            first = judge(results, Choice("h200-141gb", ("quick",), full[candidate], full[baseline]))
+            assert flag(first) == []
+            flagged, outcome, cost = "nothing", first.outcome.value, "nothing"
+        preset = first.suites[0].preset.name
+        look = f"{first.outcome.value} ({first.alerts} alerts, `{preset}`)"
+        rows.append(f"| {candidate} against {baseline} | {where_run} | {look} | {flagged} | {outcome} | {cost} |")
+    return rows
+
+
+def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs():
+    from fusedbench.results.loader import load_results
+
+    results = load_results(str(ROOT / "results"))
+    docs = (ROOT / "docs" / "regressions.md").read_text()
+    rows = detection_rows(results)
+    assert len(rows) == 4 and all(" 0 of 5 (" in row and " 5 of 5 (" in row and " | 0 of 23 | " in row for row in rows)
+    for row in rows + aa_rows(results):
+        assert row in docs, row
+
+
+EARLIER_AA = {  # the burst-protocol A/A quick runs before confirmation, in run order
+    "h100-80gb-hbm3": ["17e9ce1", "b42dd54", "2ce804d", "b4ffa58", "586478c", "09bfe98", "ec5ed52", "a4236bd",
+                       "e0248e1", "4e54cb3", "fa3e093", "9a62ad6", "21bd30a", "f3f4a52", "80ea650"],
+    "h200-141gb": ["7aa40b3", "3d8884d", "747a128", "fdfa1f8", "e537c30", "3e4ba4b"],
+}  # fmt: skip
+
+
+def earlier_aa_text(results) -> str:
+    """The docs' sentence on the A/A pairs made before confirmation: each run against the one before it."""
+    from fusedbench.regressions.confirm import flag
+    from fusedbench.regressions.gate import Choice, judge
+
+    parts = []
+    for machine, commits in EARLIER_AA.items():
+        full = {c: next(x for x in results.cells["commit"].unique() if x.startswith(c)) for c in commits}
+        red, flagged = 0, []
+        for baseline, candidate in itertools.pairwise(commits):
+            verdict = judge(results, Choice(machine, ("quick",), full[candidate], full[baseline]))
+            red += verdict.outcome.value == "red"
+            flagged += [f"{candidate}: {'; '.join(f.why)}" for f in flag(verdict)]
+        parts.append(
+            f"`{machine}`, {len(commits) - 1} pairs ({commits[0]} ... {commits[-1]}): {red} red, "
+            f"{len(flagged)} flagged ({'; '.join(flagged)})"
+        )
+    return "; ".join(parts)
+
+
+def h200_preset_text() -> str:
+    from fusedbench.regressions.thresholds import presets
+
+    preset = presets()["h200-141gb/quick@7aa40b3"]
+    caught = preset.rates["minimum_detectable"]
+    phrases = [
+        f"{what}'s time alerts past {preset.threshold('time', klass):.1%} (caught 95% of the time from "
+        f"{caught['time/' + klass]:.1%})"
+        for what, klass in (("a large cell", "large"), ("a whole group", "group"), ("one provider", "provider"))
+    ]
+    return "; ".join(phrases) + f"; A/A builds red {preset.rates['false_alarm_per_build']:.2%} of the time (in-sample)"
+
+
+def test_the_earlier_a_a_pairs_and_the_h200_preset_in_the_docs_are_the_committed_ones():
+    from fusedbench.results.loader import load_results
+
+    docs = " ".join((ROOT / "docs" / "regressions.md").read_text().split())
+    assert earlier_aa_text(load_results(str(ROOT / "results"))) in docs
+    assert h200_preset_text() in docs

@@ -253,12 +253,10 @@ def test_progress_line_reads_the_newest_group_file(tmp_path):
     assert progress_line(str(tmp_path)) == "measuring Fp16Llm: 36/864 cells (b)"
 
 
-def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned_one_clears_the_variable(
-    checkout, fake_gpu, monkeypatch
-):
+def _record_asv_calls(fake_gpu, monkeypatch, variable: str) -> tuple[list, list]:
+    """run_suite with a fake check and a fake asv: (the tuning each check was given, (machine, `variable`) of each
+    asv call)."""
     import fusedbench.measure.check
-    from fusedbench.catalog.deliberate import Deliberate
-    from fusedbench.catalog.tuning import TUNE_VARIABLE, parse_tuning
 
     monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
     checked, seen = [], []
@@ -270,10 +268,20 @@ def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned
     def fake_run(command, **kwargs):
         if "asv" not in command:
             return real_run(command, **kwargs)
-        seen.append((command[command.index("--machine") + 1], kwargs["env"].get(TUNE_VARIABLE)))
+        seen.append((command[command.index("--machine") + 1], kwargs["env"].get(variable)))
         return SimpleNamespace(returncode=0)
 
     monkeypatch.setattr(subprocess, "run", fake_run)
+    return checked, seen
+
+
+def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned_one_clears_the_variable(
+    checkout, fake_gpu, monkeypatch
+):
+    from fusedbench.catalog.deliberate import Deliberate
+    from fusedbench.catalog.tuning import TUNE_VARIABLE, parse_tuning
+
+    checked, seen = _record_asv_calls(fake_gpu, monkeypatch, TUNE_VARIABLE)
     monkeypatch.setenv(TUNE_VARIABLE, "gemm:workspace=0")  # left over in the shell: never applied by a plain run
     tuning = parse_tuning("fused:algorithm=3")
     for asked in (tuning, None):
@@ -293,24 +301,10 @@ def test_a_tuned_run_checks_and_times_tuned_under_its_own_machine_and_an_untuned
 def test_an_injected_run_times_under_its_own_machine_and_a_target_outside_the_suite_is_refused(
     checkout, fake_gpu, monkeypatch
 ):
-    import fusedbench.measure.check
     from fusedbench.catalog.deliberate import Deliberate
     from fusedbench.catalog.injection import INJECT_VARIABLE, parse_injection
 
-    monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
-    checked, seen = [], []
-    monkeypatch.setattr(
-        fusedbench.measure.check, "run_check", lambda **kw: checked.append(kw["tuning"]) or SimpleNamespace(cells=[])
-    )
-    real_run = subprocess.run
-
-    def fake_run(command, **kwargs):
-        if "asv" not in command:
-            return real_run(command, **kwargs)
-        seen.append((command[command.index("--machine") + 1], kwargs["env"].get(INJECT_VARIABLE)))
-        return SimpleNamespace(returncode=0)
-
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    checked, seen = _record_asv_calls(fake_gpu, monkeypatch, INJECT_VARIABLE)
     injection = parse_injection("RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused=5%")
     echoed = []
     fake_gpu.run_suite(

@@ -47,6 +47,18 @@ def test_the_gpu_job_installs_with_the_readme_command_and_alerts_only_on_pull_re
     command = "pip install -e '.[cu13,torch]'"
     assert command in install["run"] and command in readme
     assert step(job, "alert")["if"] == "github.event_name == 'pull_request'"
+    assert step(job, "alert")["run"].endswith(" --confirm")  # flagged cells measured again before the job goes red
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["fetch-depth"] == 0  # the baseline's commit, for its code
+
+
+def test_the_alert_step_refuses_in_one_line_where_there_is_no_gpu():
+    alert = step(gpu_workflow()["jobs"]["bench"], "alert")
+    env = os.environ | {"MACHINE": "h100-80gb-hbm3", "SUITE": "quick"}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    result = run_step(alert["run"], env)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: --confirm measures flagged cells again on this machine's GPU")
 
 
 def run_step(command: str, env: dict) -> subprocess.CompletedProcess:
@@ -59,8 +71,10 @@ def test_the_alert_step_run_on_the_committed_results_says_what_it_judged_and_wri
     default suite's preset earned on that pair: green (in-sample), with the fusion inversions both runs share as
     warnings. The quick suite's back-to-back A/A runs, with 95e3ed8 as the candidate, are judged against the run
     before it, 884f601, by the preset earned at their version: green. The peers suite has no calibration of its
-    own: not judged, never judged with another suite's thresholds."""
+    own: not judged, never judged with another suite's thresholds. CI has no GPU: the step's first look, which
+    --confirm starts from (and where nothing is flagged, ends with)."""
     alert = step(gpu_workflow()["jobs"]["bench"], "alert")
+    alert = alert | {"run": alert["run"].removesuffix(" --confirm")}
     summary = tmp_path / "summary.md"
     env = os.environ | {
         "MACHINE": "h100-80gb-hbm3",

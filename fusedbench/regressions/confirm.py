@@ -30,7 +30,7 @@ import pandas as pd
 from fusedbench.catalog.model import WORKLOAD, Cell, Status
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.confirm import Request
-from fusedbench.regressions.compare import CELL, Run, compare_runs, worse_ratio
+from fusedbench.regressions.compare import ALL_PROVIDERS, CELL, Run, compare_runs, worse_ratio
 from fusedbench.regressions.gate import GroupJudgement, Judged, MachineVerdict, SuiteVerdict, judge_comparison
 from fusedbench.regressions.metrics import METRICS, AlertKind
 from fusedbench.regressions.thresholds import CLASSES, GATES, Preset
@@ -85,6 +85,21 @@ def _flag_bar(row) -> float:
     return min(FLAG_BAR["cell"], row["threshold"])
 
 
+def flagged_cells(comparison) -> pd.DataFrame:
+    """The compared rows worse than their flag bar, as measured or beside their group's median change in the metric
+    (a session that ran the whole group 3% faster hides a 5% slowdown of one cell in the first, not the second)."""
+    measured = comparison.cells[comparison.cells["ratio"].notna()]
+    if measured.empty:
+        return measured
+    worse = worse_ratio(measured["ratio"].astype(float).to_numpy(), measured["metric"])
+    whole = comparison.groups[comparison.groups["provider"] == ALL_PROVIDERS]
+    shifts = worse_ratio(whole["ratio"].astype(float).to_numpy(), whole["metric"])
+    drift = dict(zip(whole["metric"], shifts, strict=True))
+    beside = worse / np.array([drift.get(metric, 1.0) for metric in measured["metric"]])
+    bars = np.array([_flag_bar(row) for _, row in measured.iterrows()])
+    return measured[(worse > 1 + bars) | (beside > 1 + bars)]
+
+
 def flag(verdict: MachineVerdict) -> list[Flagged]:
     """The judged groups' workloads the first look flags: a measured change worse than the flag bar, or a gate's."""
     found = []
@@ -93,11 +108,7 @@ def flag(verdict: MachineVerdict) -> list[Flagged]:
             if judgement.judged is None or judgement.not_judged:
                 continue
             comparison = judgement.judged.comparison
-            measured = comparison.cells[comparison.cells["ratio"].notna()]
-            worse = worse_ratio(measured["ratio"].astype(float).to_numpy(), measured["metric"])
-            bars = np.array([_flag_bar(row) for _, row in measured.iterrows()])
-            cells = measured[worse > 1 + bars] if len(measured) else measured
-            gates = comparison.groups
+            cells, gates = flagged_cells(comparison), comparison.groups
             gate_worse = worse_ratio(gates["ratio"].astype(float).to_numpy(), gates["metric"]) if len(gates) else []
             flagged_gates = gates[np.asarray(gate_worse) > 1 + FLAG_BAR["gate"]] if len(gates) else gates
             if cells.empty and flagged_gates.empty:
@@ -366,3 +377,44 @@ def _confirm_group(flagged: Flagged, results, repo: str, checkout, scratch: str)
         calls=measured.calls,
         not_measured=measured.not_measured,
     )
+
+
+def replay(results, record: dict) -> tuple[MachineVerdict, MachineVerdict, list[Confirmation]]:
+    """A confirmation record judged again from `results` (the first look) and its re-measured cells: (the first look,
+    the verdict after confirmation, the confirmations). A first look that flags other workloads than the record
+    re-measured is an error: the record no longer fits these results or this code."""
+    from fusedbench.regressions.gate import default_choice, judge
+
+    group = record["groups"][0]
+    base, cand = group["baseline"], group["candidate"]
+    choice = default_choice(
+        results,
+        cand["machine"],
+        suites=tuple(record["suites"]),
+        candidate=cand["commit"],
+        baseline=base["commit"],
+        baseline_machine=base["machine"],
+    )
+    first = judge(results, choice)
+    by_group = {g["group"]: g for g in record["groups"]}
+    confirmations = []
+    for flagged in flag(first):
+        kept = by_group.get(flagged.group)
+        if kept is None or [list(w) for w in flagged.workloads] != kept["workloads"]:
+            raise FusedbenchError(
+                f"{record.get('path', 'the confirmation record')}: the first look now flags other workloads of "
+                f"{flagged.group} than the record measured again"
+            )
+        confirmations.append(
+            judge_confirmation(
+                flagged,
+                kept["how"],
+                cells_of(kept, "baseline"),
+                cells_of(kept, "candidate"),
+                rounds=kept["rounds"],
+                seconds=kept["seconds"],
+                calls=kept["calls"],
+                not_measured=kept["not_measured"],
+            )
+        )
+    return first, confirmed(first, confirmations), confirmations
