@@ -348,3 +348,43 @@ def test_the_earlier_a_a_pairs_and_the_h200_preset_in_the_docs_are_the_committed
     docs = " ".join((ROOT / "docs" / "regressions.md").read_text().split())
     assert earlier_aa_text(load_results(str(ROOT / "results"))) in docs
     assert h200_preset_text() in docs
+
+
+def test_a_slowdown_a_sessions_drift_hides_is_flagged_beside_its_groups_change():
+    """The injected run of session 1 against the plain run of session 2, whose card ran the whole group 3.5% slower:
+    the five 5% slowdowns come out x1.007-1.038, four of them under the flag bar, and each stands out beside the
+    group's change."""
+    from fusedbench.regressions.confirm import flagged_cells
+    from fusedbench.regressions.gate import where
+
+    verdict = judged(
+        results_dirs=[str(ROOT / "results")], machine=None, suite=["quick"], baseline="h200-141gb@2904471",
+        candidate="h200-141gb-inject-ec3abea0@b12b205", preset=None, strict=False, gate=True,
+    )  # fmt: skip
+    comparison = verdict.suites[0].groups[0].judged.comparison
+    injected = {f"{e}/fp16/(65536,16384)x(16384,8192)/{p}" for e, p in (("RELU_BIAS", "fused"), ("DEFAULT", "gemm"),
+                ("BIAS", "unfused"), ("GELU_AUX_BIAS", "textbook"), ("DRELU_BGRAD", "fused-autotuned"))}  # fmt: skip
+    mine, _ = _time_rows(verdict.suites[0].groups[0].judged, injected)
+    assert len(mine) == 5 and sum(mine["ratio"] < 1.025) == 4 and mine["ratio"].max() < 1.04
+    flagged = flagged_cells(comparison)
+    flagged = flagged[flagged["metric"] == "time"]
+    assert injected <= set(flagged.apply(where, axis=1))
+
+
+def test_a_gate_is_decided_again_only_by_a_confirmation_of_its_whole_group_and_a_failure_never(tuned_verdict):
+    from dataclasses import replace
+
+    import pandas as pd
+
+    (flagged,) = flag(tuned_verdict)
+    gate = pd.Series({"epilog": None, "group": "Quick", "provider": "*", "metric": "time", "kind": "regression"})
+    cell = pd.Series({"epilog": "GELU_AUX_BIAS", "dtype": "fp16", "m": 65536, "k": 16384, "n": 8192,
+                      "provider": "fused", "group": "Quick", "metric": "time", "kind": "regression"})  # fmt: skip
+    for whole in (True, False):
+        mine = replace(flagged, whole_group=whole)
+        sides = _remeasured(mine, {})
+        confirmation = judge_confirmation(
+            mine, "side by side", sides["baseline"], sides["candidate"], rounds=20, seconds=1.0, calls=1
+        )
+        assert confirmation.covers(gate) is whole  # a few re-measured workloads are not the group's gate
+        assert confirmation.covers(cell) and not confirmation.covers(pd.Series(cell.to_dict() | {"kind": "failed"}))
