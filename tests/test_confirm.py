@@ -388,3 +388,48 @@ def test_a_gate_is_decided_again_only_by_a_confirmation_of_its_whole_group_and_a
         )
         assert confirmation.covers(gate) is whole  # a few re-measured workloads are not the group's gate
         assert confirmation.covers(cell) and not confirmation.covers(pd.Series(cell.to_dict() | {"kind": "failed"}))
+
+
+def test_alert_confirm_prints_what_it_measured_again_writes_its_record_and_exits_by_the_confirmed_verdict(
+    capsys, tmp_path, monkeypatch
+):
+    """The CLI around a confirmation (the GPU's part replaced by cells as it would measure them): the first look's
+    red turns green where the slowdown is gone side by side, stays red where it is confirmed, and the record written
+    beside the candidate's results judges the same again."""
+    import fusedbench.cli.alert
+    import fusedbench.regressions.confirm as confirming
+    from fusedbench.results.loader import load_results
+
+    tuned, results = tuned_results(tmp_path, "algorithm-7")
+    monkeypatch.setattr(fusedbench.cli.alert, "require_gpu", lambda: None)
+    gelu_fused = "GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
+    for slower, code in (({}, 0), ({gelu_fused: 0.05}, 1)):
+
+        def measured_again(verdict, results, repo, slower=slower):
+            confirmations = []
+            for flagged in flag(verdict):
+                sides = _remeasured(flagged, slower)
+                base, cand = sides["baseline"], sides["candidate"]
+                confirmations.append(
+                    judge_confirmation(flagged, "side by side", base, cand, rounds=20, seconds=2.0, calls=10)
+                )
+            return confirmed(verdict, confirmations), confirmations
+
+        monkeypatch.setattr(confirming, "confirm_verdict", measured_again)
+        argv = ["alert", results, "--baseline", f"{MACHINE}@7dd23c5", "--candidate", f"{tuned}@", "--confirm"]
+        exit_code, out, _ = run_cli(capsys, *argv, "--format", "json")
+        assert exit_code == code
+        document = json.loads(out)
+        assert document["outcome"] == ("red" if code else "green")
+        assert document["confirmation"][
+            0
+        ] == f"first look: red (2 alerts); after confirmation: {document['outcome']}" + (
+            f" ({sum(len(s['alerts']) for s in document['suites'])} alerts)"
+        )
+        record_line = document["confirmation"][-1]
+        assert record_line.startswith(f"confirmation record: {results}/{tuned}/") and record_line.endswith(".fbconfirm")
+        (record,) = [r for r in confirming.read_confirmations(str(results)) if r["path"] == record_line.split(": ")[1]]
+        first, after, _ = confirming.replay(load_results(str(results)), record)
+        assert (first.outcome.value, after.outcome.value) == ("red", document["outcome"])
+        for path in (results / tuned).glob("*.fbconfirm"):
+            path.unlink()

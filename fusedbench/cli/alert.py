@@ -49,10 +49,11 @@ def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = 
     lines = []
     if confirm:
         verdict, lines = confirmed_verdict(verdict, (selection["results_dirs"] or ["results"])[-1], selection["strict"])
+    markdown = summary_markdown(verdict) + "".join(f"\n    {line}" for line in lines)  # what was measured again
     if output_format == "json":
-        text = dump_json(to_json(verdict))
+        text = dump_json(to_json(verdict) | ({"confirmation": lines} if confirm else {}))
     elif output_format == "md":
-        text = summary_markdown(verdict)
+        text = markdown
     else:
         text = verdict_text(verdict, rows=rows, only_alerts=True) + "".join(f"{line}\n" for line in lines)
     try:
@@ -61,7 +62,7 @@ def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = 
         silence_stdout()
     finally:
         warn_all(verdict)
-        write_step_summary(summary_markdown(verdict))  # a failure here is exit 2, the verdict printed first
+        write_step_summary(markdown)  # a failure here is exit 2, the verdict printed first
     return EXIT_FAILED if verdict.outcome is Outcome.RED else EXIT_OK
 
 
