@@ -38,6 +38,16 @@ def gpu_stack():
     return stack
 
 
+@pytest.fixture(scope="session")
+def committed_results():
+    """results/ as committed, read once for the whole run (about 20 s): never modify it."""
+    from pathlib import Path
+
+    from fusedbench.results.loader import load_results
+
+    return load_results(str(Path(__file__).parent.parent / "results"))
+
+
 ASV_CONF = '{"version": 1, "project": "fusedbench", "repo": ".", "branches": ["main"], "results_dir": "results"}\n'
 
 

@@ -11,7 +11,6 @@ import pytest
 
 from fusedbench.analysis.speedups import indistinct, speedups
 from fusedbench.catalog.suites import SUITES
-from fusedbench.results.loader import load_results
 
 ROOT = Path(__file__).parent.parent
 MACHINE = "h100-80gb-hbm3"
@@ -20,8 +19,8 @@ SEED = "(65536,16384)x(16384,8192)"
 
 
 @pytest.fixture(scope="module")
-def results():
-    return load_results(str(ROOT / "results"))
+def results(committed_results):
+    return committed_results
 
 
 def _docs() -> str:

@@ -358,9 +358,9 @@ BACK_TO_BACK = {
 
 
 @pytest.fixture(scope="module")
-def committed():
+def committed(committed_results):
     """Every committed result: the back-to-back runs to compare, and each class's newest run for the advice."""
-    return load_results(str(ROOT / "results"))
+    return committed_results
 
 
 @pytest.mark.parametrize("gpu", GPUS)

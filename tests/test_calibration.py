@@ -11,7 +11,6 @@ import pytest
 from fusedbench.regressions.calibration import ALPHA, DETECT, GOALS, calibrate, detection, red_builds, replicate_builds
 from fusedbench.regressions.compare import Run
 from fusedbench.regressions.thresholds import Preset, presets
-from fusedbench.results.loader import load_results
 
 ROOT = Path(__file__).parent.parent
 
@@ -23,8 +22,8 @@ QUICK_SESSIONS = (  # the measurement code of b96c8da, a fresh lease and card ea
 
 
 @pytest.fixture(scope="module")
-def results():
-    return load_results(str(ROOT / "results"))
+def results(committed_results):
+    return committed_results
 
 
 @pytest.mark.parametrize("name", sorted(presets()))

@@ -291,10 +291,8 @@ def aa_rows(results) -> list[str]:
     return rows
 
 
-def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs():
-    from fusedbench.results.loader import load_results
-
-    results = load_results(str(ROOT / "results"))
+def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs(committed_results):
+    results = committed_results
     docs = (ROOT / "docs" / "regressions.md").read_text()
     rows = detection_rows(results)
     assert len(rows) == 4 and all(" 0 of 5 (" in row and " 5 of 5 (" in row and " | 0 of 23 | " in row for row in rows)
@@ -342,25 +340,25 @@ def h200_preset_text() -> str:
     return "; ".join(phrases) + f"; A/A builds red {preset.rates['false_alarm_per_build']:.2%} of the time (in-sample)"
 
 
-def test_the_earlier_a_a_pairs_and_the_h200_preset_in_the_docs_are_the_committed_ones():
-    from fusedbench.results.loader import load_results
-
+def test_the_earlier_a_a_pairs_and_the_h200_preset_in_the_docs_are_the_committed_ones(committed_results):
     docs = " ".join((ROOT / "docs" / "regressions.md").read_text().split())
-    assert earlier_aa_text(load_results(str(ROOT / "results"))) in docs
+    assert earlier_aa_text(committed_results) in docs
     assert h200_preset_text() in docs
 
 
-def test_a_slowdown_a_sessions_drift_hides_is_flagged_beside_its_groups_change():
+def test_a_slowdown_a_sessions_drift_hides_is_flagged_beside_its_groups_change(committed_results):
     """The injected run of session 1 against the plain run of session 2, whose card ran the whole group 3.5% slower:
     the five 5% slowdowns come out x1.007-1.038, four of them under the flag bar, and each stands out beside the
     group's change."""
     from fusedbench.regressions.confirm import flagged_cells
-    from fusedbench.regressions.gate import where
+    from fusedbench.regressions.gate import Choice, judge, where
 
-    verdict = judged(
-        results_dirs=[str(ROOT / "results")], machine=None, suite=["quick"], baseline="h200-141gb@2904471",
-        candidate="h200-141gb-inject-ec3abea0@b12b205", preset=None, strict=False, gate=True,
-    )  # fmt: skip
+    runs = {
+        c: next(x for x in committed_results.cells["commit"].unique() if x.startswith(c))
+        for c in ("2904471", "b12b205")
+    }
+    choice = Choice("h200-141gb-inject-ec3abea0", ("quick",), runs["b12b205"], runs["2904471"], "h200-141gb")
+    verdict = judge(committed_results, choice)
     comparison = verdict.suites[0].groups[0].judged.comparison
     injected = {f"{e}/fp16/(65536,16384)x(16384,8192)/{p}" for e, p in (("RELU_BIAS", "fused"), ("DEFAULT", "gemm"),
                 ("BIAS", "unfused"), ("GELU_AUX_BIAS", "textbook"), ("DRELU_BGRAD", "fused-autotuned"))}  # fmt: skip

@@ -19,9 +19,9 @@ MACHINE = "h200-141gb"
 
 
 @pytest.fixture(scope="module")
-def committed():
+def committed(committed_results):
     """results/ as committed, read once for the module."""
-    return load_results("results")
+    return committed_results
 
 
 def row(version: str, ms: float, *, commit="c2", started=2, gpu_ms=None, spread=0.01, layers="64-30-10", batch=256,

@@ -48,8 +48,8 @@ def verdicts_of_alert(capsys, folder, machine: str, suites) -> dict[tuple[str, s
 
 
 @pytest.fixture(scope="module")
-def committed():
-    return load_results(str(ROOT / "results"))
+def committed(committed_results):
+    return committed_results
 
 
 def test_the_committed_report_says_what_alert_says_on_the_committed_results(capsys, monkeypatch, committed):
