@@ -431,3 +431,26 @@ def test_alert_confirm_prints_what_it_measured_again_writes_its_record_and_exits
         assert (first.outcome.value, after.outcome.value) == ("red", document["outcome"])
         for path in (results / tuned).glob("*.fbconfirm"):
             path.unlink()
+
+
+def test_where_the_baseline_cannot_be_rebuilt_the_candidate_measured_again_is_judged_against_its_record(
+    tuned_verdict,
+):
+    """No baseline side: the re-measured candidate against the baseline's recorded run, by the first look's preset
+    (the sessions differ, so its thresholds stand, not the side-by-side margins)."""
+    (flagged,) = flag(tuned_verdict)
+    recorded = flagged.judgement.baseline.cells.set_index(["epilog", "provider"])["raw"]
+    gelu_fused = "GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
+    for slower, outcome in (({}, Outcome.GREEN), ({gelu_fused: 0.30}, Outcome.RED)):
+        again = []
+        for request in flagged.requests():
+            for provider in request.providers:
+                key = request.key(provider)
+                samples = [s * (1 + slower.get(key.label, 0.0)) for s in recorded[(request.epilog, provider)]]
+                again.append(Cell.measured(key, samples * 3))
+        confirmation = judge_confirmation(
+            flagged, "candidate again against its record", None, again, rounds=60, seconds=1.0, calls=1
+        )
+        assert set(confirmation.remeasured) == {"candidate"}
+        assert confirmation.judged.comparison.preset is flagged.preset
+        assert confirmed(tuned_verdict, [confirmation]).outcome is outcome
