@@ -298,6 +298,19 @@ def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs
     assert len(rows) == 4 and all(" 0 of 5 (" in row and " 5 of 5 (" in row and " | 0 of 23 | " in row for row in rows)
     for row in rows + aa_rows(results):
         assert row in docs, row
+    from collections import Counter
+
+    injected = Counter(
+        target["target"].rsplit("/", 1)[1]
+        for record in results.records
+        if "-inject-" in record.machine and record.group == "Quick"
+        for target in record.environment["injection"]
+    )
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    assert injected["fused"] == injected["unfused"]
+    counts = (f"fused and unfused {words[injected['fused']]} times each",
+              *(f"{p} {words[injected[p]]}" for p in ("gemm", "textbook", "fused-autotuned", "torch")))  # fmt: skip
+    assert f"over the four runs {', '.join(counts)})" in " ".join(docs.split())
 
 
 EARLIER_AA = {  # the burst-protocol A/A quick runs before confirmation, in run order
