@@ -31,7 +31,7 @@ def test_a_committed_preset_is_exactly_what_its_a_a_runs_give(results, name):
     committed = presets()[name]
     machine, suite = name.split("@")[0].split("/")
     again = calibrate(results, committed.calibrated_on, [list(commits) for commits in committed.runs])
-    assert set(again) == {suite} and machine == committed.calibrated_on
+    assert suite in again and machine == committed.calibrated_on  # runs of two suites teach a preset each
     again = again[suite]
     assert again.name == name and again.runs == committed.runs
     assert again.thresholds == committed.thresholds

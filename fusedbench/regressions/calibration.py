@@ -31,6 +31,7 @@ from fusedbench.catalog.model import Status
 from fusedbench.catalog.suites import CONTROL_GROUPS, SUITES
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.compare import (
+    NEVER_JUDGED,
     Paired,
     Run,
     gate_class,
@@ -42,6 +43,7 @@ from fusedbench.regressions.compare import (
 from fusedbench.regressions.metrics import EPILOG_COST, METRICS, TIME, WORSE_WHEN_LOWER
 from fusedbench.regressions.thresholds import CLASSES, GATES, GROUP_GATE, PROVIDER_GATE, Preset, cell_class
 from fusedbench.results.loader import ResultSet
+from fusedbench.results.runs import covering_suites
 
 ALPHA = 0.05  # at most 1 build in 20 red on an A/A pair
 REPLICATES = 1000
@@ -250,20 +252,25 @@ def suite_of(builds: ReplicateBuilds) -> str:
 
 def suite_named(groups: set[str]) -> str:
     """The suite of these groups ('default', 'quick'), or the groups joined. A suite that has gained a control
-    group since (the default suite's Blog) still names the runs made before it."""
-    named = [name for name, members in SUITES.items() if groups <= set(members) <= groups | CONTROL_GROUPS]
+    group since (the default suite's Blog) still names the runs made before it, and one with a group never judged
+    (the mlp suite's MlpEpoch) names its runs without it."""
+    spare = CONTROL_GROUPS | set(NEVER_JUDGED)
+    named = [name for name, members in SUITES.items() if groups <= set(members) <= groups | spare]
     return named[0] if named else "+".join(sorted(groups))
 
 
 def aa_pairs(runs: list[Run], machine: str) -> list[tuple[Run, Run]]:
-    """Every pair of the given runs (same code, one machine) that share a group at one benchmark version,
-    each pair restricted to those groups."""
+    """Every pair of the given runs (same code, one machine) that share a group at one benchmark version (and is ever
+    judged), each pair restricted to those groups, and split by suite: runs that timed the default and the mlp suites
+    teach each its own preset."""
     pairs = []
     for index, base in enumerate(runs):
         for cand in runs[index + 1 :]:
-            shared = {g for g, v in base.groups.items() if cand.groups.get(g) == v}
-            if shared:
-                pairs.append((restrict(base, shared), restrict(cand, shared)))
+            shared: dict[str, set[str]] = {}
+            for group, version in base.groups.items():
+                if cand.groups.get(group) == version and group not in NEVER_JUDGED:
+                    shared.setdefault((covering_suites([group]) or [group])[0], set()).add(group)
+            pairs += [(restrict(base, groups), restrict(cand, groups)) for groups in shared.values()]
     if not pairs:
         names = ", ".join(run.commit[:8] for run in runs)
         raise FusedbenchError(f"no two of the runs {names} on {machine} share a group")

@@ -24,6 +24,7 @@ import pandas as pd
 
 from fusedbench.bootstrap import BOOTSTRAP, bootstrap_medians, percentile_interval
 from fusedbench.catalog.model import KEY, WORKLOAD, Status
+from fusedbench.catalog.suites import GPU_TIME, MLP_GROUPS
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.metrics import TIME, WORSE_WHEN_LOWER, metric_rows
 from fusedbench.regressions.thresholds import GROUP_GATE, PROVIDER_GATE, Preset, cell_class
@@ -80,12 +81,49 @@ def select_run(results: ResultSet, machine: str, commit: str | None, origin: str
 
 
 def cells_run(results: ResultSet, machine: str, commit: str, origin: str = "", groups=None) -> Run:
-    """The Run of `machine`'s epilog cells at `commit` (of `groups` only, where given)."""
+    """The Run of `machine`'s cells at `commit`, epilog and mlp (of `groups` only, where given)."""
     rows = (results.cells["machine"] == machine) & (results.cells["commit"] == commit)
     if groups is not None:
         rows &= results.cells["group"].isin(list(groups))
     cells = results.cells[rows]
-    return Run(machine, commit, cells.join(results.detail.loc[cells.index]), origin)
+    cells = cells.join(results.detail.loc[cells.index])
+    mlp = mlp_as_cells(results, machine, commit, groups)
+    return Run(machine, commit, pd.concat([cells, mlp], ignore_index=True) if len(mlp) else cells, origin)
+
+
+def mlp_as_cells(results: ResultSet, machine: str, commit: str, groups=None) -> pd.DataFrame:
+    """The mlp suite's cells of a run in the columns epilog cells are compared by (`catalog.suites.MlpGroup.cell_key`:
+    the workload as the epilog, the hidden layer's GEMM as the shape, the MLP's version as the provider), each timed
+    by `judged_clock`."""
+    mlp = results.mlp
+    rows = (mlp["machine"] == machine) & (mlp["commit"] == commit)
+    if groups is not None:
+        rows &= mlp["group"].isin(list(groups))
+    chosen = mlp[rows]
+    by_clock = results.mlp_raw.reindex(chosen.index)
+    raw = [
+        r.get(judged_clock(group), ()) if isinstance(r, dict) else ()
+        for r, group in zip(by_clock, chosen["group"], strict=True)
+    ]
+    renamed = {"workload": "epilog", "hidden": "m", "inputs": "k", "batch": "n", "version": "provider"}
+    cells = chosen.rename(columns=renamed | {"benchmark_version": "version"})
+    cells = cells[["machine", "commit", "group", *KEY, "status", "reason", "version", "started_ms"]]
+    return cells.assign(time_s=[float(np.median(r)) if len(r) else np.nan for r in raw], raw=raw)
+
+
+def judged_clock(group: str) -> str:
+    """The clock an mlp group is compared by: a step's kernels' GPU time where the group records it (the wall clock of
+    these small steps is the host's: between two A/A runs on one H100 it moved 19% in median, the GPU time 0.0%,
+    docs/regressions.md), else its wall clock (an epoch's, never judged: `NEVER_JUDGED`)."""
+    clocks = MLP_GROUPS[group].benchmarks
+    return GPU_TIME if GPU_TIME in clocks else next(iter(clocks))
+
+
+# Groups compared and shown, never judged nor calibrated, and why.
+NEVER_JUDGED = {
+    "MlpEpoch": "an epoch's wall clock is the host's (between two A/A runs on one H100 it moved up to 45%): compared, "
+    "never judged",
+}
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from fusedbench.catalog.model import WORKLOAD, Cell, Status
+from fusedbench.catalog.suites import MLP_GROUPS
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.confirm import Request
 from fusedbench.regressions.compare import ALL_PROVIDERS, CELL, Run, compare_runs, worse_ratio
@@ -101,11 +102,12 @@ def flagged_cells(comparison) -> pd.DataFrame:
 
 
 def flag(verdict: MachineVerdict) -> list[Flagged]:
-    """The judged groups' workloads the first look flags: a measured change worse than the flag bar, or a gate's."""
+    """The judged groups' workloads the first look flags: a measured change worse than the flag bar, or a gate's. The
+    mlp suite's groups are never flagged: the worker times epilog cells, so their first look stands."""
     found = []
     for suite in verdict.suites:
         for judgement in suite.groups:
-            if judgement.judged is None or judgement.not_judged:
+            if judgement.judged is None or judgement.not_judged or judgement.group in MLP_GROUPS:
                 continue
             comparison = judgement.judged.comparison
             cells, gates = flagged_cells(comparison), comparison.groups

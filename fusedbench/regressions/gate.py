@@ -29,12 +29,13 @@ import pandas as pd
 from fusedbench.analysis.speedups import INVERSION
 from fusedbench.catalog.deliberate import gpu_machine
 from fusedbench.catalog.model import cell_label
-from fusedbench.catalog.suites import GROUPS, SUITES
+from fusedbench.catalog.suites import SUITES
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.compare import (
     ALL_PROVIDERS,
     CELL,
     COMPARED,
+    NEVER_JUDGED,
     Comparison,
     Run,
     Verdict,
@@ -375,13 +376,14 @@ def _judge_group(
     baseline = cells_run(
         sources.baseline_results, str(base["machine"]), str(base["commit"]), sources.origins[0], groups=[group]
     )
+    compared = judge_comparison(compare_runs(baseline, cand, preset))
+    if group in NEVER_JUDGED:
+        return GroupJudgement(group, cells, cand, baseline, compared, not_judged=NEVER_JUDGED[group])
     if not preset.earned_at(group, candidate["version"]):  # compared, never judged by another measurement's noise
         what = "another benchmark version of it" if group in preset.versions else "other groups"
         why = f"no calibration: preset {preset.name!r} was earned on A/A runs of {what}"
-        compared = judge_comparison(compare_runs(baseline, cand, preset)) if group in GROUPS else None
         return GroupJudgement(group, cells, cand, baseline, compared, not_judged=why)
-    judged = _with_step_starts(judge_comparison(compare_runs(baseline, cand, preset)), sources.results, cand)
-    return GroupJudgement(group, cells, cand, baseline, judged)
+    return GroupJudgement(group, cells, cand, baseline, _with_step_starts(compared, sources.results, cand))
 
 
 def _with_step_starts(judged: Judged, results: ResultSet, candidate: Run) -> Judged:

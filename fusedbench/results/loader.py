@@ -153,6 +153,8 @@ class ResultSet:
     problems: list[DataProblem]  # a line per file or folder that could not be read fully, naming what was lost
     detail: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DETAIL_COLUMNS))  # per cell
     mlp: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MLP_COLUMNS))  # the mlp suite's cells
+    # each mlp cell's raw samples by clock (catalog.suites: WALL or EPOCH_TIME, and GPU_TIME), indexed as `mlp`
+    mlp_raw: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
 
     def runs(self) -> pd.DataFrame:
         """The machine and commit of every cell, epilog or mlp: what --machine and --commit may name."""
@@ -290,7 +292,7 @@ class _Run:
     rows: list = field(default_factory=list)
     detail: list = field(default_factory=list)  # each row's DETAIL_COLUMNS
     problems: list = field(default_factory=list)
-    mlp: list = field(default_factory=list)  # MLP_COLUMNS rows
+    mlp: list = field(default_factory=list)  # MLP_COLUMNS rows, each with its "raw" samples
 
 
 def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[GroupRecord]]) -> _Run:
@@ -401,7 +403,8 @@ def _mlp_rows(result, by_group, unrecorded: dict[str, int], dirty: set[str]) -> 
         if record is not None and record.dirty:
             dirty.add(group.name)
         recorded = {} if record is None else {c.key.at("", ""): c for c in record.cells}
-        timed = clocks.get(WALL) or clocks.get(EPOCH_TIME, {})
+        timed_clock = WALL if clocks.get(WALL) else EPOCH_TIME  # the wall clock: a step's, or an epoch's
+        timed = clocks.get(timed_clock, {})
         for combination in group.combinations():
             params = group.asv_params(*combination)
             value, stat, sample = timed.get(params, (None, None, None))
@@ -409,7 +412,8 @@ def _mlp_rows(result, by_group, unrecorded: dict[str, int], dirty: set[str]) -> 
             cell = cell_of(key.at(machine, commit), _number(value), sample, recorded.get(key))
             if record is None and not cell.ok:
                 unrecorded[group.name] = unrecorded.get(group.name, 0) + 1
-            gpu = _number(clocks.get(GPU_TIME, {}).get(params, (None,))[0])
+            gpu_value, _, gpu_sample = clocks.get(GPU_TIME, {}).get(params, (None, None, None))
+            gpu = _number(gpu_value)
             time = _number(value) if cell.ok else math.nan
             kernels = kernel_times(cell)
             described = cell.to_json(samples=False)  # the key, status and reason in the model's own form
@@ -433,9 +437,14 @@ def _mlp_rows(result, by_group, unrecorded: dict[str, int], dirty: set[str]) -> 
                     "test_accuracy": _number(clocks.get(ACCURACY_TRACK, {}).get(params, (None,))[0]),
                     "started_ms": result.started_at.get(first),
                     "benchmark_version": result.benchmark_version.get(first),
+                    "raw": {  # each clock's samples: the wall clock's, and the GPU's where recorded
+                        clock: tuple(samples)
+                        for clock, samples in ((timed_clock, cell.samples), (GPU_TIME, gpu_sample if cell.ok else ()))
+                        if samples
+                    },
                 }
             )
-    return [{column: row[column] for column in MLP_COLUMNS} for row in rows]
+    return rows
 
 
 def load_results(results_dir: str) -> ResultSet:
@@ -493,6 +502,7 @@ def load_results(results_dir: str) -> ResultSet:
         problems=problems,
         detail=details.set_index(cells.index),
         mlp=pd.DataFrame(mlp, columns=MLP_COLUMNS).astype({"kernels": "Int64"}),
+        mlp_raw=pd.Series([row["raw"] for row in mlp], dtype=object),
     )
 
 
