@@ -209,8 +209,12 @@ def test_confirm_without_a_gpu_refuses_in_one_line(capsys, tmp_path):
 
 # Issue 30's runs on the H200: (injected machine's commit, machine session, card) and the A/A pairs it confirmed.
 SESSIONS = {"b12b205": (1, "GPU-dad8f06a"), "df50c75": (1, "GPU-dad8f06a"), "2904471": (2, "GPU-c46da574"),
-            "2c530d9": (2, "GPU-c46da574"), "3e4ba4b": (5, "GPU-240fee33")}  # fmt: skip
-AA_PAIRS = [("b12b205", "3e4ba4b"), ("df50c75", "b12b205"), ("2904471", "df50c75"), ("2c530d9", "2904471")]
+            "2c530d9": (2, "GPU-c46da574"), "3e4ba4b": (5, "GPU-240fee33"),
+            **dict.fromkeys(["744d22f", "306bacc", "fa5ab81", "d038e97", "6222822", "f3623a8", "6b905a0", "b4b5c71"],
+                            (3, "GPU-35ad6f73")),
+            **dict.fromkeys(["829a4b6", "853c540"], (4, "GPU-67e6a1fd"))}  # fmt: skip
+AA_PAIRS = [("b12b205", "3e4ba4b"), ("df50c75", "b12b205"), ("2904471", "df50c75"), ("2c530d9", "2904471"),
+            ("744d22f", "2c530d9"), ("6222822", "744d22f")]  # fmt: skip
 
 
 def _time_rows(verdict_or_judged, labels):
@@ -226,20 +230,29 @@ def _span(rows) -> str:
     return f"x{rows['ratio'].min():.3f}-{rows['ratio'].max():.3f}"
 
 
-def detection_rows(results) -> list[str]:
-    """The docs' detection table, a row per injected run, from its confirmation record and the runs."""
+def injected_records(results, *, whole_groups: bool):
+    """Each injected run's confirmation record, replayed, with its targets: of the runs that slowed cells, or of
+    those that slowed whole groups."""
     from fusedbench.catalog.deliberate import Deliberate
+    from fusedbench.catalog.suites import GROUPS
     from fusedbench.regressions.confirm import read_confirmations, replay
-    from fusedbench.regressions.gate import where
 
-    rows = []
     for record in read_confirmations(str(ROOT / "results")):
         machine, commit = record["groups"][0]["candidate"].values()
         if "-inject-" not in machine:
             continue
-        first, after, (confirmation,) = replay(results, record)
         (environment,) = [r.environment for r in results.records if (r.machine, r.commit) == (machine, commit)]
         targets = {t.what for t in Deliberate.from_json(environment).injection.targets}
+        if all(t in GROUPS for t in targets) == whole_groups:
+            yield machine, commit, record, replay(results, record), targets
+
+
+def detection_rows(results) -> list[str]:
+    """The docs' detection table, a row per run with injected cells, from its confirmation record and the runs."""
+    from fusedbench.regressions.gate import where
+
+    rows = []
+    for machine, commit, _, (first, after, (confirmation,)), targets in injected_records(results, whole_groups=False):
         first_rows, _ = _time_rows(first.suites[0].groups[0].judged, targets)
         again, others = _time_rows(confirmation.judged, targets)
         alerts = after.suites[0].alerts
@@ -253,6 +266,35 @@ def detection_rows(results) -> list[str]:
             f"({_span(first_rows)}) | {len(alerted & targets)} of {len(targets)} ({_span(again)}; others "
             f"{_span(others)}) | {len(alerted - targets)} of {len(others)} | {cells} cells x {rounds} rounds a side, "
             f"{confirmation.seconds:.0f} s |"
+        )
+    return rows
+
+
+def _group_gate(comparison) -> str:
+    gates = comparison.groups
+    (row,) = gates[(gates["provider"] == "*") & (gates["metric"] == "time")].itertuples()
+    return f"x{row.ratio:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]"
+
+
+def group_trial_rows(results) -> list[str]:
+    """The docs' whole-group table: a row per run with every cell of a group injected, oldest first."""
+    from fusedbench.regressions.gate import where
+
+    rows = []
+    trials = sorted(injected_records(results, whole_groups=True), key=lambda t: t[2]["path"].rsplit("-confirm-")[1])
+    for _, commit, record, (first, after, (confirmation,)), _ in trials:
+        baseline = record["groups"][0]["baseline"]["commit"]
+        session, card = SESSIONS[commit[:7]]
+        alerts = after.suites[0].alerts
+        cells = alerts[alerts["epilog"].notna()]
+        gate = alerts[(alerts["epilog"].isna()) & (alerts["provider"] == "*") & (alerts["metric"] == "time")]
+        judged = first.suites[0].groups[0].judged
+        across = f"{SESSIONS[baseline[:7]][0]} -> " if SESSIONS[baseline[:7]][0] != session else ""
+        rows.append(
+            f"| {commit[:7]} against {baseline[:7]} | {across}{session}, {card} | {first.outcome.value}, group "
+            f"{_group_gate(judged.comparison)} | {'caught' if len(gate) else 'missed'}: {after.outcome.value}, "
+            f"group {_group_gate(confirmation.judged.comparison)} | {len(set(cells.apply(where, axis=1)))} of "
+            f"{len(confirmation.candidate.cells)} | {confirmation.rounds} rounds a side, {confirmation.seconds:.0f} s |"
         )
     return rows
 
@@ -296,8 +338,13 @@ def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs
     docs = (ROOT / "docs" / "regressions.md").read_text()
     rows = detection_rows(results)
     assert len(rows) == 4 and all(" 0 of 5 (" in row and " 5 of 5 (" in row and " | 0 of 23 | " in row for row in rows)
-    for row in rows + aa_rows(results):
+    trials = group_trial_rows(results)
+    assert len(trials) == 8 and all(" | caught: red, group x1.02" in row for row in trials)
+    pairs = aa_rows(results)
+    for row in rows + trials + pairs:
         assert row in docs, row
+    earlier = sum(len(commits) - 1 for commits in EARLIER_AA.values())
+    assert f"With this issue's six: {len(pairs) + earlier} A/A pairs in eight machine sessions" in docs
     from collections import Counter
 
     injected = Counter(
@@ -305,6 +352,7 @@ def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs
         for record in results.records
         if "-inject-" in record.machine and record.group == "Quick"
         for target in record.environment["injection"]
+        if "/" in target["target"]  # a cell's, not a whole group's
     )
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
     assert injected["fused"] == injected["unfused"]
