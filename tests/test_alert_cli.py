@@ -258,6 +258,29 @@ def test_alert_refuses_to_judge_a_machine_whose_newest_results_cannot_be_read(ca
     assert run_cli(capsys, "compare", results, "--machine", MACHINE, "--baseline", QUICK_RUNS[0])[0] == 0  # warns
 
 
+def test_a_named_machine_is_judged_from_its_own_results_and_its_baselines_alone(capsys, tmp_path, monkeypatch):
+    """A results branch gathers every runner's history: alert and compare read only the machines they judge, so
+    another machine's folder neither slows them nor, unreadable, stops them; unnamed, the newest run's machine is
+    found among all."""
+    import fusedbench.results.loader as loader
+
+    results = copy_runs(tmp_path / "results", QUICK_RUNS)
+    other = results / "h900"
+    other.mkdir()
+    (other / "machine.json").write_text('{"machine": "h900", "version": 1}')
+    for path in (ROOT / "results" / MACHINE).glob(f"{QUICK_RUNS[0]}-existing-*.json"):
+        shutil.copy(path, other)  # a readable run of another machine
+    (other / "0000000-existing-py.json").write_text("{bad")
+    read = []
+    real = loader._read_run
+    monkeypatch.setattr(loader, "_read_run", lambda path, *rest: read.append(path) or real(path, *rest))
+    code, out, err = run_cli(capsys, "alert", results, "--machine", MACHINE, "--strict")
+    assert code == 0 and out.startswith(f"fusedbench alert: green ({MACHINE}: no alert)"), out + err
+    assert read and all(f"/{MACHINE}/" in path for path in read)
+    code, _, err = run_cli(capsys, "alert", results)  # no machine named: every folder is read, the bad file warned
+    assert code == 0 and "0000000-existing-py.json is not an asv results file" in err
+
+
 def test_a_reader_that_goes_away_does_not_turn_a_red_alert_green(capsys, tmp_path, monkeypatch):
     import fusedbench.cli.alert as alert
 

@@ -96,7 +96,8 @@ def confirmed_verdict(verdict, folder: str, strict: bool):
     )
     from fusedbench.regressions.render import dump as dump_json
 
-    after, confirmations = confirm_verdict(verdict, load(folder, strict=strict), os.getcwd())
+    judged = {verdict.machine} | {g.baseline.machine for s in verdict.suites for g in s.groups if g.baseline}
+    after, confirmations = confirm_verdict(verdict, load(folder, strict=strict, machines=judged), os.getcwd())
     lines = [f"first look: {verdict.outcome.value} ({verdict.alerts} alerts); after confirmation: "
              f"{after.outcome.value} ({after.alerts} alerts)", *confirmation_lines(confirmations)]  # fmt: skip
     if confirmations:

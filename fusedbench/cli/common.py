@@ -110,11 +110,11 @@ def warn(text: str) -> None:
     sys.stderr.write(f"warning: {text}\n")
 
 
-def load(results_dir: str, *, strict: bool):
-    """The results, each data problem a warning line (an error with --strict)."""
+def load(results_dir: str, *, strict: bool, machines=None):
+    """The results (of `machines` only, where named), each data problem a warning line (an error with --strict)."""
     from fusedbench.results.loader import load_results
 
-    results = load_results(results_dir)
+    results = load_results(results_dir, machines)
     for problem in results.problems:
         warn(problem)
     if strict and results.problems:

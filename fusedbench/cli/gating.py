@@ -69,22 +69,29 @@ def parse_ref(ref: str | None, flag: str) -> tuple[str | None, str | None]:
 
 def judged(*, results_dirs, machine, suite, baseline, candidate, preset, strict: bool, gate: bool = False):
     """Load the folders, resolve the choice of runs, judge it: the gate's MachineVerdict."""
+    import pandas as pd
+
     from fusedbench.catalog.deliberate import gpu_machine
     from fusedbench.regressions.gate import Sources, default_choice, judge, resolve
-    from fusedbench.results.runs import group_runs, newest_machine
+    from fusedbench.results.loader import machine_names
+    from fusedbench.results.runs import group_runs, newest_machine, require_machine
 
     if len(results_dirs) > 2:
         raise FusedbenchError(f"give one results folder, or two (baseline's, candidate's), not {len(results_dirs)}")
     folders = results_dirs or ["results"]
     if len(folders) == 2 and os.path.realpath(folders[0]) == os.path.realpath(folders[1]):
         raise FusedbenchError(f"{folders[0]!r} is named twice: give one results folder, or the baseline's and another")
-    loaded = [load(folder, strict=strict) for folder in folders]
-    two = len(loaded) == 2
+    two = len(folders) == 2
     cand_machine, cand_ref = parse_ref(candidate, "--candidate")
     base_machine, base_ref = parse_ref(baseline, "--baseline")
     if cand_machine and machine and cand_machine != machine:
         raise FusedbenchError(f"--machine {machine!r} and --candidate {candidate!r} name two machines; give one")
-    machine_name = cand_machine or machine or newest_machine(group_runs(loaded[-1]), folders[-1])
+    named = cand_machine or machine
+    wanted = {named, base_machine or gpu_machine(named)} if named else None  # read only the machines judged
+    loaded = [load(folder, strict=strict, machines=wanted) for folder in folders]
+    if named and named not in set(group_runs(loaded[-1])["machine"]):
+        require_machine(pd.DataFrame({"machine": machine_names(folders[-1])}), named, folders[-1] if two else "")
+    machine_name = named or newest_machine(group_runs(loaded[-1]), folders[-1])
     base_machine = base_machine or gpu_machine(machine_name)  # a tuned run is judged against its GPU's
     if gate:
         refuse_unreadable(loaded, {machine_name, base_machine})

@@ -21,7 +21,7 @@ import json
 import math
 import os
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
@@ -195,12 +195,14 @@ def _machine_folders(results_dir: str, problems: list[DataProblem]):
         yield machine, files
 
 
-def _asv_results(results_dir: str, problems: list[DataProblem]):
-    """asv Results objects, each unreadable file a problem line instead."""
+def _asv_results(results_dir: str, problems: list[DataProblem], machines: Collection[str] | None = None):
+    """asv Results objects (of `machines` only, where named), each unreadable file a problem line instead."""
     from asv import util
     from asv.results import Results
 
     for machine, files in _machine_folders(results_dir, problems):
+        if machines is not None and machine not in machines:
+            continue
         for path in files:
             try:
                 yield path, Results.load(path, machine_name=machine)
@@ -447,20 +449,28 @@ def _mlp_rows(result, by_group, unrecorded: dict[str, int], dirty: set[str]) -> 
     return rows
 
 
-def load_results(results_dir: str) -> ResultSet:
-    """Read every asv results file (and every fusedbench record) under `results_dir`."""
+def machine_names(results_dir: str) -> list[str]:
+    """The machines with asv results under `results_dir`, as each folder's machine.json names them."""
+    return [machine for machine, _ in _machine_folders(results_dir, [])]
+
+
+def load_results(results_dir: str, machines: Collection[str] | None = None) -> ResultSet:
+    """Read every asv results file (and every fusedbench record) under `results_dir`, of `machines` only where named
+    (a verdict on two machines need not read a long history of every other)."""
     if not os.path.isdir(results_dir):
         raise FusedbenchError(f"no results folder at {results_dir!r}; pass the folder asv writes (results/)")
     if os.path.isfile(os.path.join(results_dir, "machine.json")):
         parent = os.path.dirname(os.path.abspath(results_dir))
         raise FusedbenchError(f"{results_dir} is one machine's folder; pass the results folder above it ({parent})")
     records, problems = load_records(results_dir)
+    if machines is not None:
+        records = [r for r in records if r.machine in machines]
     by_group: dict[tuple[str, str, str], list[GroupRecord]] = {}
     for record in records:
         by_group.setdefault((record.machine, record.commit, record.group), []).append(record)
     rows, detail, ceiling_rows, mlp, files, readable = [], [], [], [], 0, 0
     environments: dict[tuple[str, str], str] = {}
-    for path, result in _asv_results(results_dir, problems):
+    for path, result in _asv_results(results_dir, problems, machines):
         files += 1
         refuse_second_environment(environments, path, result)
         try:
@@ -480,11 +490,13 @@ def load_results(results_dir: str) -> ResultSet:
         mlp += read.mlp
         detail += read.detail
         problems += read.problems
+    if machines is not None:
+        problems = [p for p in problems if p.machine in machines]
     if readable and not rows and not mlp:
         raise FusedbenchError(
             f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
         )
-    if not files and not problems:
+    if not files and not problems and machines is None:  # a named machine without results is an error later
         problems.append(
             DataProblem(f"{results_dir} holds no asv results yet; `fusedbench run` on a GPU machine writes them")
         )
