@@ -273,6 +273,7 @@ def test_a_named_machine_is_judged_from_its_own_results_and_its_baselines_alone(
         run["params"]["machine"] = "h900"  # a readable run of another machine
         (other / path.name).write_text(json.dumps(run))
     (other / "0000000-existing-py.json").write_text("{bad")
+    (other / "0000000-Quick-20261126T000000Z.fbenv").write_text("{bad")  # and an unreadable record
     read = []
     real = loader._read_run
     monkeypatch.setattr(loader, "_read_run", lambda path, *rest: read.append(path) or real(path, *rest))
