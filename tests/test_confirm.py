@@ -343,6 +343,12 @@ def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs
     pairs = aa_rows(results)
     for row in rows + trials + pairs:
         assert row in docs, row
+    from fusedbench.regressions.thresholds import presets
+
+    gate = presets()["h200-141gb/quick@7aa40b3"].threshold("time", "group")
+    flat = " ".join(docs.split())
+    assert f"stays green: the H200's group threshold is {gate:.1%}" in flat
+    assert f"under the H200's {gate:.1%} group threshold" in " ".join((ROOT / "README.md").read_text().split())
     earlier = sum(len(commits) - 1 for commits in EARLIER_AA.values())
     assert f"With this issue's six: {len(pairs) + earlier} A/A pairs in eight machine sessions" in docs
     from collections import Counter
