@@ -55,7 +55,7 @@ def committed(committed_results):
 def test_the_committed_report_says_what_alert_says_on_the_committed_results(capsys, monkeypatch, committed):
     import fusedbench.results.loader as loader
 
-    monkeypatch.setattr(loader, "load_results", lambda folder: committed)  # read once for every command
+    monkeypatch.setattr(loader, "load_results", lambda folder, machines=None: committed)  # read once for all
     shown = verdicts_on_page((ROOT / "reports" / "index.html").read_text())
     machines = sorted({machine for machine, _ in shown})
     assert machines == ["h100-80gb-hbm3", "h200-141gb"]

@@ -96,7 +96,7 @@ def confirmed_verdict(verdict, folder: str, strict: bool):
     )
     from fusedbench.regressions.render import dump as dump_json
 
-    judged = {verdict.machine} | {g.baseline.machine for s in verdict.suites for g in s.groups if g.baseline}
+    judged = [verdict.machine, *{g.baseline.machine for s in verdict.suites for g in s.groups if g.baseline}]
     after, confirmations = confirm_verdict(verdict, load(folder, strict=strict, machines=judged), os.getcwd())
     lines = [f"first look: {verdict.outcome.value} ({verdict.alerts} alerts); after confirmation: "
              f"{after.outcome.value} ({after.alerts} alerts)", *confirmation_lines(confirmations)]  # fmt: skip
@@ -123,7 +123,7 @@ def dump_thresholds(results_dirs, machine, suites, preset) -> int:
 
     folder = (results_dirs or ["results"])[-1]
     try:
-        runs = group_runs(load_results(folder))
+        runs = group_runs(load_results(folder, None if machine is None else [machine]))
         machine = machine if machine is not None else newest_machine(runs, folder)
     except FusedbenchError:  # no results to read: the presets alone
         runs, machine = pd.DataFrame(columns=["machine", "group", "version"]), machine or ""

@@ -37,7 +37,7 @@ def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], 
     for commits in runs:
         if len(commits) < 2:
             raise FusedbenchError(f"--runs {','.join(commits)}: a set needs at least two A/A runs of the same code")
-    results = load(results_dir, strict=strict)
+    results = load(results_dir, strict=strict, machines=[machine])
     presets = calibrate(results, machine, runs)
     for preset in presets.values():
         emit(render(preset_table(preset, machine), *rate_lines(preset)))

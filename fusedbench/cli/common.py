@@ -110,11 +110,18 @@ def warn(text: str) -> None:
     sys.stderr.write(f"warning: {text}\n")
 
 
-def load(results_dir: str, *, strict: bool, machines=None):
-    """The results (of `machines` only, where named), each data problem a warning line (an error with --strict)."""
-    from fusedbench.results.loader import load_results
+def load(results_dir: str, *, strict: bool, machines=None, origin: str = ""):
+    """The results, each data problem a warning line (an error with --strict). With `machines`, of those only (a
+    command about one machine need not read every runner's history); the first, with no results, is an error naming
+    the machines that have some (`origin`: the folder, where the command reads two)."""
+    import pandas as pd
+
+    from fusedbench.results.loader import load_results, machine_names
+    from fusedbench.results.runs import group_runs, require_machine
 
     results = load_results(results_dir, machines)
+    if machines and machines[0] not in set(group_runs(results)["machine"]):
+        require_machine(pd.DataFrame({"machine": machine_names(results_dir)}), machines[0], origin)
     for problem in results.problems:
         warn(problem)
     if strict and results.problems:

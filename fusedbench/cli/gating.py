@@ -69,12 +69,9 @@ def parse_ref(ref: str | None, flag: str) -> tuple[str | None, str | None]:
 
 def judged(*, results_dirs, machine, suite, baseline, candidate, preset, strict: bool, gate: bool = False):
     """Load the folders, resolve the choice of runs, judge it: the gate's MachineVerdict."""
-    import pandas as pd
-
     from fusedbench.catalog.deliberate import gpu_machine
     from fusedbench.regressions.gate import Sources, default_choice, judge, resolve
-    from fusedbench.results.loader import machine_names
-    from fusedbench.results.runs import group_runs, newest_machine, require_machine
+    from fusedbench.results.runs import group_runs, newest_machine
 
     if len(results_dirs) > 2:
         raise FusedbenchError(f"give one results folder, or two (baseline's, candidate's), not {len(results_dirs)}")
@@ -87,10 +84,12 @@ def judged(*, results_dirs, machine, suite, baseline, candidate, preset, strict:
     if cand_machine and machine and cand_machine != machine:
         raise FusedbenchError(f"--machine {machine!r} and --candidate {candidate!r} name two machines; give one")
     named = cand_machine or machine
-    wanted = {named, base_machine or gpu_machine(named)} if named else None  # read only the machines judged
-    loaded = [load(folder, strict=strict, machines=wanted) for folder in folders]
-    if named and named not in set(group_runs(loaded[-1])["machine"]):
-        require_machine(pd.DataFrame({"machine": machine_names(folders[-1])}), named, folders[-1] if two else "")
+    wanted = [named, base_machine or gpu_machine(named)] if named else None  # read only the machines judged
+    if two:  # each folder must hold its side's machine: the baseline's, the candidate's
+        base = load(folders[0], strict=strict, machines=wanted and wanted[::-1], origin=folders[0])
+        loaded = [base, load(folders[1], strict=strict, machines=wanted, origin=folders[1])]
+    else:
+        loaded = [load(folders[0], strict=strict, machines=wanted)]
     machine_name = named or newest_machine(group_runs(loaded[-1]), folders[-1])
     base_machine = base_machine or gpu_machine(machine_name)  # a tuned run is judged against its GPU's
     if gate:

@@ -500,6 +500,11 @@ def load_results(results_dir: str, machines: Collection[str] | None = None) -> R
         problems.append(
             DataProblem(f"{results_dir} holds no asv results yet; `fusedbench run` on a GPU machine writes them")
         )
+    return _result_set(rows, detail, ceiling_rows, mlp, records, problems)
+
+
+def _result_set(rows: list, detail: list, ceiling_rows: list, mlp: list, records, problems) -> ResultSet:
+    """The rows read, made the ResultSet's tables: each cell with its derived metrics, floor and flags."""
     work = pd.DataFrame(rows, columns=COLUMNS)
     details = pd.DataFrame(detail, columns=DETAIL_COLUMNS, index=work.index)
     work = paired_metrics(work, list(details["raw"]), details["paired"].astype(bool))
