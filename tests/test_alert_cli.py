@@ -284,6 +284,17 @@ def test_a_named_machine_is_judged_from_its_own_results_and_its_baselines_alone(
     assert code == 0 and "0000000-existing-py.json is not an asv results file" in err
 
 
+def test_two_folders_each_hold_their_sides_machine(capsys, tmp_path):
+    """The baseline's folder holds the GPU's run, the candidate's the tuned run: each is read for its own side."""
+    tuned = f"{MACHINE}-tuned-fused-workspace-0"
+    base = copy_runs(tmp_path / "base", QUICK_RUNS[-1:])
+    cand = copy_runs(tmp_path / "cand", [TUNED], tuned)
+    code, out, err = run_cli(capsys, "compare", base, cand, "--candidate", f"{tuned}@")
+    assert code == 0 and f"Quick: {tuned}@{TUNED} ({cand}) against {MACHINE}@{QUICK_RUNS[-1]} ({base})" in out
+    code, _, err = run_cli(capsys, "compare", cand, base, "--candidate", f"{tuned}@")
+    assert code == 2 and f"machine {MACHINE!r} has no results in {cand}; machines with results: {tuned}" in err
+
+
 def test_a_reader_that_goes_away_does_not_turn_a_red_alert_green(capsys, tmp_path, monkeypatch):
     import fusedbench.cli.alert as alert
 
