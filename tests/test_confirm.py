@@ -407,10 +407,35 @@ def h200_preset_text() -> str:
     return "; ".join(phrases) + f"; A/A builds red {preset.rates['false_alarm_per_build']:.2%} of the time (in-sample)"
 
 
+def margins_text(results) -> str:
+    """The docs' sentence on the confirmation margins against every A/A confirmation: the same code side by side."""
+    from fusedbench.regressions.compare import worse_ratio
+    from fusedbench.regressions.confirm import CONFIRMATION, read_confirmations, replay
+
+    cells, gates, records = [], [], 0
+    for record in read_confirmations(str(ROOT / "results")):
+        if "-inject-" in record["groups"][0]["candidate"]["machine"]:
+            continue
+        records += 1
+        for confirmation in replay(results, record)[2]:
+            compared = confirmation.judged.comparison
+            measured = compared.cells[compared.cells["ratio"].notna()]
+            cells += list(worse_ratio(measured["ratio"].astype(float).to_numpy(), measured["metric"]))
+            gates += list(worse_ratio(compared.groups["ratio"].astype(float).to_numpy(), compared.groups["metric"]))
+    cell_margin, gate_margin = CONFIRMATION.threshold("time", "large"), CONFIRMATION.threshold("time", "group")
+    assert max(cells) - 1 < cell_margin and max(gates) - 1 < gate_margin  # else the margins no longer stand clear
+    return (
+        f"over the {records} A/A confirmations ({len(cells)} cell rows, {len(gates)} gates measured side by side) the "
+        f"worst cell came out {max(cells) - 1:+.1%} and the worst gate {max(gates) - 1:+.1%}, inside the "
+        f"{cell_margin:.0%} and {gate_margin:.0%} margins"
+    )
+
+
 def test_the_earlier_a_a_pairs_and_the_h200_preset_in_the_docs_are_the_committed_ones(committed_results):
     docs = " ".join((ROOT / "docs" / "regressions.md").read_text().split())
     assert earlier_aa_text(committed_results) in docs
     assert h200_preset_text() in docs
+    assert margins_text(committed_results) in docs
 
 
 def test_a_slowdown_a_sessions_drift_hides_is_flagged_beside_its_groups_change(committed_results):
