@@ -223,7 +223,7 @@ def test_calibrate_prints_each_sets_a_a_spread(results):
     assert spread_lines(results, "h100-80gb-hbm3", [burst, gone]) == [
         "A/A spread over b6a0e09,738499d,d3648e8,e90144d,9abafbe, 28 cells of at least 1 ms: median 0.60%, "
         "95th percentile 6.33%, max 7.50%",
-        "A/A spread over b6a0e09,c8c600b: no cell of at least 1 ms was timed in every run",
+        "A/A spread over b6a0e09,c8c600b: no epilog cell of at least 1 ms was timed in every run",
     ]
 
 

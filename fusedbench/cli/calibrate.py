@@ -93,7 +93,7 @@ def spread_lines(results, machine: str, runs: list[list[str]]) -> list[str]:
     for commits in runs:
         spreads = aa_spreads(results, machine, commits)
         if spreads.empty:
-            lines.append(f"A/A spread over {','.join(commits)}: no cell of at least 1 ms was timed in every run")
+            lines.append(f"A/A spread over {','.join(commits)}: no epilog cell of at least 1 ms was timed in every run")
             continue
         lines.append(
             f"A/A spread over {','.join(commits)}, {len(spreads)} cells of at least 1 ms: median "
