@@ -63,6 +63,12 @@ DRAWN_HEATMAPS = """() => [...document.querySelectorAll('.plotly-graph-div')].fl
     })))"""
 
 
+# Every figure's toolbar buttons, by their titles (no button may send the data anywhere).
+MODEBAR_TITLES = """() => [...document.querySelectorAll('.plotly-graph-div')]
+    .map(d => [...d.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title')))
+    .filter(titles => titles.length)"""
+
+
 @pytest.mark.browser
 def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_and_every_anchor_resolves(
     tmp_path,
@@ -76,11 +82,16 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
         drawn = page.evaluate(DRAWN_HEATMAPS)
         links = page.eval_on_selector_all("a[href^='#']", "as => as.map(a => a.getAttribute('href').slice(1))")
         missing = page.evaluate("ids => ids.filter(id => !document.getElementById(id))", links)
+        viewport = page.evaluate("() => document.querySelector('meta[name=viewport]').content")
+        page.locator(".plotly-graph-div").first.hover()  # the toolbar is drawn on hover
+        modebars = page.evaluate(MODEBAR_TITLES)
         print(f"\nreport of {PAIRED}: every figure drawn in {load_seconds(browser, path):.2f} s (one load)")
         browser.close()
     assert errors == []
     assert all(url.startswith(("file:", "data:", "blob:")) for url in requests), requests
     assert links and missing == []
+    assert viewport == "width=device-width, initial-scale=1"  # a phone lays the page out at its own width
+    assert modebars and not [title for titles in modebars for title in titles if "Share" in title or "Cloud" in title]
     assert [(t["figure"], t["baseline"]) for t in drawn] == [("h200-141gb-fp16-heatmap", b) for b in BASELINES[::-1]]
     ranges = {(zmin, zmax, tuple(ticks)) for zmin, zmax, ticks in (t["range"] for t in drawn)}
     assert ranges == {(-1, 1, ("0.5x or less", "0.71x", "1x", "1.41x", "2x or more"))}

@@ -134,6 +134,16 @@ def commit_note(cells: pd.DataFrame) -> str:
     return "commits " + ", ".join(f"{c[:8]} ({', '.join(groups[c])})" for c in commits)
 
 
+# Nothing leaves the page: plotly.js offers "Share chart..." (sendChartToCloud), which uploads the figure's data to
+# Plotly's cloud after one dialog; no button for it, and no server to send to.
+FIGURE_CONFIG = {
+    "displaylogo": False,
+    "showSendToCloud": False,
+    "plotlyServerURL": "",
+    "modeBarButtonsToRemove": ["sendChartToCloud", "sendDataToCloud"],
+}
+
+
 class _Figures:
     """Figures as HTML divs with the stable id they are given (so the same results give the same bytes)."""
 
@@ -146,7 +156,7 @@ class _Figures:
             full_html=False,
             include_plotlyjs=False,
             div_id=div_id,
-            config={"displaylogo": False, "modeBarButtonsToRemove": ["sendDataToCloud"]},
+            config=FIGURE_CONFIG,
         )
 
 
@@ -397,7 +407,8 @@ def page_html(page: _Page, above: str) -> str:
     script, bundle = plotly_bundle() if page.div.count else ("", "no figures")  # no plotly.js for no figures
     plotly = f"<script type='text/javascript'>{script}</script>" if page.div.count else ""
     return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>fusedbench report</title>"
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><title>fusedbench report</title>"
         f"<style>{_STYLE}</style>{plotly}</head><body>"
         "<h1>fusedbench: what fusing epilogs into the matmul buys</h1>"
         "<p class='muted'>cuBLASLt epilogs through nvmath-python against the same work unfused; every cell "
