@@ -134,14 +134,9 @@ def commit_note(cells: pd.DataFrame) -> str:
     return "commits " + ", ".join(f"{c[:8]} ({', '.join(groups[c])})" for c in commits)
 
 
-# Nothing leaves the page: plotly.js offers "Share chart..." (sendChartToCloud), which uploads the figure's data to
-# Plotly's cloud after one dialog; no button for it, and no server to send to.
-FIGURE_CONFIG = {
-    "displaylogo": False,
-    "showSendToCloud": False,
-    "plotlyServerURL": "",
-    "modeBarButtonsToRemove": ["sendChartToCloud", "sendDataToCloud"],
-}
+# Nothing leaves the page: plotly.js draws "Share chart..." (its sendChartToCloud button), which uploads the figure's
+# data to Plotly's cloud after one dialog, unless showSendToCloud is off.
+FIGURE_CONFIG = {"displaylogo": False, "showSendToCloud": False}
 
 
 class _Figures:
