@@ -25,7 +25,11 @@ def add_arguments(commands, name: str, helptext: str, baseline_default: str):
         help="asv's results folder (default: results), or two: the baseline's, then the candidate's",
     )
     parser.add_argument(
-        "--machine", default=None, type=nonempty, help="the machine (default: the one with the newest run)"
+        "--machine",
+        default=None,
+        type=nonempty,
+        help="the machine: only its results and its baseline machine's are read (default: the one with the newest "
+        "run, every machine read to find it)",
     )
     parser.add_argument(
         "--suite",
@@ -46,7 +50,9 @@ def add_arguments(commands, name: str, helptext: str, baseline_default: str):
     )
     parser.add_argument("--format", dest="output_format", choices=("text", "md", "json"), default="text")
     parser.add_argument("--rows", type=count, default=40, help="rows of the terminal table (default: 40)")
-    parser.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 2 on any data problem in the results read instead of warning"
+    )
     return parser
 
 
