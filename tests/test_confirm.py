@@ -64,6 +64,20 @@ def test_the_sides_time_each_cell_in_lock_step_the_first_alternating_and_an_inje
     assert by_side["candidate"]["gemm"] == (0.001,) * 4
 
 
+def test_a_call_that_raises_leaves_its_cell_unmeasured_on_both_sides_and_the_others_measured(fake_worker):
+    (base, cand), log = fake_worker
+    cand = Side("candidate", cand.source, {"FAKE_FAIL": TARGET})
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("unfused", "fused", "gemm"))
+    measured = measure_again([request], [base, cand], rounds=4)
+    assert measured.not_measured == [
+        f"{TARGET} on the candidate side: failed in round 2: RuntimeError: CUBLAS_STATUS_EXECUTION_FAILED"
+    ]
+    for cells in measured.cells.values():
+        assert {c.key.provider: len(c.samples) for c in cells} == {"unfused": 4, "gemm": 4}
+    asked = [line.split()[1] for line in log.read_text().splitlines()]
+    assert asked.count(TARGET) == 3 and measured.calls == 16 + 3  # not asked again after its failure
+
+
 @pytest.mark.parametrize(
     ("hello", "says"),
     [

@@ -225,22 +225,25 @@ def _lock_step(workers, requests, rounds, seed):
         if not providers:
             continue
         found = {w.side.name: {p: [] for p in providers} for w in workers}
+        failed: dict[str, str] = {}  # a call that raised leaves its cell unmeasured on both sides, not the others
         places = list(providers)
         random.Random(seed + index).shuffle(places)
         orders = carryover_balanced_orders(len(places))
         for round_index in range(rounds):
             turn = workers if round_index % 2 == 0 else workers[::-1]
-            for item in orders[round_index % len(orders)]:
-                provider = places[item]
+            for provider in (places[item] for item in orders[round_index % len(orders)] if places[item] not in failed):
                 for worker in turn:
                     reply = worker.ask({"time": provider})
                     calls += 1
                     if "error" in reply:
-                        raise ConfirmError(f"{request.key(provider).label} on the {worker.side.name} side: "
-                                           f"{reply['error']}")  # fmt: skip
+                        failed[provider] = f"{request.key(provider).label} on the {worker.side.name} side: " + (
+                            f"failed in round {round_index + 1}: {reply['error']}"
+                        )
+                        break
                     found[worker.side.name][provider].append(reply["seconds"])
+        not_measured += list(failed.values())
         for name, by_provider in found.items():
-            samples[name] += [(request.key(p), by_provider[p]) for p in providers]
+            samples[name] += [(request.key(p), by_provider[p]) for p in providers if p not in failed]
     return samples, not_measured, calls
 
 
