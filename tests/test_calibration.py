@@ -233,12 +233,12 @@ def test_the_h200s_quick_suite_is_judged_by_its_own_preset_as_the_readme_says(re
     (verdict,) = judge(results, Choice("h200-141gb", ("quick",))).suites
     (group,) = verdict.groups
     runs = [group.candidate.commit[:7], group.baseline.commit[:7]]
-    assert runs == H200_ISSUE_30[:-3:-1] and verdict.outcome == Outcome.GREEN  # its last two A/A runs
+    assert runs == ["8b825b9", "9329934"] and verdict.outcome == Outcome.GREEN  # session 7's plain runs, not earned on
     assert verdict.preset.calibrated_on == "h200-141gb"
     assert [[c[:7] for c in commits] for commits in verdict.preset.runs] == [H200_SESSION_5, H200_ISSUE_30]
     assert verdict.preset.pairs == 30
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert (
         f"quick suite is judged green by its own preset, earned on {verdict.preset.pairs} A/A pairs of twelve runs "
-        f"in four machine sessions (its last two A/A runs, {runs[0]} against {runs[1]})" in readme
+        f"in four machine sessions (its last two A/A runs, {runs[0]} against {runs[1]}, out of sample" in readme
     )
