@@ -1,5 +1,6 @@
 """The HTML report's structure, from the real H200 results kept in tests/fixtures (no GPU)."""
 
+import html
 import json
 import math
 import os
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from fusedbench.analysis.speedups import geometric_mean, speedups
-from fusedbench.catalog.providers import LADDER
+from fusedbench.catalog.providers import LADDER, PROVIDERS
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
 from fusedbench.report import (
@@ -23,6 +24,7 @@ from fusedbench.report import (
     write_report,
 )
 from fusedbench.report.figures import ladder_figure, speedup_heatmap
+from fusedbench.report.views import VIEW_SCRIPT
 from fusedbench.results.loader import load_results
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-h200")
@@ -43,7 +45,8 @@ def test_plotly_is_embedded_once_and_nothing_is_fetched(page):
     bundle, which = plotly_bundle()
     assert which == "plotly.js 4.1.1 (cartesian)"  # the vendored partial bundle, not plotly.py's full one
     assert page.count(bundle) == 1  # inline, once
-    assert page.count("<script type='text/javascript'>") == 1
+    assert page.count("<script type='text/javascript'>") == 2  # plotly.js, then the view switches' few lines
+    assert page.endswith(f"<script type='text/javascript'>{VIEW_SCRIPT}</script></body></html>")
     assert not re.search(r"<script[^>]+src=", page)
     assert not re.search(r"<link[^>]+href=[\"']http", page)  # the bundle's own URLs are code, not requests
 
@@ -92,6 +95,39 @@ def test_the_headline_counts_fusion_inversions_and_names_the_worst(results, page
     assert (row["ok"], row["unsupported"], row["skipped"], row["failed"]) == (344, 40, 0, 0)
     assert f"<td>{row['worst']}</td>" in page
     assert worst["epilog"] in ("DRELU_BGRAD", "DGELU_BGRAD")  # cuBLASLt's fused bias gradients lose here
+    best = table.loc[table["over_unfused"].idxmax()]
+    assert row["best"] == f"{best['epilog']} {best['shape']}: {best['over_unfused']:.2f}x"
+    assert f"Fusion pays most in {best['epilog']} fp16 {best['shape']} at {best['over_unfused']:.2f}x" in page
+    assert list(row)[1:3] == ["fused over unfused (geomean)", "fused over textbook (geomean)"]  # the user's baseline
+
+
+def test_the_first_figure_is_the_headline_every_workloads_fusion_speedup_against_one(results, page):
+    from fusedbench.report.figures import headline_figure
+
+    figures = re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page)
+    assert figures[0] == "headline-figure" and page.index(figures[0]) < page.index("<div id='summary'>")
+    table = speedups(results.cells).assign(machine=MACHINE)
+    (box,) = headline_figure({MACHINE: table}).data
+    assert box.name == MACHINE and box.orientation == "h" and box.boxpoints == "all"
+    measured = table[table["over_unfused"].notna()]
+    assert sorted(box.x) == sorted(round(v, 4 - 1 - math.floor(math.log10(v))) for v in measured["over_unfused"])
+    assert list(box.y) == list(measured["dtype"])
+
+
+def test_machines_are_said_to_differ_only_where_their_intervals_do_not_overlap(results):
+    from fusedbench.report import summary
+
+    table = speedups(results.cells).assign(machine=MACHINE)
+    table = table.assign(over_unfused_low=table["over_unfused"] * 0.99, over_unfused_high=table["over_unfused"] * 1.01)
+    columns = ["over_unfused", "over_unfused_low", "over_unfused_high"]
+    other = table.assign(machine="other")
+    other.loc[other.index[:10], columns] *= 1.1  # told apart
+    other.loc[other.index[10:13], columns] /= 1.1
+    other.loc[other.index[13:], columns] *= 1.001  # inside the noise: not counted
+    text = summary({}, {MACHINE: table, "other": other})
+    assert (
+        "Fusion pays more on <b>other</b> than on <b>h200-141gb</b> in 10 of 64 fp16 workloads and less in 3 " in text
+    )
 
 
 def test_one_heatmap_figure_holds_both_baselines_and_the_epilog_cost_as_a_dropdown(results, page):
@@ -109,7 +145,8 @@ def test_one_heatmap_figure_holds_both_baselines_and_the_epilog_cost_as_a_dropdo
         [False, False, True],
     ]
     assert "the epilog's own cost" in menu.buttons[2].args[1]["title.text"]
-    titles = [json.loads(f'"{t}"') for t in re.findall(r'"title(?:\.text)?":(?:\{"text":)?"([^"]+)"', page)]
+    drawn = html.unescape(page)  # the other views' titles are in their <select>'s data (report.views)
+    titles = [json.loads(f'"{t}"') for t in re.findall(r'"title(?:\.text)?":(?:\{"text":)?"([^"]+)"', drawn)]
     for baseline in ("textbook", "unfused"):
         title = f"{MACHINE} fp16: fused over {baseline} (>1x: fusion pays)<br><sup>grey: the paired 95% interval"
         assert any(t.startswith(title) for t in titles)
@@ -266,6 +303,7 @@ def test_report_command_writes_index_html_and_the_export(tmp_path, capsys, page)
 def test_the_same_results_give_the_same_bytes(results, page, tmp_path):
     assert render_report(results) == page
     assert re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page) == [
+        "headline-figure",
         f"{MACHINE}-fp16-heatmap",
         f"{MACHINE}-fp16-ladder",
     ]
@@ -439,26 +477,24 @@ def test_headline_rows_and_the_summary_follow_the_catalogs_dtype_order():
     assert list(in_dtype_order(frame)["dtype"]) == ["fp16", "bf16", "tf32", "fp8"]
 
 
-def test_a_dropdown_of_many_choices_stays_inside_its_figure():
-    import plotly.graph_objects as go
-
-    from fusedbench.report.figures import add_dropdown
-
-    figure = go.Figure(layout={"height": 300})
-    add_dropdown(figure, [str(i) for i in range(14)], [{}] * 14, [{}] * 14)
-    assert figure.layout.margin.t >= 160 and figure.layout.height >= figure.layout.margin.t + 30 * 14 + 60
-
-
-def test_a_dropdowns_margin_leaves_the_plot_its_height():
-    """A six-epilog heatmap with a two-view dropdown: the figure grows by what the margin grew, so its rows keep
-    the room their labels need (squeezed, plotly drops every other label)."""
+def test_a_figures_views_become_a_labelled_select_on_the_page_and_leave_the_plot_its_size():
+    """Plotly's dropdowns are out of a keyboard's reach: the page draws each as a <select> holding the same views."""
     import plotly.graph_objects as go
 
     from fusedbench.report.figures import LEAN_TEMPLATE, add_dropdown
+    from fusedbench.report.views import figure_label, take_view_selects
 
-    figure = go.Figure(layout={"height": 366, "template": LEAN_TEMPLATE})
-    add_dropdown(figure, ["a", "b"], [{}] * 2, [{}] * 2)
-    assert figure.layout.height - figure.layout.margin.t == 366 - LEAN_TEMPLATE.layout.margin.t
+    title = {"text": "a <b>title</b><br><sup>its note</sup>"}
+    figure = go.Figure(layout={"height": 366, "template": LEAN_TEMPLATE, "title": title})
+    add_dropdown(figure, ["a", "b & c"], [{"visible": [True]}, {"visible": [False]}], [{"title.text": "A"}, {}])
+    assert figure.layout.height == 366 and figure.layout.margin.t is None
+    selects = take_view_selects(figure, "f")
+    assert not figure.layout.updatemenus  # the HTML written next has no SVG dropdown
+    assert "<label class='view' for='f-view'>View: </label><select id='f-view' data-figure='f' " in selects
+    assert "data-views='f-view-data'><option>a</option><option>b &amp; c</option></select>" in selects
+    views = json.loads(re.search(r"<script type='application/json' id='f-view-data'>(.*?)</script>", selects).group(1))
+    assert views == [[{"visible": [True]}, {"title.text": "A"}], [{"visible": [False]}, {}]]
+    assert figure_label(figure, "f") == "a title its note" and figure_label(go.Figure(), "f") == "f"
 
 
 def test_dtypes_timed_at_one_shape_share_one_epilog_by_dtype_view(results):
@@ -514,3 +550,31 @@ def test_the_environment_card_shows_the_newest_record_of_the_commit():
     assert "<td>newer GPU</td>" in card and "older GPU" not in card
     assert "<th>run started</th><td>2026-11-22 02:00</td>" in card
     assert "No environment recorded" in environment_card(records, MACHINE, "d" * 40)
+
+
+def test_the_palettes_are_told_apart_under_colour_vision_deficiencies_and_by_marker_shape():
+    from colour_vision import closest_pair
+
+    from fusedbench.catalog.providers import LADDER, PEERS, PROVIDERS
+    from fusedbench.report.figures import DTYPE_COLORS, DTYPE_SYMBOLS, MACHINE_MARKS
+
+    # the smallest CIE76 difference over normal vision, protanopia, deuteranopia and tritanopia (Machado 2009)
+    assert closest_pair({p: PROVIDERS[p].color for p in LADDER})[0] > 15  # was 4.9: textbook and fused, protanopia
+    assert closest_pair(DTYPE_COLORS)[0] > 15  # was 2.1: fp16 and tf32, deuteranopia
+    assert closest_pair({str(i): colour for i, (colour, _) in enumerate(MACHINE_MARKS)})[0] > 15
+    # twelve providers on the peers ladder are more than colour can tell apart: each has a shape of its own
+    symbols = [PROVIDERS[p].symbol for p in (*LADDER, *PEERS)]
+    assert len(set(symbols)) == len(symbols) and "triangle-up" not in symbols  # the ladder's "above the axis"
+    assert len(set(DTYPE_SYMBOLS.values())) == len(DTYPE_SYMBOLS)
+    assert len({symbol for _, symbol in MACHINE_MARKS}) == len(MACHINE_MARKS)
+
+
+def test_every_view_of_a_ladder_keeps_each_providers_shape(results):
+    figure = ladder_figure(results.cells, results.ceilings, machine=MACHINE, dtypes=["fp16"])  # four shapes
+    providers = [trace.name for trace in figure.data if trace.name in PROVIDERS]
+    (menu,) = figure.layout.updatemenus
+    assert len(menu.buttons) == 4 and providers
+    for button in menu.buttons:  # a view that left a shape out would reset it to plotly's circle
+        for provider, symbol in zip(providers, button.args[0]["marker.symbol"][-len(providers) :], strict=True):
+            symbols = symbol if isinstance(symbol, list | tuple) else [symbol]
+            assert set(symbols) <= {PROVIDERS[provider].symbol, "triangle-up"}, (provider, symbols)

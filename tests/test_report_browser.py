@@ -1,7 +1,8 @@
 """The report in a real browser: headless Chromium, no network, every figure drawn, no console errors, and
 the structure a reader relies on, read from what plotly drew: one colour range for every speedup heatmap,
-grey marks exactly where the analysis cannot tell fused from its baseline, anchors that resolve, and a
-ladder whose shape dropdown redraws it.
+grey marks exactly where the analysis cannot tell fused from its baseline, anchors that resolve, the status strip
+saying the gate's verdicts, figures named for screen readers, and a ladder whose view switch a keyboard reaches
+and works.
 
 Runs where Debian's chromium and playwright are installed (CI installs both and sets
 FUSEDBENCH_REQUIRE_BROWSER=1, which turns a missing browser into a failure, not a skip).
@@ -13,6 +14,7 @@ import pytest
 
 from fusedbench.analysis.speedups import indistinct, speedups
 from fusedbench.catalog.providers import BASELINES
+from fusedbench.regressions.gate import judge_every_suite
 from fusedbench.report import write_report
 from fusedbench.results.loader import load_results
 from tests.browser import ALL_DRAWN, CHROMIUM, FLAGS, load_seconds
@@ -63,6 +65,11 @@ DRAWN_HEATMAPS = """() => [...document.querySelectorAll('.plotly-graph-div')].fl
     })))"""
 
 
+# The status strip at the top of the page, box by box, with the verdict each box says.
+STATUS_STRIP = """() => [...document.querySelectorAll('#status a')].map(a => ({machine: a.dataset.machine,
+    suite: a.dataset.suite, verdict: a.dataset.verdict, alerts: a.dataset.alerts}))"""
+
+
 # Every figure's toolbar buttons, by their titles (no button may send the data anywhere).
 MODEBAR_TITLES = """() => [...document.querySelectorAll('.plotly-graph-div')]
     .map(d => [...d.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title')))
@@ -83,6 +90,9 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
         links = page.eval_on_selector_all("a[href^='#']", "as => as.map(a => a.getAttribute('href').slice(1))")
         missing = page.evaluate("ids => ids.filter(id => !document.getElementById(id))", links)
         viewport = page.evaluate("() => document.querySelector('meta[name=viewport]').content")
+        strip = page.evaluate(STATUS_STRIP)
+        labels = page.evaluate("() => [...document.querySelectorAll('[role=figure]')].map(f => f.ariaLabel)")
+        figures = page.evaluate("() => document.querySelectorAll('.plotly-graph-div').length")
         page.locator(".plotly-graph-div").first.hover()  # the toolbar is drawn on hover
         modebars = page.evaluate(MODEBAR_TITLES)
         print(f"\nreport of {PAIRED}: every figure drawn in {load_seconds(browser, path):.2f} s (one load)")
@@ -92,6 +102,15 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
     assert links and missing == []
     assert viewport == "width=device-width, initial-scale=1"  # a phone lays the page out at its own width
     assert modebars and not [title for titles in modebars for title in titles if "Share" in title or "Cloud" in title]
+    assert all(titles == ["Download plot as a PNG", "Reset axes"] for titles in modebars)  # two tab stops a figure
+    assert len(labels) == figures and all(labels)  # a screen reader names every figure by its title
+    assert any(label.startswith("What fusion buys") for label in labels)
+    verdicts = judge_every_suite(results, ["h200-141gb"])  # the first thing on the page: the gate's verdicts
+    assert strip == [
+        {"machine": v.machine, "suite": s.suite, "verdict": s.outcome.value, "alerts": str(len(s.alerts))}
+        for v in verdicts
+        for s in v.suites
+    ]
     assert [(t["figure"], t["baseline"]) for t in drawn] == [("h200-141gb-fp16-heatmap", b) for b in BASELINES[::-1]]
     ranges = {(zmin, zmax, tuple(ticks)) for zmin, zmax, ticks in (t["range"] for t in drawn)}
     assert ranges == {(-1, 1, ("0.5x or less", "0.71x", "1x", "1.41x", "2x or more"))}
@@ -103,17 +122,20 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
 
 
 @pytest.mark.browser
-def test_the_ladders_dropdown_redraws_it_at_the_chosen_shape(tmp_path):
+def test_the_ladders_view_switch_is_reached_and_worked_by_keyboard_and_redraws_it_at_the_chosen_shape(tmp_path):
     sync_playwright = _playwright()
     path = write_report(load_results(SHAPES), out_dir=str(tmp_path))
     errors, requests = [], []
     with sync_playwright() as playwright:
         browser, page = _open(playwright, path, errors, requests)
-        ladder = page.locator("#h200-141gb-fp16-ladder")
-        ladder.scroll_into_view_if_needed()
         before = page.evaluate("() => document.getElementById('h200-141gb-fp16-ladder').layout.title.text")
-        ladder.locator(".updatemenu-header").click()
-        ladder.locator(".updatemenu-dropdown-button").nth(2).click()
+        tabs = 0
+        while page.evaluate("() => document.activeElement.id") != "h200-141gb-fp16-ladder-view":
+            page.keyboard.press("Tab")  # from the top of the page, as a keyboard user gets there
+            tabs += 1
+            assert tabs < 100, "the ladder's view switch is not in the tab order"
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowDown")  # the third shape
         page.wait_for_function(
             "() => document.getElementById('h200-141gb-fp16-ladder').layout.title.text.includes('(16384,512)')"
         )

@@ -30,6 +30,18 @@ def verdicts_on_page(page: str) -> dict[tuple[str, str], dict]:
     return found
 
 
+STRIP = re.compile(r"<a class='status [^']*' href='#([^']*)' ([^>]*)>")
+
+
+def strip_on_page(page: str) -> dict[tuple[str, str], dict]:
+    """(machine, suite) -> the verdict and alerts of the status strip at the top of the page, and where it links."""
+    found = {}
+    for target, attributes in STRIP.findall(page):
+        data = {k: html.unescape(v) for k, v in re.findall(r"data-(\w+)='([^']*)'", attributes)}
+        found[(data.pop("machine"), data.pop("suite"))] = data | {"links": target}
+    return found
+
+
 def verdicts_of_alert(capsys, folder, machine: str, suites) -> dict[tuple[str, str], dict]:
     """The same, from `fusedbench alert --machine M --suite S ... --format json` (exit 1 for red, 0 otherwise)."""
     argv = ["alert", str(folder), "--machine", machine, "--format", "json"]
@@ -64,6 +76,13 @@ def test_the_committed_report_says_what_alert_says_on_the_committed_results(caps
     for machine in machines:
         said |= verdicts_of_alert(capsys, ROOT / "results", machine, [s for m, s in shown if m == machine])
     assert shown == said
+    strip = strip_on_page((ROOT / "reports" / "index.html").read_text())  # the first thing on the page says the same
+    assert {k: {"verdict": v["verdict"], "alerts": v["alerts"]} for k, v in said.items()} == {
+        k: {"verdict": v["verdict"], "alerts": v["alerts"]} for k, v in strip.items()
+    }
+    page = (ROOT / "reports" / "index.html").read_text()
+    assert page.index("<nav id='status'") < page.index("<div id='summary'>")
+    assert all(f"<span id='{box['links']}' " in page for box in strip.values())  # each box opens its suite's verdict
     # the machine's verdict is the one the command the page names prints (all its suites, not a plain alert's)
     page = (ROOT / "reports" / "index.html").read_text()
     found = MACHINE_VERDICT.findall(page)
@@ -88,6 +107,12 @@ def test_a_red_run_is_red_in_the_report_and_in_alert_alike(capsys, tmp_path):
     shown = verdicts_on_page(page)
     assert shown == verdicts_of_alert(capsys, results, tuned, ["quick"])
     assert shown[(tuned, "quick")]["verdict"] == "red" and shown[(tuned, "quick")]["alerts"] == "1"
+    (box,) = strip_on_page(page).values()
+    assert box["verdict"] == "red" and box["alerts"] == "1"
+    assert (
+        "<span class='word'>red, 1 alert(s)</span><br><span class='runs'>67306e2d against h100-80gb-hbm3@67306e2d"
+        in page
+    )
     # the thresholds the page judged by: the back-to-back quick runs' preset, the GPU's, as alert says
     line = f"preset '{MACHINE}/quick@6c07033', calibrated on this GPU's own A/A runs of the quick suite"
     assert f"<td>{html.escape(line, quote=False)}</td>" in page

@@ -170,12 +170,16 @@ def indistinct(table: pd.DataFrame, baseline: str) -> pd.Series:
 
 def machine_pairs(table: pd.DataFrame, reference: str, other: str, baseline: str) -> pd.DataFrame:
     """Fused's speedup over `baseline` on two machines, per workload both timed: columns `x` (`reference`) and
-    `y` (`other`), indexed by dtype, epilog and shape."""
-    speedup = {
-        m: table[table["machine"] == m].set_index(["dtype", "epilog", "shape"])[speedup_column(baseline)]
-        for m in (reference, other)
-    }
-    return pd.concat({"x": speedup[reference], "y": speedup[other]}, axis=1).dropna()
+    `y` (`other`), each with its paired 95% interval (`x_low`, `x_high`, ...; NaN where unpaired), indexed by
+    dtype, epilog and shape."""
+    columns = [speedup_column(baseline), *interval_columns(speedup_column(baseline))]
+    sides = [
+        table[table["machine"] == machine]
+        .set_index(["dtype", "epilog", "shape"])[columns]
+        .set_axis([side, f"{side}_low", f"{side}_high"], axis=1)
+        for side, machine in (("x", reference), ("y", other))
+    ]
+    return sides[0].join(sides[1], how="inner").dropna(subset=["x", "y"])
 
 
 def geometric_mean(values: pd.Series) -> float:
@@ -195,23 +199,34 @@ def noisy_cells(cells: pd.DataFrame) -> pd.DataFrame:
     return cells[(cells["status"] == OK) & (cells["rel_iqr"] > NOISY_RELATIVE_IQR)]
 
 
+def _over_unfused(row) -> str:
+    """'RELU_BIAS (65536,16384)x(16384,8192): 1.05x', a workload's fused over unfused ('' for none)."""
+    return "" if row is None else f"{row['epilog']} {row['shape']}: {row[OVER_UNFUSED]:.2f}x"
+
+
 def headline(cells: pd.DataFrame, table: pd.DataFrame, machine: str) -> pd.DataFrame:
-    """Per dtype on one machine: geometric-mean speedups, the inversions and the worst one, and the cell statuses."""
+    """Per dtype on one machine: geometric-mean speedups (over the best unfused version first: the one a user would
+    otherwise run), the inversions, the best and the worst workload, and the cell statuses."""
     rows = []
     for dtype in dict.fromkeys(table[table["machine"] == machine]["dtype"]):
         part = table[(table["machine"] == machine) & (table["dtype"] == dtype)]
         counts = cells[(cells["machine"] == machine) & (cells["dtype"] == dtype)]["status"].value_counts()
         measured = part[OVER_UNFUSED].notna()
+        best = part.loc[part[OVER_UNFUSED].idxmax()] if measured.any() else None
         worst = part.loc[part[OVER_UNFUSED].idxmin()] if measured.any() else None
         rows.append(
             {
                 "dtype": dtype,
-                **{f"fused over {b} (geomean)": f"{geometric_mean(part[speedup_column(b)]):.2f}x" for b in BASELINES},
+                **{
+                    f"fused over {b} (geomean)": f"{geometric_mean(part[speedup_column(b)]):.2f}x"
+                    for b in sorted(BASELINES, key=lambda b: b != UNFUSED)
+                },
                 "fused over unfused (range)": (
                     f"{part[OVER_UNFUSED].min():.2f}x-{part[OVER_UNFUSED].max():.2f}x" if measured.any() else ""
                 ),
                 INVERSIONS_COLUMN: f"{len(inversions(part))} of {int(measured.sum())}",
-                "worst": "" if worst is None else f"{worst['epilog']} {worst['shape']}: {worst[OVER_UNFUSED]:.2f}x",
+                "best": _over_unfused(best),
+                "worst": _over_unfused(worst),
                 **{status.value: int(counts.get(status.value, 0)) for status in Status},
             }
         )

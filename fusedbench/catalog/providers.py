@@ -42,7 +42,7 @@ class Provider:
 
     name: str
     description: str
-    color: str  # the report's colour for it, a CSS hex colour
+    color: str  # the report's colour for it, a CSS hex colour (Okabe and Ito's on the ladder, Tol's for the peers)
     libraries: tuple[
         str, ...
     ]  # the Python packages whose versions its timings depend on (imported as the name's first word)
@@ -55,6 +55,9 @@ class Provider:
     # what it computes, in the order its groups list them (asv's parameters): every epilog and dtype unless named
     epilogs: tuple[Epilog, ...] = tuple(Epilog)
     dtypes: tuple[str, ...] = ("fp16", "bf16", "fp32", "tf32", "fp8")
+    # the report's marker shape for it (plotly's names): a reader who cannot tell its colour tells its shape;
+    # "triangle-up" is the ladder's mark for a value above the axis, no provider's
+    symbol: str = "circle"
 
     @property
     def epilog_names(self) -> tuple[str, ...]:
@@ -70,129 +73,143 @@ PROVIDERS: dict[str, Provider] = {
             "textbook",
             "the seed blog's naive code in its layout: y = mm.execute(), then y += bias[:, None], y[y < 0] = 0, "
             "y[mask] = 0, sum(y, axis=1)",
-            "#9e9e9e",
+            "#999999",
             ("nvmath-python", "cupy", "torch"),
             "fusedbench.measure.gpu.providers:build_textbook",
+            symbol="square",
         ),
         Provider(
             "unfused",
             "the same cuBLASLt GEMM, then one single-pass cupy kernel for the pointwise work and one "
             "reduction for bias gradients; for DRELU_BGRAD / DGELU_BGRAD one pass does both (the derivative, then "
             "the row sum of what it stores), as the training stacks run the backward",
-            "#f4a261",
+            "#E69F00",
             ("nvmath-python", "cupy"),
             "fusedbench.measure.gpu.providers:build_unfused",
+            symbol="diamond",
         ),
         Provider(
             "fused",
             "cuBLASLt epilog through nvmath-python Matmul, planned once",
-            "#2a9d8f",
+            "#0072B2",
             ("nvmath-python",),
             "fusedbench.measure.gpu.providers:build_fused",
+            symbol="circle",
         ),
         Provider(
             "fused-autotuned",
             "as fused, with the plan's fastest algorithm, each timed as the cells are",
-            "#264653",
+            "#56B4E9",
             ("nvmath-python",),
             "fusedbench.measure.gpu.providers:build_fused_autotuned",
+            symbol="hexagon",
         ),
         Provider(
             "torch",
             "the torch peer: addmm / _addmm_activation / _scaled_mm where torch has the operation",
-            "#e76f51",
+            "#D55E00",
             ("torch",),
             "fusedbench.measure.gpu.providers:build_torch_peer",
+            symbol="x",
         ),
         Provider(
             "gemm",
             "the same GEMM with no epilog work at all: the floor",
-            "#8ab17d",
+            "#000000",
             ("nvmath-python",),
             "fusedbench.measure.gpu.providers:build_gemm",
+            symbol="cross",
         ),
         Provider(
             "einsum",
             "peer, the seed walkthrough's second rung: the product as einsum('ik,kj->ij') on the operands as they "
             "lie (cupy's, or torch's), then the textbook's epilog statements",
-            "#3a86ff",
+            "#CC79A7",
             ("cupy", "torch"),
             "fusedbench.measure.gpu.walkthrough:build_einsum",
             peer=True,
+            symbol="star",
         ),
         Provider(
             "numba-naive",
             "peer, the seed walkthrough's numba CUDA kernel: one thread an output looping over K into an fp32 "
             "accumulator, the forward epilog applied before its one store (fp32 and fp16; skipped where a call "
             "would take seconds)",
-            "#a0522d",
+            "#882255",
             ("numba", "numba_cuda"),
             "fusedbench.measure.gpu.walkthrough:build_numba_naive",
             peer=True,
             epilogs=_WALKTHROUGH_EPILOGS,
             dtypes=("fp16", "fp32"),
+            symbol="pentagon",
         ),
         Provider(
             "numba-tiled",
             "peer: numba-naive with 32x32 tiles of A and B staged through shared memory, the next rung a numba user "
             "climbs",
-            "#606c38",
+            "#117733",
             ("numba", "numba_cuda"),
             "fusedbench.measure.gpu.walkthrough:build_numba_tiled",
             peer=True,
             epilogs=_WALKTHROUGH_EPILOGS,
             dtypes=("fp16", "fp32"),
+            symbol="hourglass",
         ),
         Provider(
             "triton",
             "peer: a Triton matmul applying the epilog to its fp32 accumulator (bias gradients of D as per-tile "
             "partial sums plus one small kernel, of A or B inside the K loop), autotuned per workload",
-            "#8338ec",
+            "#332288",
             ("triton", "torch"),
             "fusedbench.measure.gpu.triton_epilog:build_triton",
             peer=True,
             precompile="fusedbench.measure.gpu.triton_epilog:precompile",
+            symbol="bowtie",
         ),
         Provider(
             "torch-compile",
             "peer: the epilog written as torch code (x @ w.T, then bias, activation, cuBLASLt's aux layouts, "
             "derivative, fp32 sums) and compiled by torch.compile, max-autotune without CUDA graphs, so Inductor "
             "picks its Triton GEMM templates or cuBLAS and fuses the pointwise tail into a template where it can",
-            "#ff006e",
+            "#AA4499",
             ("torch", "triton"),
             "fusedbench.measure.gpu.torch_compile:build_torch_compile",
             peer=True,
+            symbol="star-diamond",
         ),
         Provider(
             "cutlass-evt",
             "peer: a CUTLASS 3 Hopper GEMM (TMA, warp-specialized) whose epilogue is an epilogue visitor tree "
             "traced from the epilog written in Python (nvidia-cutlass's interface) and compiled by nvcc; the bias "
             "gradient a reduction finished in the kernel; no ReLU bit-mask, no operand sums",
-            "#00b4d8",
+            "#44AA99",
             ("cutlass_cppgen",),
             "fusedbench.measure.gpu.cutlass_evt:build_cutlass_evt",
             peer=True,
             precompile="fusedbench.measure.gpu.cutlass_evt:precompile",
             epilogs=_CUTLASS_EVT_EPILOGS,
             dtypes=("fp16", "bf16"),  # fp32 accumulation
+            symbol="hexagram",
         ),
         Provider(
             "two-pass",
             "control: unfused's DRELU_BGRAD / DGELU_BGRAD as before the one-pass backward (cells revision 3): the "
             "derivative pass, then a row sum that reads D again",
-            "#ffb703",
+            "#DDCC77",
             ("nvmath-python", "cupy"),
             "fusedbench.measure.gpu.providers:build_two_pass",
             control=True,
+            symbol="square-x",
         ),
         Provider(
             "blog",
             "control: the seed blog's two naive snippets transcribed as printed (RELU_BIAS, DRELU_BGRAD at fp16), "
             "which the textbook must match",
-            "#6d6875",
+            "#661100",
             ("nvmath-python", "cupy"),
             "fusedbench.measure.gpu.blog:build_blog",
             control=True,
+            symbol="circle-x",
         ),
     )
 }

@@ -37,6 +37,7 @@ from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
 from fusedbench.regressions.gate import judge_every_suite
 from fusedbench.report.figures import (
+    headline_figure,
     heatmap_views,
     history_figure,
     ladder_figure,
@@ -53,9 +54,11 @@ from fusedbench.report.tables import (
     multi_kernel_table,
     noisy_table,
     not_run_table,
+    status_strip,
     table_html,
     verdict_section,
 )
+from fusedbench.report.views import VIEW_SCRIPT, figure_label, take_view_selects
 from fusedbench.results.loader import ResultSet, select_cells
 from fusedbench.results.runs import cells_of_runs, commits_in_order, gpu_machines, group_runs, newest_runs
 
@@ -89,7 +92,7 @@ GLOSSARY = {
 }
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2rem auto; padding: 0 1rem; max-width: 1200px; color: #222; }
 h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.3rem; margin-top: 2.5rem; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top; }
@@ -99,6 +102,13 @@ th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; 
 .toc { columns: 3; font-size: 0.9rem; } .toc .level-3 { margin-left: 1rem; }
 .glossary dt { font-weight: 600; } .glossary dd { margin: 0 0 0.4rem 1rem; }
 details summary { cursor: pointer; margin: 0.3rem 0; }
+.views { margin: 0.5rem 0 -0.5rem; } .views select { font-size: 0.95rem; padding: 0.15rem; margin-right: 1rem; }
+#status { display: flex; flex-wrap: wrap; gap: 0.5rem; margin: 1rem 0; }
+#status a { display: block; padding: 0.4rem 0.7rem; border: 2px solid #999; border-radius: 4px; color: #222;
+  text-decoration: none; min-width: 9.5rem; font-size: 0.9rem; background: #f5f5f5; }
+#status a.green { border-color: #1a7f37; background: #e6f4ea; }
+#status a.red { border-color: #b3261e; background: #fce8e6; }
+#status .word { font-weight: 600; text-transform: uppercase; } #status .runs { color: #555; font-size: 0.8rem; }
 """
 
 
@@ -135,8 +145,9 @@ def commit_note(cells: pd.DataFrame) -> str:
 
 
 # Nothing leaves the page: plotly.js draws "Share chart..." (its sendChartToCloud button), which uploads the figure's
-# data to Plotly's cloud after one dialog, unless showSendToCloud is off.
-FIGURE_CONFIG = {"displaylogo": False, "showSendToCloud": False}
+# data to Plotly's cloud after one dialog, unless showSendToCloud is off. The toolbar keeps the picture download and
+# the zoom reset only: each of its buttons is a tab stop, and a page of figures had hundreds of them.
+FIGURE_CONFIG = {"displaylogo": False, "showSendToCloud": False, "modeBarButtons": [["toImage", "resetScale2d"]]}
 
 
 class _Figures:
@@ -144,15 +155,15 @@ class _Figures:
 
     def __init__(self) -> None:
         self.count = 0
+        self.selects = 0  # figures whose views switch through the page's <select>s (report.views)
 
     def __call__(self, figure: go.Figure, div_id: str) -> str:
         self.count += 1
-        return figure.to_html(
-            full_html=False,
-            include_plotlyjs=False,
-            div_id=div_id,
-            config=FIGURE_CONFIG,
-        )
+        label = figure_label(figure, div_id)
+        selects = take_view_selects(figure, div_id)
+        self.selects += bool(selects)
+        body = figure.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=FIGURE_CONFIG)
+        return f"<div role='figure' aria-label='{html.escape(label)}'>{selects}{body}</div>"
 
 
 def dtype_views(table: pd.DataFrame) -> list[list[str]]:
@@ -178,25 +189,26 @@ def summary(headlines: dict[str, pd.DataFrame], tables: dict[str, pd.DataFrame])
         textbook = ", ".join(f"{r['fused over textbook (geomean)']} at {r['dtype']}" for r in rows)
         losses = ", ".join(f"{r[INVERSIONS_COLUMN]} at {r['dtype']}" for r in rows)
         table = tables[machine]
-        worst = table.loc[table[OVER_UNFUSED].idxmin()]
+        best, worst = (table.loc[table[OVER_UNFUSED].idxmax()], table.loc[table[OVER_UNFUSED].idxmin()])
         sentences.append(
             f"On <b>{html.escape(machine)}</b>, fused epilogs over the best unfused version: {unfused} (geometric "
-            f"means over the workloads, their range in brackets); over the textbook: {textbook}. Fusion loses "
-            f"(below {INVERSION:g}x, told apart from 1x) in {losses} workloads; the worst is "
-            f"{html.escape(worst['epilog'])} {worst['dtype']} {worst['shape']} at {worst[OVER_UNFUSED]:.2f}x."
+            f"means over the workloads, their range in brackets); over the textbook: {textbook}. Fusion pays most "
+            f"in {_workload(best)} and loses (below {INVERSION:g}x, told apart from 1x) in {losses} workloads; "
+            f"the worst is {_workload(worst)}."
         )
     first, *others = list(tables) or [None]
     for other in others:
         pairs = machine_pairs(pd.concat([tables[first], tables[other]]), first, other, "unfused")
-        counts = []
+        more, less = [], []
         for dtype in [d for d in DTYPES if d in set(pairs.index.get_level_values("dtype"))]:
             paired = pairs.loc[dtype]
-            counts.append(f"{int((paired['y'] > paired['x']).sum())} of {len(paired)} {dtype}")
-        if counts:
+            more.append(f"{int((paired['y_low'] > paired['x_high']).sum())} of {len(paired)} {dtype}")
+            less.append(f"{int((paired['y_high'] < paired['x_low']).sum())} {dtype}")
+        if more:
             sentences.append(
                 f"Fusion pays more on <b>{html.escape(other)}</b> than on <b>{html.escape(first)}</b> in "
-                f"{', '.join(counts)} workloads (fused over unfused, workload by workload, however small the "
-                "difference)."
+                f"{', '.join(more)} workloads and less in {', '.join(less)} (fused over unfused, counted where the "
+                "two machines' paired 95% intervals do not overlap; the rest are not told apart)."
             )
     if sentences:
         sentences.append(
@@ -204,6 +216,11 @@ def summary(headlines: dict[str, pd.DataFrame], tables: dict[str, pd.DataFrame])
             "neither), so its speedups differ by library as well as by dtype."
         )
     return "".join(f"<p>{sentence}</p>" for sentence in sentences)
+
+
+def _workload(row) -> str:
+    """'RELU_BIAS fp16 (65536,16384)x(16384,8192) at 1.05x': a workload of the speedups table, fused over unfused."""
+    return f"{html.escape(row['epilog'])} {row['dtype']} {row['shape']} at {row[OVER_UNFUSED]:.2f}x"
 
 
 def in_dtype_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -302,7 +319,8 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         reference, *others = tables
         for other in others:
             page.add(page.div(machines_figure(newest, reference=reference, other=other), anchor("machines", other)))
-    return page_html(page, above_the_fold(page, headlines, tables))
+    first = page.div(headline_figure(tables), "headline-figure") if tables else ""
+    return page_html(page, status_strip(verdicts.values()) + first + above_the_fold(page, headlines, tables))
 
 
 def shown_machines(cells: pd.DataFrame, mlp: pd.DataFrame, machines) -> list[str]:
@@ -408,7 +426,11 @@ def page_html(page: _Page, above: str) -> str:
         "<h1>fusedbench: what fusing epilogs into the matmul buys</h1>"
         "<p class='muted'>cuBLASLt epilogs through nvmath-python against the same work unfused; every cell "
         "verified against float64 before it was timed; times are medians of asv's recorded samples; "
-        f"figures drawn by {html.escape(bundle)}, embedded.</p>" + above + "\n".join(page.sections) + "</body></html>"
+        f"figures drawn by {html.escape(bundle)}, embedded.</p>"
+        + above
+        + "\n".join(page.sections)
+        + (f"<script type='text/javascript'>{VIEW_SCRIPT}</script>" if page.div.selects else "")
+        + "</body></html>"
     )
 
 

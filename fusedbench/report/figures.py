@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 
 from fusedbench.analysis.speedups import (
     EPILOG_COST,
+    OVER_UNFUSED,
     indistinct,
     interval_columns,
     machine_pairs,
@@ -58,8 +59,13 @@ MULTI_KERNEL_MARK = "*"  # after a cell's value: the fused call launched more th
 # The epilog's cost over the plain GEMM, in %: sequential, 0 (free) to COST_RANGE_PCT (clipped beyond).
 COST_RANGE_PCT = 40.0
 SHAPE_AXIS = "shape (M,K)x(K,N), by the GEMM's arithmetic intensity (2MNK / (MK + KN + MN)), low to high"
-# Colours of the dtypes where machines are compared: none of them the heatmaps' "loss" red.
-DTYPE_COLORS = {"fp16": "#1f6fb4", "bf16": "#2ca02c", "tf32": "#7b4fb0", "fp8": "#b8860b", "fp32": "#6c757d"}
+# Colours of the dtypes where machines are compared, from Okabe and Ito's palette (told apart under the common
+# colour blindnesses), none of them the heatmaps' "loss" red, each with a marker shape of its own as well.
+DTYPE_COLORS = {"fp16": "#0072B2", "bf16": "#E69F00", "tf32": "#009E73", "fp8": "#CC79A7", "fp32": "#000000"}
+DTYPE_SYMBOLS = {"fp16": "circle", "bf16": "square", "tf32": "diamond", "fp8": "triangle-up", "fp32": "x"}
+# The machines of the headline figure, in the order shown: a colour and a marker shape each (Okabe and Ito).
+MACHINE_MARKS = [("#0072B2", "circle"), ("#D55E00", "square"), ("#009E73", "diamond"), ("#CC79A7", "triangle-up")]
+HEADLINE_TICKS = [0.25, 0.35, 0.5, 0.71, 0.8, 0.9, 1, 1.1, 1.25, 1.41, 1.6, 2, 2.83, 4]
 SPEEDUP_TICKS = [0.25, 0.35, 0.5, 0.71, 1, 1.41, 2, 2.83, 4, 8, 16, 32, 64]
 # A cell's history: % from its median over the commits shown, clipped at +-HISTORY_RANGE_PCT.
 HISTORY_RANGE_PCT = 20.0
@@ -296,24 +302,17 @@ def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go
 
 
 def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], layouts: list[dict]) -> None:
-    """A plotly dropdown: choosing a label applies its restyle (trace attributes, a list per trace) and layout.
-    It sits just above the plot, the title at the top of a margin tall enough for both."""
+    """The figure's views: choosing a label applies its restyle (trace attributes, a list per trace) and layout. They
+    are kept as a plotly dropdown, which the page turns into a <select> beside the figure (`report.views`), so the
+    plot needs no room for it."""
     buttons = [
         {"label": label, "method": "update", "args": [restyle, layout]}
         for label, restyle, layout in zip(labels, restyles, layouts, strict=True)
     ]
-    before = figure.layout.margin.t or LEAN_TEMPLATE.layout.margin.t
-    top = max(before, 160)  # the title in its middle, above the dropdown
-    figure.update_layout(
-        updatemenus=[{"buttons": buttons, "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"}],
-        margin={"t": top},
-        # the plot keeps the height it had under the smaller margin (a heatmap's rows their labels), and the figure
-        # is tall enough for the open list (about 30 px a choice) to stay inside it, where it can be clicked
-        height=max((figure.layout.height or 450) + top - before, top + 30 * len(labels) + 60),
-    )
+    figure.update_layout(updatemenus=[{"buttons": buttons, "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"}])
 
 
-def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, level: int | None) -> dict:
+def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, level: int | None, symbol: str) -> dict:
     """One provider's points at one shape: time over the floor, its 99% CI as error bars, its time in ms for the
     hover. A provider that is drawn capped (the textbook or a walkthrough rung, often far above the rest; `level`:
     its place in CAPPED) has a point above `top` drawn near the top as an up-triangle with its value written, each
@@ -330,7 +329,8 @@ def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, level: int
         if capped
         else rounded(part["time_s"] * 1e3),
         "text": [f"{v:.3g}x" if b else "" for v, b in zip(over, beyond, strict=True)] if capped else None,
-        "marker.symbol": ["triangle-up" if b else "circle" for b in beyond] if capped else None,
+        # every view names each trace's shape: a restyle without it would draw the default circle
+        "marker.symbol": ["triangle-up" if b else symbol for b in beyond] if capped else symbol,
     }
 
 
@@ -397,7 +397,10 @@ def _ladder_restyle(mine, providers, epilogs, unit, measured: bool) -> tuple[dic
         if p not in CAPPED and part["ci_high_s"].notna().any()
     ]
     top = max([2.0 if measured else 0.0, *highest])
-    points = [_ladder_points(parts[p], unit, top, CAPPED.index(p) if p in CAPPED else None) for p in providers]
+    points = [
+        _ladder_points(parts[p], unit, top, CAPPED.index(p) if p in CAPPED else None, PROVIDERS[p].symbol)
+        for p in providers
+    ]
     restyle = {key: [point[key] for point in points] for key in points[0]}
     if measured:  # the floor's trace comes first: at 1, its time in ms for the hover
         floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3)}
@@ -490,6 +493,54 @@ def _ladder_title(machine: str, dtype: str, shape: str, under: str) -> str:
     )
 
 
+def headline_figure(tables: dict[str, pd.DataFrame]) -> go.Figure:
+    """The answer before the prose: per dtype, each workload's fused over unfused speedup on each machine (a point
+    each, the box their quartiles), against 1x, so where fusion pays and by how much reads at a glance."""
+    figure = go.Figure()
+    shown = [d for d in DTYPES if any(d in set(t["dtype"]) for t in tables.values())]
+    for index, (machine, table) in enumerate(tables.items()):
+        color, symbol = MACHINE_MARKS[index % len(MACHINE_MARKS)]
+        rows = table[table[OVER_UNFUSED].notna() & (table[OVER_UNFUSED] > 0)]
+        figure.add_box(
+            name=machine,
+            x=rounded(rows[OVER_UNFUSED]),
+            y=list(rows["dtype"]),
+            orientation="h",
+            boxpoints="all",
+            jitter=0.5,
+            pointpos=0,
+            fillcolor="rgba(0,0,0,0)",
+            line={"color": color, "width": 1.5},
+            marker={"color": color, "symbol": symbol, "size": 6, "opacity": 0.75},
+            text=[f"{e} {s}" for e, s in zip(rows["epilog"], rows["shape"], strict=True)],
+            hovertemplate=f"{machine} %{{y}} %{{text}}: fused %{{x:.3f}}x unfused<extra></extra>",
+        )
+    values = [v for t in tables.values() for v in t[OVER_UNFUSED].dropna() if v > 0]
+    low, high = min([*values, 0.9]) / 1.05, max([*values, 1.1]) * 1.05  # 1x always inside
+    ticks = [t for t in HEADLINE_TICKS if low <= t <= high]
+    figure.add_vline(x=1, line={"color": "#333", "dash": "dash", "width": 1})
+    figure.update_layout(
+        template=LEAN_TEMPLATE,
+        title={
+            "text": "What fusion buys: fused epilogs over the best unfused version, per workload<br><sup>right "
+            "of the dashed line fusion pays; each point a workload of the newest runs, the box its dtype's "
+            "quartiles</sup>"
+        },
+        boxmode="group",
+        xaxis={
+            "type": "log",
+            "tickvals": ticks,
+            "ticktext": [f"{t:g}x" for t in ticks],
+            "range": [math.log10(low), math.log10(high)],
+            "title": {"text": "fused over unfused (time ratio)"},
+        },
+        yaxis={"categoryorder": "array", "categoryarray": shown[::-1], "title": {"text": "dtype"}},
+        height=140 + 60 * len(shown) * max(1, len(tables)) ** 0.5,
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return figure
+
+
 def machines_figure(table: pd.DataFrame, *, reference: str, other: str) -> go.Figure:
     """Per workload, fused's speedup on one machine against another, over each baseline in turn (a dropdown
     picks it: unfused first), log axes, y = x where the machines agree; a colour per dtype."""
@@ -506,12 +557,17 @@ def machines_figure(table: pd.DataFrame, *, reference: str, other: str) -> go.Fi
                 x=rounded(part["x"]),
                 y=rounded(part["y"]),
                 mode="markers",
-                marker={"color": DTYPE_COLORS.get(dtype, "#444"), "size": 7, "opacity": 0.8},
+                marker={
+                    "color": DTYPE_COLORS.get(dtype, "#444"),
+                    "symbol": DTYPE_SYMBOLS.get(dtype, "circle"),
+                    "size": 7,
+                    "opacity": 0.8,
+                },
                 text=[f"{epilog} {shape}" for epilog, shape in part.index],
                 hovertemplate=f"{dtype} %{{text}}<br>{reference} %{{x:.3f}}x, {other} %{{y:.3f}}x<extra></extra>",
             )
             owner.append(index)
-        values = both.to_numpy().ravel()
+        values = both[["x", "y"]].to_numpy().ravel()
         low, high = (float(values.min()) / 1.1, float(values.max()) * 1.1) if len(values) else (0.5, 2.0)
         figure.add_scatter(
             name="y = x: the machines agree",

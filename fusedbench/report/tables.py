@@ -14,7 +14,7 @@ from fusedbench.analysis.speedups import noisy_cells, with_shape
 from fusedbench.catalog.model import Status
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.records import GroupRecord
-from fusedbench.regressions.gate import MachineVerdict, describe
+from fusedbench.regressions.gate import MachineVerdict, Outcome, describe
 from fusedbench.regressions.render import headline, run_pairs, suite_line
 from fusedbench.results.loader import ResultSet
 from fusedbench.stats import NOISY_RELATIVE_IQR
@@ -207,6 +207,37 @@ def verdict_section(verdict: MachineVerdict) -> str:
         )
         parts.append(folded(summary, f"<ul>{''.join(items)}</ul>", len(items)) if items else f"<p>{summary}</p>")
     return "".join(parts)
+
+
+def status_strip(verdicts) -> str:
+    """The gate at a glance, first on the page: a box per machine and suite, its verdict in words (colour only
+    repeats it), the run judged and its baseline, linking to the suite's verdict in the machine's section."""
+    boxes = []
+    for verdict in verdicts:
+        for suite in verdict.suites:
+            pairs = {
+                (_run_name(g.candidate, verdict.machine), _run_name(g.baseline, verdict.machine))
+                for g in suite.groups
+                if g.candidate and g.baseline
+            }
+            runs = " against ".join(next(iter(pairs))) if len(pairs) == 1 else f"{len(pairs)} pairs of runs"
+            alerts = f", {len(suite.alerts)} alert(s)" if suite.outcome is Outcome.RED else ""
+            machine = html.escape(verdict.machine)
+            boxes.append(
+                f"<a class='status {suite.outcome.value.replace(' ', '-')}' "
+                f"href='#{anchor(verdict.machine, suite.suite, 'verdict')}' data-machine='{machine}' "
+                f"data-suite='{suite.suite}' data-verdict='{suite.outcome.value}' data-alerts='{len(suite.alerts)}'>"
+                f"<b>{machine}</b> {suite.suite}<br><span class='word'>{suite.outcome.value}"
+                f"{alerts}</span><br><span class='runs'>{html.escape(runs if pairs else 'nothing compared')}</span></a>"
+            )
+    if not boxes:
+        return ""
+    return "<nav id='status' aria-label='the gate per machine and suite'>" + "".join(boxes) + "</nav>"
+
+
+def _run_name(run, machine: str) -> str:
+    """A run in a box of `machine`'s: its commit, or machine@commit where it is another machine's."""
+    return run.commit[:8] if run.machine == machine else run.label
 
 
 def csv_link(cells: pd.DataFrame, machine: str, commit: str) -> str:

@@ -1,0 +1,46 @@
+"""A figure's views switched by keyboard: plotly's dropdowns are drawn in SVG, out of the tab order and out of reach
+of a screen reader, so the page renders each as a native <select> beside the figure instead, and a few lines of
+script (`VIEW_SCRIPT`, the page's only script of its own) apply the chosen view's restyle and relayout through
+`Plotly.update`, as the dropdown's button would have. The figures keep their `updatemenus` (where the views are
+defined and tested); only their HTML loses them."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import plotly.graph_objects as go
+from plotly.io.json import to_json_plotly
+
+VIEW_SCRIPT = """
+document.querySelectorAll('select[data-figure]').forEach(function (select) {
+  select.addEventListener('change', function () {
+    var view = JSON.parse(document.getElementById(select.dataset.views).textContent)[select.selectedIndex];
+    Plotly.update(select.dataset.figure, view[0], view[1]);
+  });
+});
+"""
+
+
+def figure_label(figure: go.Figure, div_id: str) -> str:
+    """What a screen reader says for the figure: its title as text (its id where it has none)."""
+    title = figure.layout.title.text or div_id
+    return " ".join(re.sub(r"<[^>]+>", " ", title).split())
+
+
+def take_view_selects(figure: go.Figure, div_id: str) -> str:
+    """The figure's dropdowns as labelled <select>s bound to its div, removed from the figure (which is about to be
+    written as HTML and not used again)."""
+    selects = []
+    for index, menu in enumerate(figure.layout.updatemenus):
+        labels = [button.label for button in menu.buttons]
+        views = to_json_plotly([list(button.args) for button in menu.buttons]).replace("</", "<\\/")
+        options = "".join(f"<option>{html.escape(label)}</option>" for label in labels)
+        ident = f"{div_id}-view{index if index else ''}"
+        selects.append(
+            f"<label class='view' for='{ident}'>View: </label><select id='{ident}' data-figure='{div_id}' "
+            f"data-views='{ident}-data'>{options}</select>"
+            f"<script type='application/json' id='{ident}-data'>{views}</script>"  # as is: no escaping to bloat it
+        )
+    figure.layout.updatemenus = ()
+    return f"<div class='views'>{''.join(selects)}</div>" if selects else ""
