@@ -282,7 +282,7 @@ def test_a_textbook_far_above_the_rest_is_drawn_at_the_top_with_its_value_writte
     assert trace.text[relu] == "1e+03x" and trace.marker.symbol[relu] == "triangle-up"
     assert trace.y[relu] == pytest.approx(top * 0.97, rel=1e-2) and trace.customdata[relu] == [100, 1000]
     below = [i for i in range(16) if trace.text[i] == ""]
-    assert below and all(trace.marker.symbol[i] == "circle" and trace.y[i] < top for i in below)
+    assert below and all(trace.marker.symbol[i] == PROVIDERS["textbook"].symbol and trace.y[i] < top for i in below)
 
 
 def test_geometric_mean_ignores_missing_cells():

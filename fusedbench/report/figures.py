@@ -541,6 +541,15 @@ def headline_figure(tables: dict[str, pd.DataFrame]) -> go.Figure:
     return figure
 
 
+def _dtype_marker(dtype: str) -> dict:
+    return {
+        "color": DTYPE_COLORS.get(dtype, "#444"),
+        "symbol": DTYPE_SYMBOLS.get(dtype, "circle"),
+        "size": 7,
+        "opacity": 0.8,
+    }
+
+
 def machines_figure(table: pd.DataFrame, *, reference: str, other: str) -> go.Figure:
     """Per workload, fused's speedup on one machine against another, over each baseline in turn (a dropdown
     picks it: unfused first), log axes, y = x where the machines agree; a colour per dtype."""
@@ -557,12 +566,7 @@ def machines_figure(table: pd.DataFrame, *, reference: str, other: str) -> go.Fi
                 x=rounded(part["x"]),
                 y=rounded(part["y"]),
                 mode="markers",
-                marker={
-                    "color": DTYPE_COLORS.get(dtype, "#444"),
-                    "symbol": DTYPE_SYMBOLS.get(dtype, "circle"),
-                    "size": 7,
-                    "opacity": 0.8,
-                },
+                marker=_dtype_marker(dtype),
                 text=[f"{epilog} {shape}" for epilog, shape in part.index],
                 hovertemplate=f"{dtype} %{{text}}<br>{reference} %{{x:.3f}}x, {other} %{{y:.3f}}x<extra></extra>",
             )
