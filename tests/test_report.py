@@ -578,3 +578,12 @@ def test_every_view_of_a_ladder_keeps_each_providers_shape(results):
         for provider, symbol in zip(providers, button.args[0]["marker.symbol"][-len(providers) :], strict=True):
             symbols = symbol if isinstance(symbol, list | tuple) else [symbol]
             assert set(symbols) <= {PROVIDERS[provider].symbol, "triangle-up"}, (provider, symbols)
+
+
+def test_a_pngs_commit_line_grows_the_top_margin_instead_of_covering_the_plot(results):
+    from fusedbench.report.figures import add_title_line
+
+    figure = speedup_heatmap(speedups(results.cells), machine=MACHINE, dtypes=["fp16"], baseline="unfused")
+    before = figure.layout.margin.t or 70
+    add_title_line(figure, "commit 0123abcd")
+    assert figure.layout.title.text.endswith("<br><sup>commit 0123abcd</sup>") and figure.layout.margin.t == before + 22

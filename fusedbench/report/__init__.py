@@ -37,6 +37,7 @@ from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
 from fusedbench.regressions.gate import judge_every_suite
 from fusedbench.report.figures import (
+    add_title_line,
     headline_figure,
     heatmap_views,
     history_figure,
@@ -449,7 +450,7 @@ def key_figures(results: ResultSet, *, machines=None, commits=None) -> dict[str,
         for dtypes in dtype_views(table):
             figure = speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline="unfused")
             # A PNG travels without the page: it names its commits and the run's date.
-            figure.update_layout(title=f"{figure.layout.title.text}<br><sup>{commit_note(chosen)}{when}</sup>")
+            add_title_line(figure, f"{commit_note(chosen)}{when}")
             figures[f"{machine}-{'-'.join(dtypes)}-fused-over-unfused.png"] = figure
     table = step_table(shown_mlp(results, machines=machines, commits=commits))
     for machine in dict.fromkeys(table["machine"]):

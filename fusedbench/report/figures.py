@@ -301,6 +301,13 @@ def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go
     return figure
 
 
+def add_title_line(figure: go.Figure, text: str) -> None:
+    """A further small line under the figure's title (a PNG names its commits so), the top margin grown to hold
+    it rather than the line drawn over the plot."""
+    top = figure.layout.margin.t or LEAN_TEMPLATE.layout.margin.t
+    figure.update_layout(title=f"{figure.layout.title.text}<br><sup>{text}</sup>", margin={"t": top + 22})
+
+
 def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], layouts: list[dict]) -> None:
     """The figure's views: choosing a label applies its restyle (trace attributes, a list per trace) and layout. They
     are kept as a plotly dropdown, which the page turns into a <select> beside the figure (`report.views`), so the

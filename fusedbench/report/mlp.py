@@ -23,6 +23,7 @@ from fusedbench.report.figures import (
     SPEEDUP_COLORBAR,
     SPEEDUP_LOG2_RANGE,
     add_dropdown,
+    add_title_line,
     rounded,
 )
 from fusedbench.report.tables import anchor, folded, table_html
@@ -185,7 +186,7 @@ def step_png_figure(table: pd.DataFrame, machine: str) -> tuple[go.Figure | None
     dtype, baseline, clock = figure.layout.updatemenus[0].buttons[0].label.replace("over ", "").split(", ")
     figure.data = figure.data[:1]
     figure.layout.updatemenus = ()
-    figure.update_layout(title=f"{figure.layout.title.text}<br><sup>commit {commit[:8]}</sup>")
+    add_title_line(figure, f"commit {commit[:8]}")
     return figure, f"{dtype}-fused-over-{baseline}-{clock}"
 
 
