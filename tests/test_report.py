@@ -587,3 +587,20 @@ def test_a_pngs_commit_line_grows_the_top_margin_instead_of_covering_the_plot(re
     before = figure.layout.margin.t or 70
     add_title_line(figure, "commit 0123abcd")
     assert figure.layout.title.text.endswith("<br><sup>commit 0123abcd</sup>") and figure.layout.margin.t == before + 22
+
+
+def test_deliberate_runs_machines_are_named_in_a_note_and_not_shown_as_machines(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from tests.test_alert_cli import MACHINE as H100
+    from tests.test_alert_cli import copy_runs
+
+    tuned = f"{H100}-tuned-fused-workspace-0"
+    folder = copy_runs(tmp_path / "results", ["67306e2d"])
+    shutil.copytree(Path(__file__).parent.parent / "results" / tuned, folder / tuned)
+    page = render_report(load_results(str(folder)))
+    assert f"<h2 id='{H100}'>" in page and f"<h2 id='{tuned}'>" not in page
+    note = "Not shown as machines: 1 machine of deliberate runs (tuned or injected slowdowns, kept apart from real"
+    assert f"{note} results): {tuned}. " in page
+    assert "id='set-apart'" not in render_report(load_results(str(folder)), machines=[tuned])  # named: drawn

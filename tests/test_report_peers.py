@@ -64,6 +64,7 @@ def test_a_peers_run_has_its_own_section_and_leaves_the_machines_newest_default_
     for dtype in ("fp16", "bf16"):
         assert f'id="{MACHINE}-peers-{dtype}-heatmap"' in page and f'id="{MACHINE}-peers-{dtype}-ladder"' in page
     assert "triton: its time over fused and over unfused" in peers_section
+    assert "<details open><summary>triton: its time over fused" in peers_section  # 64 rows: open all the same
     assert "the one-pass backward (unfused) against the two passes it replaced" in peers_section
     # the README's PNGs stay the default run's heatmaps
     assert all(PEERS_RUN not in figure.layout.title.text for figure in key_figures(results).values())
@@ -228,6 +229,8 @@ def test_the_walkthrough_rungs_are_drawn_capped_and_their_skips_explained(walkth
     assert f'id="{MACHINE}-peers-fp32-heatmap"' in peers_section and f'id="{MACHINE}-peers-fp32-ladder"' in page
     assert "numba-naive would take about" in peers_section  # the skipped cells' reasons, in the peers section
     assert "the median over the shapes it ran and (their range)" in peers_section
+    for rung in ("einsum", "numba-naive", "numba-tiled"):  # tens of times slower everywhere: folded, however short
+        assert f"<details><summary>{rung}: its time over fused" in peers_section, rung
     cells = walkthrough.cells[in_peers_suite(walkthrough.cells)]
     ladder = ladder_cells(cells)
     ladder = pd.concat([ladder, peers_beside(ladder, cells[cells["group"].isin(PEER_ONLY_GROUPS)])])

@@ -55,6 +55,7 @@ from fusedbench.report.tables import (
     multi_kernel_table,
     noisy_table,
     not_run_table,
+    plural,
     status_strip,
     table_html,
     verdict_section,
@@ -321,7 +322,21 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
         for other in others:
             page.add(page.div(machines_figure(newest, reference=reference, other=other), anchor("machines", other)))
     first = page.div(headline_figure(tables), "headline-figure") if tables else ""
-    return page_html(page, status_strip(verdicts.values()) + first + above_the_fold(page, headlines, tables))
+    apart = "" if machines else set_apart_note(results)
+    return page_html(page, status_strip(verdicts.values()) + apart + first + above_the_fold(page, headlines, tables))
+
+
+def set_apart_note(results: ResultSet) -> str:
+    """The machines of deliberate runs (tuned, injected), which the page does not show as machines: named, so a
+    reader knows they exist and how to see them."""
+    apart = [m for m in dict.fromkeys(results.runs()["machine"]) if m not in gpu_machines([m])]
+    if not apart:
+        return ""
+    return (
+        f"<p class='muted' id='set-apart'>Not shown as machines: {plural(len(apart), 'machine')} of deliberate runs "
+        f"(tuned or injected slowdowns, kept apart from real results): {html.escape(', '.join(sorted(apart)))}. "
+        "<code>fusedbench report results/ --machine NAME</code> draws one.</p>"
+    )
 
 
 def shown_machines(cells: pd.DataFrame, mlp: pd.DataFrame, machines) -> list[str]:

@@ -33,6 +33,9 @@ from fusedbench.results.derived import OK, paired_ratios
 
 PEERS_SUITE_GROUPS = frozenset(SUITES["peers"])
 _SHAPE = ["m", "k", "n"]
+# The peers a user would pick instead of cuBLASLt's epilogs: their tables open; the seed walkthrough's rungs
+# (einsum, numba), which lose by tens of times everywhere, folded.
+OPEN_PEERS = ("triton", "torch-compile", "cutlass-evt")
 
 
 def in_peers_suite(cells: pd.DataFrame) -> pd.Series:
@@ -172,7 +175,7 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
                     f"{peer}: its time over fused and over unfused, per dtype and epilog, the median over the shapes "
                     f"it ran and (their range) ({len(rows)} rows)"
                 )
-                parts.append(folded(summary, table_html(rows, "long-names"), len(rows)))
+                parts.append(folded(summary, table_html(rows, "long-names"), len(rows), opened=peer in OPEN_PEERS))
         parts.append(
             "<p>The cells of these groups that did not run, and why (a numba cell past half a second a "
             "call is skipped with the time its probe measured):</p>" + not_run_table(current)

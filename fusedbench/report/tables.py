@@ -39,9 +39,9 @@ def table_html(frame: pd.DataFrame, classes: str = "") -> str:
     )
 
 
-def folded(summary: str, body: str, rows: int) -> str:
-    """`body` under a one-line summary; open where it is short."""
-    state = " open" if rows <= FOLD_ROWS else ""
+def folded(summary: str, body: str, rows: int, *, opened: bool | None = None) -> str:
+    """`body` under a one-line summary; open where it is short (or where `opened` says)."""
+    state = " open" if (rows <= FOLD_ROWS if opened is None else opened) else ""
     return f"<details{state}><summary>{summary}</summary>{body}</details>"
 
 
