@@ -65,6 +65,8 @@ def test_a_peers_run_has_its_own_section_and_leaves_the_machines_newest_default_
         assert f'id="{MACHINE}-peers-{dtype}-heatmap"' in page and f'id="{MACHINE}-peers-{dtype}-ladder"' in page
     assert "triton: its time over fused and over unfused" in peers_section
     assert "<details open><summary>triton: its time over fused" in peers_section  # 64 rows: open all the same
+    assert f"{MACHINE} peers fp16: fused over unfused" in peers_section  # its own titles, not the main heatmap's
+    assert f"{MACHINE} peers fp16: fused over" not in page[: page.index("<h2 id='peers'>")]
     assert "the one-pass backward (unfused) against the two passes it replaced" in peers_section
     # the README's PNGs stay the default run's heatmaps
     assert all(PEERS_RUN not in figure.layout.title.text for figure in key_figures(results).values())

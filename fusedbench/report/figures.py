@@ -197,8 +197,9 @@ def _add_grey_cover(figure: go.Figure, cover, shapes, epilogs, customdata, hover
     )
 
 
-def _which(machine: str, dtypes: list[str]) -> str:
-    return f"{machine} {' and '.join(dtypes)}"
+def _which(machine: str, dtypes: list[str], suite: str = "") -> str:
+    """'h100-80gb-hbm3 fp16', or 'h100-80gb-hbm3 peers fp16' where the figure is a suite's of its own."""
+    return " ".join([machine, *([suite] if suite else []), " and ".join(dtypes)])
 
 
 def _above_one(baseline: str) -> str:
@@ -207,7 +208,9 @@ def _above_one(baseline: str) -> str:
     return f">1x: cuBLASLt's epilog beats {baseline}" if baseline in PEERS else ">1x: fusion pays"
 
 
-def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtypes: list[str], baseline: str) -> go.Figure:
+def speedup_heatmap(
+    table: pd.DataFrame, *, machine: str, dtypes: list[str], baseline: str, suite: str = ""
+) -> go.Figure:
     """Epilog x shape (x dtype, where several are given), fused's speedup over `baseline`, the value written in
     each cell, on the shared colour range; greyed where the paired interval includes 1x."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
@@ -235,13 +238,13 @@ def speedup_heatmap(table: pd.DataFrame, *, machine: str, dtypes: list[str], bas
         + (", paired 95% interval %{customdata[3]:.3f}-%{customdata[4]:.3f}" if paired else UNPAIRED),
         hover_columns=[f"{fused}_ms", f"{baseline}_ms", speedup, low, high][: 5 if paired else 3],
         greyed=greyed,
-        title=f"{_which(machine, dtypes)}: fused over {baseline} ({_above_one(baseline)})<br><sup>grey: the paired 95% "
-        f"interval includes 1x; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not timed "
+        title=f"{_which(machine, dtypes, suite)}: fused over {baseline} ({_above_one(baseline)})<br><sup>grey: the "
+        f"paired 95% interval includes 1x; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not timed "
         "(see the cells that did not run)</sup>",
     )
 
 
-def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
+def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str], suite: str = "") -> go.Figure:
     """What each fused epilog costs over the plain GEMM of its workload: fused / gemm - 1, in %, with the
     interval of its round-by-round ratios where the run paired them."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
@@ -265,16 +268,17 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str]) 
         hover="fused %{customdata[0]:.4g} ms, gemm %{customdata[1]:.4g} ms<br>epilog cost %{customdata[2]:+.1f}%"
         + (", paired 95% interval %{customdata[3]:+.1f}% to %{customdata[4]:+.1f}%" if paired else UNPAIRED),
         hover_columns=["fused_ms", "gemm_ms", "cost_pct", "cost_low_pct", "cost_high_pct"][: 5 if paired else 3],
-        title=f"{_which(machine, dtypes)}: the epilog's own cost, fused - gemm, as % of gemm<br><sup>clipped at 0 "
-        f"and {COST_RANGE_PCT:.0f}%; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not "
+        title=f"{_which(machine, dtypes, suite)}: the epilog's own cost, fused - gemm, as % of gemm<br><sup>clipped "
+        f"at 0 and {COST_RANGE_PCT:.0f}%; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not "
         "timed</sup>",
     )
 
 
-def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
+def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str], suite: str = "") -> go.Figure:
     """One epilog x shape figure for a machine and dtypes, its views a dropdown: fused over unfused (shown
     first), over the textbook, over each peer the run timed, and the epilog's cost; a view whose numbers no cell
-    has (the textbook and the GEMM at fp32, timed by the walkthrough's groups only) is left out. Only the view
+    has (the textbook and the GEMM at fp32, timed by the walkthrough's groups only) is left out. `suite` names a
+    suite drawn apart in its titles ('peers'), so they differ from the main heatmaps'. Only the view
     shown is drawn, so a page of many stays quick to open."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
 
@@ -283,11 +287,11 @@ def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go
 
     others = [name for name in (*reversed(BASELINES), *PEERS) if name != UNFUSED and timed(speedup_column(name))]
     views = {
-        f"fused over {baseline}": speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline=baseline)
+        f"fused over {baseline}": speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline=baseline, suite=suite)
         for baseline in (UNFUSED, *others)
     }
     if timed(EPILOG_COST):
-        views["epilog cost"] = epilog_cost_figure(table, machine=machine, dtypes=dtypes)
+        views["epilog cost"] = epilog_cost_figure(table, machine=machine, dtypes=dtypes, suite=suite)
     figure = go.Figure(views["fused over unfused"])
     figure.data = []
     owner = []

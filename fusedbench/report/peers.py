@@ -164,7 +164,7 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
             heading(3, anchor(machine, "peers"), f"{machine}: the peers") + f"<p class='muted'>commits {runs}</p>"
         )
         for dtype in dict.fromkeys(table["dtype"]):
-            parts.append(figure_div(heatmap_views(table, machine=machine, dtypes=[dtype]),
+            parts.append(figure_div(heatmap_views(table, machine=machine, dtypes=[dtype], suite="peers"),
                                     anchor(machine, "peers", dtype, "heatmap")))  # fmt: skip
             parts.append(figure_div(ladder_figure(ladder, ceilings, machine=machine, dtypes=[dtype]),
                                     anchor(machine, "peers", dtype, "ladder")))  # fmt: skip
