@@ -239,8 +239,8 @@ def speedup_heatmap(
         hover_columns=[f"{fused}_ms", f"{baseline}_ms", speedup, low, high][: 5 if paired else 3],
         greyed=greyed,
         title=f"{_which(machine, dtypes, suite)}: fused over {baseline} ({_above_one(baseline)})<br><sup>grey: the "
-        f"paired 95% interval includes 1x; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not timed "
-        "(see the cells that did not run)</sup>",
+        f"paired 95% interval includes 1x; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: "
+        "not timed (see the cells that did not run)</sup>",
     )
 
 
