@@ -354,6 +354,7 @@ def test_the_machines_scatter_puts_one_gpus_speedups_against_the_others_on_log_a
     assert all(y == pytest.approx(x * 1.1, rel=1e-3) for x, y in zip(points.x, points.y, strict=True))
     assert list(line.x) == list(line.y)  # y = x
     assert figure.layout.xaxis.type == figure.layout.yaxis.type == "log"
+    assert figure.layout.width is None and figure.layout.yaxis.scaleanchor == "x"  # the page's width, square plot
     assert points.marker.color == DTYPE_COLORS["fp16"] and not any(
         c.lower() in ("red", "#d62728", "#b2182b") for c in DTYPE_COLORS.values()
     )  # the heatmaps' loss red is not a dtype

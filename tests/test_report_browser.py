@@ -39,9 +39,9 @@ def _playwright():
     return sync_playwright
 
 
-def _open(playwright, path: str, errors: list, requests: list):
+def _open(playwright, path: str, errors: list, requests: list, width: int = 1280):
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-    page = browser.new_context(offline=True).new_page()
+    page = browser.new_context(offline=True, viewport={"width": width, "height": 900}).new_page()
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("request", lambda request: requests.append(request.url))
@@ -148,3 +148,28 @@ def test_the_ladders_view_switch_is_reached_and_worked_by_keyboard_and_redraws_i
     times = cells.set_index("epilog").loc[fused["x"], "time_s"]
     assert fused["y"] == [float(f"{t * 1e3:.3g}") for t in times]  # this run measured no ceilings: ms
     assert errors == []
+
+
+# The table cells that hold an epilog's name, each with the number of lines it was laid out on.
+EPILOG_CELL_LINES = """names => [...document.querySelectorAll('td')].filter(td => names.includes(td.textContent))
+    .map(td => { const range = document.createRange(); range.selectNodeContents(td);
+                 return [td.textContent, range.getClientRects().length]; })"""
+
+
+@pytest.mark.browser
+def test_on_a_phone_the_page_is_as_wide_as_the_screen_and_no_epilog_name_is_cut(tmp_path):
+    from fusedbench.catalog.epilogs import EPILOGS
+
+    sync_playwright = _playwright()
+    path = write_report(load_results(PAIRED), out_dir=str(tmp_path))
+    errors, requests = [], []
+    with sync_playwright() as playwright:
+        browser, page = _open(playwright, path, errors, requests, width=390)
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        lines = page.evaluate(EPILOG_CELL_LINES, [epilog.name for epilog in EPILOGS])
+        page.evaluate("() => document.querySelector('ul').insertAdjacentHTML('beforeend', '<li>' + 'RELU/'.repeat(60))")
+        labelled = page.evaluate("() => document.documentElement.scrollWidth")  # a cell label longer than a line
+        browser.close()
+    assert width == labelled == 390  # wide tables and figures scroll inside themselves; long labels wrap
+    assert lines and all(count == 1 for _, count in lines), [cell for cell in lines if cell[1] > 1]

@@ -99,7 +99,7 @@ def test_multi_kernel_cells_are_grouped_by_epilog_dtype_and_provider():
     table = multi_kernel_table(cells)
     assert "2 cells, by epilog, dtype and provider in 1 row<" in table
     assert re.search(r"<td>DRELU</td>\s*<td>bf16</td>\s*<td>fused</td>\s*<td>2</td>\s*<td>2</td>", table)
-    assert "gemm_a + epilogue" in table and "gemm_b" not in table
+    assert "gemm_<wbr>a + epilogue" in table and "gemm_b" not in table  # a wrap point after each _
     assert "every fused cell ran as one kernel" in multi_kernel_table(cells.iloc[2:])
 
 
@@ -142,3 +142,18 @@ def test_a_tuned_machine_is_shown_only_where_named(quick):
     assert f"<h2 id='{MACHINE}-tuned" not in page and f"<h2 id='{MACHINE}'>" in page
     named = render_report(both, machines=[f"{MACHINE}-tuned-fused-algorithm-7"], commits=[QUICK_RUNS[-1]])
     assert f"<h2 id='{MACHINE}-tuned-fused-algorithm-7'>" in named
+
+
+def test_a_table_wraps_kernel_names_after_their_punctuation_and_never_cuts_an_epilog_name():
+    from fusedbench.report.tables import table_html
+
+    frame = pd.DataFrame(
+        {"epilog": ["DRELU_BGRAD"], "config (most chosen)": ["BLOCK_M=128,num_warps=8"], "fused < unfused": ["a<b & c"]}
+    )
+    page = table_html(frame, breakable=("config (most chosen)",))
+    assert "<td>DRELU_BGRAD</td>" in page  # no wrap point: the browser keeps the name whole
+    assert "<td>BLOCK_<wbr>M=<wbr>128,<wbr>num_<wbr>warps=<wbr>8</td>" in page
+    assert "<td>a&lt;b &amp; c</td>" in page and "<th>fused &lt; unfused</th>" in page  # escaped, header too
+    from fusedbench.report import _STYLE
+
+    assert "anywhere" not in _STYLE  # which cut names at any letter

@@ -613,8 +613,7 @@ def machines_figure(table: pd.DataFrame, *, reference: str, other: str) -> go.Fi
         template=LEAN_TEMPLATE,
         xaxis={"type": "log"},
         yaxis={"type": "log", "scaleanchor": "x"},
-        height=600,
-        width=760,
+        height=600,  # the width is the page's (a phone's too): scaleanchor keeps the plot square
     )
     figure.update_layout({key: value for key, value in layouts[0].items()} if layouts else {})
     restyles = [{"visible": [o == index for o in owner]} for index in range(len(layouts))]

@@ -175,7 +175,14 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
                     f"{peer}: its time over fused and over unfused, per dtype and epilog, the median over the shapes "
                     f"it ran and (their range) ({len(rows)} rows)"
                 )
-                parts.append(folded(summary, table_html(rows, "long-names"), len(rows), opened=peer in OPEN_PEERS))
+                parts.append(
+                    folded(
+                        summary,
+                        table_html(rows, breakable=("config (most chosen)",)),
+                        len(rows),
+                        opened=peer in OPEN_PEERS,
+                    )
+                )
         parts.append(
             "<p>The cells of these groups that did not run, and why (a numba cell past half a second a "
             "call is skipped with the time its probe measured):</p>" + not_run_table(current)

@@ -32,11 +32,25 @@ def anchor(*parts) -> str:
     return re.sub(r"[^a-z0-9]+", "-", "-".join(str(part) for part in parts).lower()).strip("-")
 
 
-def table_html(frame: pd.DataFrame, classes: str = "") -> str:
-    """`classes` "long-names": a table whose cells may break anywhere (kernel names have no spaces to wrap at)."""
-    return frame.to_html(
-        index=False, border=0, na_rep="", escape=True, float_format=lambda v: f"{v:.4g}", classes=classes or None
-    )
+_BREAK_AFTER = re.compile(r"([_,:;/=(]+)")  # where a kernel name or a config may wrap: they have no spaces
+
+
+def _cell_html(value, breakable: bool):
+    """A table cell's text escaped, with a wrap point after each run of punctuation where `breakable`."""
+    if not isinstance(value, str):
+        return value
+    text = html.escape(value)
+    return _BREAK_AFTER.sub(r"\1<wbr>", text) if breakable else text
+
+
+def table_html(frame: pd.DataFrame, *, breakable: tuple[str, ...] = ()) -> str:
+    """The frame as an HTML table; the `breakable` columns (kernel names, configs) may wrap after their punctuation,
+    every other cell only at its spaces (an epilog's name is never cut: DRELU_BGRAD, not DRELU_BG / RAD)."""
+    shown = frame.copy()
+    for column in [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]:
+        shown[column] = [_cell_html(value, column in breakable) for value in shown[column]]
+    shown.columns = [html.escape(str(column)) for column in shown.columns]
+    return shown.to_html(index=False, border=0, na_rep="", escape=False, float_format=lambda v: f"{v:.4g}")
 
 
 def folded(summary: str, body: str, rows: int, *, opened: bool | None = None) -> str:
@@ -145,7 +159,7 @@ def multi_kernel_table(cells: pd.DataFrame) -> str:
         .rename(columns={"launched": "the kernels of one shape"})
     )
     summary = f"{len(multi)} cells, by epilog, dtype and provider in {plural(len(grouped), 'row')}"
-    return folded(summary, table_html(grouped, "long-names"), len(grouped))
+    return folded(summary, table_html(grouped, breakable=("the kernels of one shape",)), len(grouped))
 
 
 def advice_section(results: ResultSet, machine: str) -> str:
