@@ -90,8 +90,9 @@ def test_the_alert_step_run_on_the_committed_results_says_what_it_judged_and_wri
         "default: green; 2884 of 2884 cells compared",
     ]
     assert (
-        "h100-80gb-hbm3@8fda10a1 against h100-80gb-hbm3@6fd4f0d4; preset 'h100-80gb-hbm3/default@6fd4f0d'" in lines[2]
+        "Blog: h100-80gb-hbm3@8fda10a1 against h100-80gb-hbm3@6fd4f0d4; Fp16Llm: h100-80gb-hbm3@49715220 " in lines[2]
     )
+    assert "against h100-80gb-hbm3@8fda10a1; preset 'h100-80gb-hbm3/default@6fd4f0d'" in lines[2]
     assert "warning: 3 known fusion inversion(s)" in result.stderr
     assert summary.read_text().startswith("## fusedbench alert: green")
     summary.unlink()

@@ -125,6 +125,21 @@ def two_pass_rows(cells: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _peer_tables(table: pd.DataFrame, ladder: pd.DataFrame) -> list[str]:
+    """Each peer's table (`peer_rows`), folded, the most informative peers' open."""
+    parts = []
+    for peer in PEERS:
+        rows = peer_rows(table, ladder, peer)
+        if not rows.empty:
+            summary = (
+                f"{peer}: its time over fused and over unfused, per dtype and epilog, the median over the shapes it "
+                f"ran and (their range) ({len(rows)} rows)"
+            )
+            body = table_html(rows, breakable=("config (most chosen)",))
+            parts.append(folded(summary, body, len(rows), opened=peer in OPEN_PEERS))
+    return parts
+
+
 def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFrame,
                   commits: dict[str, dict[str, str]], heading, figure_div) -> list[str]:  # fmt: skip
     """The report's peers section: per machine (`commits`: machine -> group -> its newest run) the heatmaps and
@@ -168,21 +183,7 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
                                     anchor(machine, "peers", dtype, "heatmap")))  # fmt: skip
             parts.append(figure_div(ladder_figure(ladder, ceilings, machine=machine, dtypes=[dtype]),
                                     anchor(machine, "peers", dtype, "ladder")))  # fmt: skip
-        for peer in PEERS:
-            rows = peer_rows(table, ladder, peer)
-            if not rows.empty:
-                summary = (
-                    f"{peer}: its time over fused and over unfused, per dtype and epilog, the median over the shapes "
-                    f"it ran and (their range) ({len(rows)} rows)"
-                )
-                parts.append(
-                    folded(
-                        summary,
-                        table_html(rows, breakable=("config (most chosen)",)),
-                        len(rows),
-                        opened=peer in OPEN_PEERS,
-                    )
-                )
+        parts += _peer_tables(table, ladder)
         parts.append(
             "<p>The cells of these groups that did not run, and why (a numba cell past half a second a "
             "call is skipped with the time its probe measured):</p>" + not_run_table(current)

@@ -39,7 +39,7 @@ def _cell_html(value, breakable: bool):
     """A table cell's text escaped, with a wrap point after each run of punctuation where `breakable`."""
     if not isinstance(value, str):
         return value
-    text = html.escape(value)
+    text = html.escape(value, quote=False)
     return _BREAK_AFTER.sub(r"\1<wbr>", text) if breakable else text
 
 
@@ -49,7 +49,7 @@ def table_html(frame: pd.DataFrame, *, breakable: tuple[str, ...] = ()) -> str:
     shown = frame.copy()
     for column in [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]:
         shown[column] = [_cell_html(value, column in breakable) for value in shown[column]]
-    shown.columns = [html.escape(str(column)) for column in shown.columns]
+    shown.columns = [html.escape(str(column), quote=False) for column in shown.columns]
     return shown.to_html(index=False, border=0, na_rep="", escape=False, float_format=lambda v: f"{v:.4g}")
 
 
