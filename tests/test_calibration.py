@@ -242,3 +242,33 @@ def test_the_h200s_quick_suite_is_judged_by_its_own_preset_as_the_readme_says(re
         f"quick suite is judged green by its own preset, earned on {verdict.preset.pairs} A/A pairs of twelve runs "
         f"in four machine sessions (its last two A/A runs, {runs[0]} against {runs[1]}, out of sample" in readme
     )
+
+
+def test_the_h100s_peers_preset_comes_from_part_of_the_suite_and_judges_only_the_groups_it_was_earned_on(results):
+    """Fifteen of the peers suite's seventeen groups have their A/A pair on the H100: the preset is the peers suite's
+    (not one named after its groups, which no suite would pick), knows those fifteen, and is the one in force."""
+    from fusedbench.catalog.suites import SUITES
+    from fusedbench.regressions.calibration import suite_named
+    from fusedbench.regressions.thresholds import preset_for
+
+    peers = presets()["h100-80gb-hbm3/peers@028e8a3"]
+    missing = set(SUITES["peers"]) - set(peers.versions)
+    assert missing == {"Fp16MemboundCompiled", "Bf16MemboundCompiled"} and peers.pairs == 1
+    assert suite_named(set(peers.versions)) == "peers" and suite_named({"Fp16Llm"}) == "default"
+    in_force, why = preset_for("h100-80gb-hbm3", "peers", versions=dict(peers.versions))
+    assert in_force is peers and "this GPU's own A/A runs of the peers suite" in why
+    # Two presets fit a candidate: the one earned on more of its groups is in force, whatever their pairs
+    narrow = Preset(
+        "h100-80gb-hbm3/peers@narrow",
+        peers.thresholds,
+        "h100-80gb-hbm3",
+        pairs=9,
+        suite="peers",
+        versions={"TwoPass": peers.versions["TwoPass"]},
+    )
+    presets()[narrow.name] = narrow
+    try:
+        assert preset_for("h100-80gb-hbm3", "peers", versions=dict(peers.versions))[0] is peers
+        assert preset_for("h100-80gb-hbm3", "peers", versions={"TwoPass": peers.versions["TwoPass"]})[0] is narrow
+    finally:
+        del presets()[narrow.name]

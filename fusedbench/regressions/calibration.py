@@ -252,11 +252,16 @@ def suite_of(builds: ReplicateBuilds) -> str:
 
 def suite_named(groups: set[str]) -> str:
     """The suite of these groups ('default', 'quick'), or the groups joined. A suite that has gained a control
-    group since (the default suite's Blog) still names the runs made before it, and one with a group never judged
-    (the mlp suite's MlpEpoch) names its runs without it."""
+    group since (the default suite's Blog) still names the runs made before it, one with a group never judged
+    (the mlp suite's MlpEpoch) names its runs without it, and runs of part of a suite name that suite."""
     spare = CONTROL_GROUPS | set(NEVER_JUDGED)
     named = [name for name, members in SUITES.items() if groups <= set(members) <= groups | spare]
-    return named[0] if named else "+".join(sorted(groups))
+    if named:
+        return named[0]
+    # part of a suite, the A/A runs of its other groups still to come: that suite's (the smallest that holds them),
+    # whose preset then judges only the groups it was earned on (`Preset.fits`)
+    holding = sorted((len(members), name) for name, members in SUITES.items() if groups <= set(members))
+    return holding[0][1] if holding else "+".join(sorted(groups))
 
 
 def aa_pairs(runs: list[Run], machine: str) -> list[tuple[Run, Run]]:

@@ -156,7 +156,9 @@ def preset_for(
 ) -> tuple[Preset, str]:
     """The preset in force for `suite` on `machine` (or the one named) and one line saying why it is that one: the
     GPU's preset of that suite earned at the candidate's benchmark `versions` (group -> version), else the
-    h100-80gb-hbm3 one, else the default suite's; one that fits no version still compares, and judges nothing."""
+    h100-80gb-hbm3 one, else the default suite's; one that fits no version still compares, and judges nothing. Of
+    those that fit, the one earned on most of the candidate's groups (a preset may come from part of a suite), then
+    on most A/A pairs."""
     known = presets()
     if name is not None:
         if name not in known:
@@ -169,7 +171,7 @@ def preset_for(
         mine = [p for p in known.values() if p.calibrated_on == owner and p.suite == suite]
         fitting = [p for p in mine if p.fits(versions)] if versions else mine
         if fitting:
-            chosen = max(fitting, key=lambda p: p.pairs)
+            chosen = max(fitting, key=lambda p: (sum(group in p.versions for group in versions), p.pairs))
             return chosen, _why(chosen, gpu, suite, True)
     for wanted in dict.fromkeys((suite, MAIN_SUITE)):  # none: one to compare with, which judges nothing here
         for owner in owners:
