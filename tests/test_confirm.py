@@ -530,7 +530,7 @@ def test_alert_confirm_prints_what_it_measured_again_writes_its_record_and_exits
     from fusedbench.results.loader import load_results
 
     tuned, results = tuned_results(tmp_path, "algorithm-7")
-    monkeypatch.setattr(fusedbench.cli.alert, "require_gpu", lambda: None)
+    monkeypatch.setattr(fusedbench.cli.alert, "require_gpu", lambda *_: None)
     gelu_fused = "GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
     for slower, code in (({}, 0), ({gelu_fused: 0.05}, 1)):
 

@@ -181,3 +181,24 @@ def test_a_confirmation_times_both_sides_in_lock_step_and_sees_an_injected_slowd
     }
     assert median[("candidate", "fused")] / median[("baseline", "fused")] == pytest.approx(1.05, abs=0.015), median
     assert median[("candidate", "gemm")] / median[("baseline", "gemm")] == pytest.approx(1.0, abs=0.015), median
+
+
+def test_a_side_by_side_a_a_record_holds_both_sides_of_a_workload_timed_alike(gpu_stack):
+    """The checkout's code on both sides (`calibrate --measure-side-by-side`, one workload): each side's cells timed
+    every round, the group at its benchmark version, and the sides within a few per cent of each other."""
+    import os
+
+    from fusedbench.catalog.suites import ASV_VERSIONS
+    from fusedbench.measure.confirm import Request
+    from fusedbench.regressions.margins import measure_side_by_side, record_runs
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    request = Request("Quick", "RELU_BIAS", "fp16", 65536, 16384, 8192, ("fused", "gemm"))
+    record = measure_side_by_side(root, "this-gpu", "0" * 40, [request], rounds=6)
+    assert record["calls"] == 24 and record["not_measured"] == []
+    assert record["groups"]["Quick"]["version"] == ASV_VERSIONS["Quick"]
+    base, cand = record_runs(record)
+    for provider in ("fused", "gemm"):
+        times = [run.cells[run.cells["provider"] == provider]["raw"].iloc[0] for run in (base, cand)]
+        assert [len(t) for t in times] == [6, 6]
+        assert statistics.median(times[1]) / statistics.median(times[0]) == pytest.approx(1.0, abs=0.03), times

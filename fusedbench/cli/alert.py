@@ -4,7 +4,7 @@ verdict where there is one."""
 
 from __future__ import annotations
 
-from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, emit, silence_stdout
+from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, emit, require_gpu, silence_stdout
 from fusedbench.cli.gating import add_arguments, judged, options, verdict_text, warn_all
 
 BASELINE_DEFAULT = (
@@ -44,7 +44,9 @@ def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = 
     if dump:
         return dump_thresholds(selection["results_dirs"], selection["machine"], selection["suite"], selection["preset"])
     if confirm:
-        require_gpu()
+        require_gpu(
+            "--confirm measures flagged cells again", "run alert without --confirm here, and with it on the GPU runner"
+        )
     verdict = judged(**selection, gate=True)
     lines = []
     if confirm:
@@ -64,20 +66,6 @@ def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = 
         warn_all(verdict)
         write_step_summary(markdown)  # a failure here is exit 2, the verdict printed first
     return EXIT_FAILED if verdict.outcome is Outcome.RED else EXIT_OK
-
-
-def require_gpu() -> None:
-    """--confirm measures on this machine's GPU: without one it refuses before judging anything."""
-    from fusedbench.errors import FusedbenchError, GpuUnavailable
-    from fusedbench.measure.telemetry import nvml_device
-
-    try:
-        nvml_device()
-    except (GpuUnavailable, ImportError) as exc:
-        raise FusedbenchError(
-            f"--confirm measures flagged cells again on this machine's GPU, and there is none ({exc}); "
-            "run alert without --confirm here, and with it on the GPU runner"
-        ) from None
 
 
 def confirmed_verdict(verdict, folder: str, strict: bool):

@@ -1,8 +1,10 @@
-"""`fusedbench calibrate`: earn a threshold preset per suite from A/A runs (the same code run again on one machine)."""
+"""`fusedbench calibrate`: earn a threshold preset per suite from A/A runs (the same code run again on one machine),
+and a GPU's confirmation margins from side-by-side A/A records (`regressions.margins`)."""
 
 from __future__ import annotations
 
-from fusedbench.cli.common import EXIT_OK, emit, folder_arguments, load, names, nonempty, render, table
+from fusedbench.catalog.suites import MLP_GROUPS, SUITES
+from fusedbench.cli.common import EXIT_OK, emit, folder_arguments, load, names, nonempty, render, require_gpu, table
 from fusedbench.errors import FusedbenchError
 
 
@@ -11,21 +13,42 @@ def add_parser(commands) -> None:
         "calibrate", help="earn a threshold preset per suite from A/A runs (the same code run again)"
     )
     folder_arguments(parser)
-    parser.add_argument("--machine", required=True, type=nonempty, help="the machine the A/A runs were made on")
-    parser.add_argument(
+    parser.add_argument("--machine", type=nonempty, help="the machine the A/A runs or records were made on")
+    earned = parser.add_mutually_exclusive_group(required=True)
+    earned.add_argument(
         "--runs",
-        required=True,
         action="append",
         type=names,
         metavar="C1,C2,...",
         help="a set of A/A runs' commits, all of one measurement code (repeat for another set)",
     )
-    parser.add_argument("--write", action="store_true", help="keep the presets in fusedbench/regressions/presets.json")
-    parser.set_defaults(
-        handler=lambda a: command_calibrate(
-            results_dir=a.results_dir, machine=a.machine, runs=a.runs, write=a.write, strict=a.strict
-        )
+    earned.add_argument(
+        "--side-by-side",
+        type=names,
+        metavar="C1,C2,...",
+        help="the commits of side-by-side A/A records: earn the machine's confirmation margins from them",
     )
+    earned.add_argument(
+        "--measure-side-by-side",
+        action="store_true",
+        help="on the GPU machine, in a clean checkout: time --suite's workloads with this code on both sides of a "
+        "confirmation and keep the record under the results folder (docs/regressions.md, 'Confirmation margins')",
+    )
+    timed_by_cells = [name for name, groups in SUITES.items() if not set(groups) <= set(MLP_GROUPS)]
+    parser.add_argument("--suite", default="quick", choices=timed_by_cells, help="with --measure-side-by-side")
+    parser.add_argument("--bench", help="with --measure-side-by-side: only the suite's groups matching this regex")
+    parser.add_argument("--write", action="store_true", help="keep the presets in fusedbench/regressions/presets.json")
+    parser.set_defaults(handler=_handler)
+
+
+def _handler(a) -> int:
+    if a.measure_side_by_side:
+        return command_measure_side_by_side(results_dir=a.results_dir, suite=a.suite, bench=a.bench)
+    if not a.machine:
+        raise FusedbenchError("--machine is needed: the machine whose A/A runs or records to calibrate on")
+    if a.side_by_side:
+        return command_margins(results_dir=a.results_dir, machine=a.machine, commits=a.side_by_side, write=a.write)
+    return command_calibrate(results_dir=a.results_dir, machine=a.machine, runs=a.runs, write=a.write, strict=a.strict)
 
 
 def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], write: bool, strict: bool) -> int:
@@ -45,6 +68,49 @@ def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], 
     if write:
         for preset in presets.values():
             emit(save_preset(preset) + "\n")
+    return EXIT_OK
+
+
+def command_margins(*, results_dir: str, machine: str, commits: list[str], write: bool) -> int:
+    """Earn the machine's confirmation margins from its side-by-side A/A records, print them (keep them, with
+    --write)."""
+    from fusedbench.regressions.margins import earn_margins, read_side_by_side
+    from fusedbench.regressions.thresholds import save_preset
+
+    preset = earn_margins(machine, read_side_by_side(results_dir, machine, commits))
+    emit(render(preset_table(preset, machine), *rate_lines(preset)))
+    if write:
+        emit(save_preset(preset) + "\n")
+    return EXIT_OK
+
+
+def command_measure_side_by_side(*, results_dir: str, suite: str, bench: str | None) -> int:
+    """Time the suite's workloads side by side, this checkout's code on both sides, and write the record."""
+    import os
+    from datetime import datetime, timezone
+
+    from fusedbench.catalog.suites import select_groups
+    from fusedbench.files import write_text_atomically
+    from fusedbench.measure.checkout import require_clean_checkout
+    from fusedbench.measure.machine import gpu_machine_name
+    from fusedbench.regressions.confirm import ROUNDS
+    from fusedbench.regressions.margins import AA_SUFFIX, measure_side_by_side, requests_for
+    from fusedbench.regressions.render import dump
+
+    groups = select_groups(suite, bench)
+    require_gpu("--measure-side-by-side times cells", "run it on the GPU machine, in a clean checkout")
+    checkout = require_clean_checkout(os.getcwd())
+    machine = gpu_machine_name()
+    record = measure_side_by_side(os.getcwd(), machine, checkout.commit, requests_for(groups), ROUNDS["cell"])
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    path = os.path.join(results_dir, machine, f"{checkout.commit[:8]}-side-by-side-{stamp}{AA_SUFFIX}")
+    write_text_atomically(path, dump(record))
+    cells = sum(len(entry["cells"]["candidate"]) for entry in record["groups"].values())
+    emit(
+        f"side by side, {checkout.commit[:8]} on both sides: {len(record['groups'])} group(s), {cells} cells x "
+        f"{record['rounds']} rounds a side, {record['seconds']:.0f} s ({record['calls']} timed calls); "
+        f"{len(record['not_measured'])} not measured\nside-by-side A/A record: {path}\n"
+    )
     return EXIT_OK
 
 

@@ -129,6 +129,17 @@ def load(results_dir: str, *, strict: bool, machines=None, origin: str = ""):
     return results
 
 
+def require_gpu(what: str, instead: str) -> None:
+    """A command that measures on this machine's GPU refuses without one, in one line, before it does anything."""
+    from fusedbench.errors import GpuUnavailable
+    from fusedbench.measure.telemetry import nvml_device
+
+    try:
+        nvml_device()
+    except (GpuUnavailable, ImportError) as exc:
+        raise FusedbenchError(f"{what} on this machine's GPU, and there is none ({exc}); {instead}") from None
+
+
 def folder_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results_dir", nargs="?", default="results", type=nonempty, help="asv's results folder (default: results)"

@@ -225,9 +225,6 @@ def rates(builds_list: list[ReplicateBuilds], preset: Preset, seed: int = 0) -> 
     rng = np.random.default_rng(seed)
     red = [red_builds(b, preset) for b in builds_list]
     false_alarm = round(float(np.mean(np.concatenate(red))), 4)
-    by_suite: dict[str, list[np.ndarray]] = {}
-    for builds, reds in zip(builds_list, red, strict=True):
-        by_suite.setdefault(suite_of(builds), []).append(reds)
     goals = {}
     for goal, (metric, classes, effect) in GOALS.items():
         found = [detection(b, preset, metric, classes, effect, rng) for b in builds_list]
@@ -239,15 +236,9 @@ def rates(builds_list: list[ReplicateBuilds], preset: Preset, seed: int = 0) -> 
         mde[f"{metric}/{klass}"] = None if math.isnan(effect) else effect
     return {
         "false_alarm_per_build": false_alarm,
-        "false_alarm_by_suite": {name: round(float(np.mean(np.concatenate(r))), 4) for name, r in by_suite.items()},
         "detection": goals,
         "minimum_detectable": mde,
     }
-
-
-def suite_of(builds: ReplicateBuilds) -> str:
-    """The suite whose groups a pair compared (`suite_named`)."""
-    return suite_named(set(builds.rows["group"]))
 
 
 def suite_named(groups: set[str]) -> str:
@@ -300,10 +291,6 @@ def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]]) -> di
             by_suite.setdefault(suite_named(set(base.groups)), []).append((number, base, cand))
     presets = {}
     for suite, pairs in by_suite.items():
-        builds = []
-        for index, (_, base, cand) in enumerate(pairs):
-            forward = replicate_builds(base, cand, seed=index)
-            builds += [forward, forward.reversed()]
         timed = {(number, run.commit) for number, base, cand in pairs for run in (base, cand)}
         runs = tuple(
             tuple(run.commit for run in members if (number, run.commit) in timed)
@@ -318,10 +305,23 @@ def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]]) -> di
                         f"the {suite} suite's A/A runs time {group} at two benchmark versions: a preset is earned at "
                         "one; calibrate the runs of each version on their own"
                     )
-        preset = make_preset(f"{machine}/{suite}@{runs[0][0][:7]}", machine, runs, builds)
-        found = rates(builds, preset) | {"pairs_by_suite": {suite: len(pairs)}}
-        presets[suite] = replace(preset, rates=found, pairs=len(pairs), suite=suite, versions=versions)
+        name = f"{machine}/{suite}@{runs[0][0][:7]}"
+        presets[suite] = preset_from_pairs(name, machine, runs, [(b, c) for _, b, c in pairs], suite, versions)
     return presets
+
+
+def preset_from_pairs(
+    name: str, machine: str, runs: tuple, pairs: list[tuple[Run, Run]], suite: str, versions: dict[str, str]
+) -> Preset:
+    """A preset from A/A pairs of runs, each pair judged both ways, with its false-alarm and detection rates."""
+    builds = []
+    for index, (base, cand) in enumerate(pairs):
+        forward = replicate_builds(base, cand, seed=index)
+        builds += [forward, forward.reversed()]
+    preset = make_preset(name, machine, runs, builds)
+    found = rates(builds, preset)
+    found |= {"false_alarm_by_suite": {suite: found["false_alarm_per_build"]}, "pairs_by_suite": {suite: len(pairs)}}
+    return replace(preset, rates=found, pairs=len(pairs), suite=suite, versions=versions)
 
 
 def aa_spreads(

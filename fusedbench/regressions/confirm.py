@@ -40,15 +40,43 @@ FLAG_BAR = {"cell": 0.025, "gate": 0.01}  # worse beyond this at first look: mea
 ROUNDS = {"cell": 20, "gate": 10}  # rounds a side; a whole group's median needs fewer than one cell
 CONFIRM_SUFFIX = ".fbconfirm"
 CONFIRMATION_FORMAT = "fusedbench-confirmation/1"
-# Margins of the side-by-side comparison: a change beyond these, its interval excluding none, is confirmed.
-# Side by side, A/A confirmations on an H100 and an H200 move a cell of at least 1 ms by far less
-# (docs/regressions.md, "Confirmation"), and a 5% slowdown lies well beyond 2%.
+# The margins of a side-by-side comparison where the GPU has earned none of its own (`margins_for`): a change
+# beyond these, its interval excluding none, is confirmed. Side by side, the H200's A/A confirmations moved a cell
+# of at least 1 ms by at most 1.2% (docs/regressions.md, "Confirmation"), and a 5% slowdown lies well beyond 2%.
 _MARGINS = {"large": 0.02, "medium": 0.02, "small": 0.05, "group": 0.01, "provider": 0.01}
 CONFIRMATION = Preset(
     name="confirmation",
     thresholds={(metric, klass): _MARGINS[klass] for metric in METRICS for klass in (*(c for c, _ in CLASSES), *GATES)},
     calibrated_on="side-by-side A/A confirmations (docs/regressions.md)",
 )
+
+
+def margins_for(machine: str, group: str, version: str) -> Preset:
+    """The margins a side-by-side confirmation of `group` is decided by: its GPU's own, earned on side-by-side A/A
+    measurements of the group at this benchmark version (`regressions.margins`; most pairs first), else the fixed
+    CONFIRMATION margins."""
+    from fusedbench.catalog.deliberate import gpu_machine
+    from fusedbench.regressions.margins import MARGINS_SUITE
+    from fusedbench.regressions.thresholds import presets
+
+    gpu = gpu_machine(machine)
+    earned = [
+        p
+        for p in presets().values()
+        if p.suite == MARGINS_SUITE and p.calibrated_on == gpu and p.earned_at(group, version)
+    ]
+    return max(earned, key=lambda p: p.pairs) if earned else CONFIRMATION
+
+
+def recorded_margins(name: str | None) -> Preset:
+    """The margins a confirmation record was decided by (a record from before margins were earned: CONFIRMATION)."""
+    from fusedbench.regressions.thresholds import presets
+
+    if name in (None, CONFIRMATION.name):
+        return CONFIRMATION
+    if name not in presets():
+        raise FusedbenchError(f"a confirmation record was decided by the margins {name!r}, which presets.json lacks")
+    return presets()[name]
 
 
 @dataclass(frozen=True)
@@ -146,6 +174,7 @@ class Confirmation:
     seconds: float
     calls: int
     not_measured: tuple[str, ...] = ()
+    decided_by: str = ""  # the preset the re-measured cells were judged by: margins side by side, else the first look's
 
     @property
     def group(self) -> str:
@@ -174,10 +203,20 @@ def as_run(machine: str, commit: str, version: str, group: str, cells: Sequence[
 
 
 def judge_confirmation(
-    flagged: Flagged, how: str, base_cells, cand_cells, *, rounds: int, seconds: float, calls: int, not_measured=()
+    flagged: Flagged,
+    how: str,
+    base_cells,
+    cand_cells,
+    *,
+    rounds: int,
+    seconds: float,
+    calls: int,
+    not_measured=(),
+    margins: Preset | None = None,
 ) -> Confirmation:
-    """The confirmation of one flagged group: side by side (`base_cells` re-measured too), with the CONFIRMATION
-    margins; the candidate alone (`base_cells` None), against the baseline's recorded run with the first look's."""
+    """The confirmation of one flagged group: side by side (`base_cells` re-measured too), with `margins` (a record's)
+    or the GPU's (`margins_for`); the candidate alone (`base_cells` None), against the baseline's recorded run with
+    the first look's preset."""
     first = flagged.judgement
     version = first.candidate.groups[flagged.group]
     cand = as_run(first.candidate.machine, first.candidate.commit, version, flagged.group, cand_cells)
@@ -187,10 +226,12 @@ def judge_confirmation(
         base, preset = Run(first.baseline.machine, first.baseline.commit, kept), flagged.preset
     else:
         base = as_run(first.baseline.machine, first.baseline.commit, version, flagged.group, base_cells)
-        preset = CONFIRMATION
+        preset = margins or margins_for(first.candidate.machine, flagged.group, version)
     judged = judge_comparison(compare_runs(base, cand, preset))
     remeasured = {"candidate": tuple(cand_cells)} | ({"baseline": tuple(base_cells)} if base_cells is not None else {})
-    return Confirmation(flagged, how, base, cand, judged, remeasured, rounds, seconds, calls, tuple(not_measured))
+    return Confirmation(
+        flagged, how, base, cand, judged, remeasured, rounds, seconds, calls, tuple(not_measured), preset.name
+    )
 
 
 def confirmed(verdict: MachineVerdict, confirmations: Sequence[Confirmation]) -> MachineVerdict:
@@ -223,7 +264,8 @@ def confirmation_lines(confirmations: Sequence[Confirmation]) -> list[str]:
     lines = [f"confirmation: {len(confirmations)} group(s), {cells} cells measured again, {total:.0f} s"]
     for c in confirmations:
         lines.append(
-            f"  {c.group}: {c.how}, {len(c.candidate.cells)} cells x {c.rounds} rounds, {c.seconds:.0f} s "
+            f"  {c.group}: {c.how} (by {c.decided_by!r}), {len(c.candidate.cells)} cells x {c.rounds} rounds, "
+            f"{c.seconds:.0f} s "
             f"({c.calls} timed calls); flagged: {'; '.join(c.flagged.why[:6])}"
             + (f" and {len(c.flagged.why) - 6} more" if len(c.flagged.why) > 6 else "")
         )
@@ -263,6 +305,7 @@ def _group_record(confirmation: Confirmation) -> dict:
     return {
         "group": flagged.group,
         "how": confirmation.how,
+        "decided_by": confirmation.decided_by,
         "rounds": confirmation.rounds,
         "whole_group": flagged.whole_group,
         "workloads": [list(w) for w in flagged.workloads],
@@ -417,6 +460,7 @@ def replay(results, record: dict) -> tuple[MachineVerdict, MachineVerdict, list[
                 seconds=kept["seconds"],
                 calls=kept["calls"],
                 not_measured=kept["not_measured"],
+                margins=recorded_margins(kept.get("decided_by")) if cells_of(kept, "baseline") is not None else None,
             )
         )
     return first, confirmed(first, confirmations), confirmations

@@ -1,0 +1,124 @@
+"""A GPU's confirmation margins, earned from side-by-side A/A measurements.
+
+A confirmation decides a flagged cell by how far its candidate moved from its baseline measured side by side
+(`regressions.confirm`). How far an unchanged cell moves that way is the card's: on an H200 the cells of at least
+1 ms stayed within 1.2%, on an H100 a textbook cell of 6.6-7.1 ms came out 2.2% apart. So each GPU earns its own
+margins, the way it earns its first-look thresholds: `fusedbench calibrate --measure-side-by-side` times a suite's
+workloads with the checkout's code on both sides of a confirmation (two workers in lock-step, the rounds of a
+flagged cell) and keeps the record (`AA_FORMAT`, `<commit>-side-by-side-<time>.fbaa` under the machine's results);
+`fusedbench calibrate --side-by-side C1,C2` turns the records of one or more sessions into a preset named
+`<GPU>/confirmation@<first>` by the calibration's rule (each record one A/A pair, judged both ways), and
+`regressions.confirm.margins_for` puts it in force for the groups it was earned on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+import pandas as pd
+
+from fusedbench.catalog.model import Cell
+from fusedbench.errors import FusedbenchError
+from fusedbench.measure.confirm import Request
+from fusedbench.regressions.compare import Run
+
+AA_FORMAT = "fusedbench-side-by-side-aa/1"
+AA_SUFFIX = ".fbaa"
+MARGINS_SUITE = "confirmation"  # the `suite` of a margins preset: what it decides, not what it was run on
+
+
+def requests_for(groups) -> list[Request]:
+    """Every workload of the groups (catalog `BenchmarkGroup`s), with the group's providers."""
+    return [
+        Request(group.name, w.epilog.name, w.dtype.name, w.m, w.k, w.n, tuple(group.providers))
+        for group in groups
+        for w in group.workloads()
+    ]
+
+
+def measure_side_by_side(repo: str, machine: str, commit: str, requests: Sequence[Request], rounds: int) -> dict:
+    """The checkout's code at `repo` on both sides, every request timed `rounds` times a side: the record."""
+    from fusedbench.measure.confirm import Side, measure_again
+
+    measured = measure_again(requests, [Side("baseline", repo), Side("candidate", repo)], rounds)
+    versions = measured.hellos["candidate"]["benchmark_versions"]
+    groups = {}
+    for side, cells in measured.cells.items():
+        for request in requests:
+            mine = [c.to_json() for c in cells if c.key in {request.key(p) for p in request.providers}]
+            entry = groups.setdefault(request.group, {"version": versions[request.group], "cells": {}})
+            entry["cells"].setdefault(side, []).extend(mine)
+    return {
+        "format": AA_FORMAT,
+        "machine": machine,
+        "commit": commit,
+        "device": measured.hellos["candidate"]["device"],
+        "versions": measured.hellos["candidate"]["versions"],
+        "rounds": rounds,
+        "seconds": measured.seconds,
+        "calls": measured.calls,
+        "not_measured": measured.not_measured,
+        "groups": groups,
+    }
+
+
+def read_side_by_side(results_dir: str, machine: str, commits: Sequence[str]) -> list[dict]:
+    """The side-by-side A/A record of each commit (a prefix) under the machine's results, in the order named."""
+    folder = os.path.join(results_dir, machine)
+    listed = sorted(n for n in os.listdir(folder) if n.endswith(AA_SUFFIX)) if os.path.isdir(folder) else []
+    found = []
+    for commit in commits:
+        mine = [n for n in listed if n.startswith(commit[:8])]
+        if len(mine) != 1:
+            what = "no" if not mine else f"{len(mine)}"
+            raise FusedbenchError(
+                f"--side-by-side {commit}: {what} side-by-side A/A record(s) of it in {folder} (records: "
+                f"{', '.join(listed) or 'none'}); measure one with `fusedbench calibrate --measure-side-by-side`"
+            )
+        path = os.path.join(folder, mine[0])
+        try:
+            with open(path, encoding="utf-8") as stream:
+                record = json.load(stream)
+        except (OSError, ValueError) as exc:
+            raise FusedbenchError(f"side-by-side record {path} cannot be read ({exc})") from None
+        if not isinstance(record, dict) or record.get("format") != AA_FORMAT:
+            raise FusedbenchError(f"{path} is not a {AA_FORMAT} record")
+        found.append(record | {"path": path})
+    return found
+
+
+def record_runs(record: dict) -> tuple[Run, Run]:
+    """A record's two sides as runs `compare_runs` reads (every group, each at its benchmark version)."""
+    from fusedbench.regressions.confirm import as_run
+
+    sides = []
+    for side in ("baseline", "candidate"):
+        parts = [
+            as_run(record["machine"], record["commit"], entry["version"], group,
+                   [Cell.from_json(data) for data in entry["cells"][side]]).cells
+            for group, entry in record["groups"].items()
+        ]  # fmt: skip
+        sides.append(Run(record["machine"], record["commit"], pd.concat(parts, ignore_index=True)))
+    return sides[0], sides[1]
+
+
+def earn_margins(machine: str, records: Sequence[dict]):
+    """The confirmation margins the records earn, a preset `<machine>/confirmation@<first record's commit>`."""
+    from fusedbench.regressions.calibration import preset_from_pairs
+
+    versions: dict[str, str] = {}
+    for record in records:
+        if record["machine"] != machine:
+            raise FusedbenchError(f"{record['path']} was measured on {record['machine']}, not on {machine}")
+        for group, entry in record["groups"].items():
+            if versions.setdefault(group, entry["version"]) != entry["version"]:
+                raise FusedbenchError(
+                    f"the side-by-side records time {group} at two benchmark versions: margins are earned at one; "
+                    "name the records of each version on their own"
+                )
+    commits = tuple(record["commit"] for record in records)
+    pairs = [record_runs(record) for record in records]
+    return preset_from_pairs(f"{machine}/confirmation@{commits[0][:7]}", machine, (commits,), pairs, MARGINS_SUITE,
+                             versions)  # fmt: skip

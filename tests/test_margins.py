@@ -1,0 +1,130 @@
+"""A GPU's confirmation margins: side-by-side A/A records measured (a stand-in worker on the CPU), read back, and
+turned into margins that decide its confirmations, and replays that keep the margins a record was decided by."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from conftest import make_checkout
+from test_alert_cli import run_cli
+from test_confirm import FAKE, _remeasured
+from test_confirm import tuned_verdict as tuned_verdict  # a fixture
+
+from fusedbench.catalog.model import Cell
+from fusedbench.catalog.suites import GROUPS
+from fusedbench.measure import confirm as measure
+from fusedbench.regressions.confirm import (
+    CONFIRMATION,
+    cells_of,
+    confirmed,
+    flag,
+    judge_confirmation,
+    margins_for,
+    replay,
+    to_record,
+)
+from fusedbench.regressions.margins import AA_FORMAT, earn_margins, record_runs, requests_for
+from fusedbench.regressions.thresholds import presets
+
+MACHINE = "h100-80gb-hbm3"
+
+
+def test_measuring_side_by_side_times_every_workload_with_the_checkouts_code_on_both_sides_and_keeps_the_record(
+    capsys, tmp_path, monkeypatch
+):
+    import fusedbench.cli.calibrate
+    import fusedbench.measure.machine
+
+    repo = make_checkout(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(measure.Worker, "command", (sys.executable, str(FAKE)))
+    monkeypatch.setattr(fusedbench.cli.calibrate, "require_gpu", lambda *_: None)
+    monkeypatch.setattr(fusedbench.measure.machine, "gpu_machine_name", lambda: MACHINE)
+    code, out, err = run_cli(capsys, "calibrate", "results", "--measure-side-by-side", "--suite", "quick")
+    assert code == 0, err
+    workloads = GROUPS["Quick"].workloads()
+    cells = len(workloads) * len(GROUPS["Quick"].providers)
+    assert f"1 group(s), {cells} cells x 20 rounds a side" in out and f"({cells * 40} timed calls)" in out
+    (path,) = (repo / "results" / MACHINE).glob("*-side-by-side-*.fbaa")
+    record = json.loads(path.read_text())
+    assert record["format"] == AA_FORMAT and record["machine"] == MACHINE and record["rounds"] == 20
+    assert record["groups"]["Quick"]["version"] == "v1"  # the worker's benchmark version of the group
+    base, cand = record_runs(record)
+    assert len(base.cells) == len(cand.cells) == cells and base.groups == cand.groups == {"Quick": "v1"}
+    (repo / "benchmarks" / "cells.py").write_text("# changed, not committed\n")
+    code, out, err = run_cli(capsys, "calibrate", "results", "--measure-side-by-side")
+    assert code == 2 and "benchmarks/cells.py" in err and len(err.strip().splitlines()) == 1
+
+
+def _record(commit: str, noisy: float, seed: int) -> dict:
+    """A side-by-side A/A record of the Quick group: every cell 1% noise a round, one cell's rounds `noisy` apart
+    between the sides' halves (a cell that wanders as the H100's textbook did)."""
+    rng = np.random.default_rng(seed)
+    sides: dict[str, list] = {"baseline": [], "candidate": []}
+    for request in requests_for([GROUPS["Quick"]]):
+        for provider in request.providers:
+            key = request.key(provider)
+            for side in sides:
+                times = 0.006 * np.exp(rng.normal(0, 0.01, 20))
+                if provider == "textbook" and request.epilog == "RELU_BIAS" and side == "candidate":
+                    times = times * (1 + noisy)
+                sides[side].append(Cell.measured(key, times).to_json())
+    return {
+        "format": AA_FORMAT,
+        "machine": MACHINE,
+        "commit": commit * 40,
+        "rounds": 20,
+        "groups": {"Quick": {"version": "v1", "cells": sides}},
+        "path": f"{commit}.fbaa",
+    }
+
+
+def test_margins_earned_side_by_side_cover_the_noise_they_saw_and_decide_the_gpus_confirmations(monkeypatch):
+    quiet = earn_margins(MACHINE, [_record("a", 0.0, 1), _record("b", 0.0, 2)])
+    wandering = earn_margins(MACHINE, [_record("a", 0.0, 1), _record("c", 0.03, 3)])
+    assert quiet.name == f"{MACHINE}/confirmation@aaaaaaa" and quiet.suite == "confirmation" and quiet.pairs == 2
+    assert quiet.versions == {"Quick": "v1"} and quiet.runs == (("a" * 40, "b" * 40),)
+    assert quiet.threshold("time", "large") < 0.03 < wandering.threshold("time", "large")
+    with pytest.raises(Exception, match="two benchmark versions"):
+        other = _record("d", 0.0, 4)
+        other["groups"]["Quick"]["version"] = "v2"
+        earn_margins(MACHINE, [_record("a", 0.0, 1), other])
+    monkeypatch.setitem(presets(), wandering.name, wandering)
+    assert margins_for(f"{MACHINE}-tuned-fused-algorithm-7", "Quick", "v1") is wandering  # its GPU's margins
+    assert margins_for(MACHINE, "Quick", "v2") is CONFIRMATION  # not earned at that version: the fixed margins
+    assert margins_for("h200-141gb", "Quick", "v1") is CONFIRMATION
+
+
+def test_a_confirmation_is_decided_by_its_gpus_margins_and_a_replay_by_the_margins_its_record_names(
+    tuned_verdict, monkeypatch
+):
+    """A 2.5% slowdown side by side: confirmed by the fixed 2% margins, not by margins of 3%; the record keeps which
+    decided it, so replaying it gives the same verdict whatever margins are in force later."""
+    from fusedbench.regressions.thresholds import Preset
+
+    (flagged,) = flag(tuned_verdict)
+    target = "GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
+    sides = _remeasured(flagged, {target: 0.025})
+    version = flagged.judgement.candidate.groups[flagged.group]
+    wide = Preset(f"{MACHINE}/confirmation@wide", {k: 0.03 for k in CONFIRMATION.thresholds}, MACHINE, pairs=3,
+                  suite="confirmation", versions={flagged.group: version})  # fmt: skip
+
+    def judged():
+        return judge_confirmation(flagged, "side by side", sides["baseline"], sides["candidate"], rounds=20,
+                                  seconds=1.0, calls=10)  # fmt: skip
+
+    fixed = judged()
+    assert fixed.decided_by == "confirmation" and confirmed(tuned_verdict, [fixed]).outcome.value == "red"
+    monkeypatch.setitem(presets(), wide.name, wide)
+    earned = judged()
+    assert earned.decided_by == wide.name and confirmed(tuned_verdict, [earned]).outcome.value == "green"
+    record = json.loads(json.dumps(to_record(tuned_verdict, confirmed(tuned_verdict, [fixed]), [fixed])))
+    assert record["groups"][0]["decided_by"] == "confirmation"
+    assert cells_of(record["groups"][0], "baseline") is not None
+    monkeypatch.setattr("fusedbench.regressions.gate.default_choice", lambda *_, **__: None)
+    monkeypatch.setattr("fusedbench.regressions.gate.judge", lambda *_: tuned_verdict)  # the first look, again
+    _, after, (again,) = replay(None, record | {"path": "x.fbconfirm"})
+    assert again.decided_by == "confirmation" and after.outcome.value == "red"  # wide margins in force, not used
