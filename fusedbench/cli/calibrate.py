@@ -127,8 +127,13 @@ def preset_table(preset, machine: str):
         )
         for key, value in (("/".join(k), v) for k, v in preset.thresholds.items())
     ]
+    from fusedbench.regressions.margins import MARGINS_SUITE
+
+    made_of = f"{sum(map(len, preset.runs))} runs"
+    if preset.suite == MARGINS_SUITE:
+        made_of = f"side-by-side records at {', '.join(c[:7] for commits in preset.runs for c in commits)}"
     return table(
-        f"preset {preset.name}: {preset.pairs} A/A pair(s) of {sum(map(len, preset.runs))} runs on {machine}",
+        f"preset {preset.name}: {preset.pairs} A/A pair(s) of {made_of} on {machine}",
         ("metric/class", "times", "threshold", "noise", "detected at 95%"),
         rows,
     )

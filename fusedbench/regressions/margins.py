@@ -65,27 +65,28 @@ def measure_side_by_side(repo: str, machine: str, commit: str, requests: Sequenc
 
 
 def read_side_by_side(results_dir: str, machine: str, commits: Sequence[str]) -> list[dict]:
-    """The side-by-side A/A record of each commit (a prefix) under the machine's results, in the order named."""
+    """Every side-by-side A/A record of each commit (a prefix) under the machine's results (a commit may have one per
+    group or session), in the order named, each with its `path`."""
     folder = os.path.join(results_dir, machine)
     listed = sorted(n for n in os.listdir(folder) if n.endswith(AA_SUFFIX)) if os.path.isdir(folder) else []
     found = []
     for commit in commits:
         mine = [n for n in listed if n.startswith(commit[:8])]
-        if len(mine) != 1:
-            what = "no" if not mine else f"{len(mine)}"
+        if not mine:
             raise FusedbenchError(
-                f"--side-by-side {commit}: {what} side-by-side A/A record(s) of it in {folder} (records: "
+                f"--side-by-side {commit}: no side-by-side A/A record of it in {folder} (records: "
                 f"{', '.join(listed) or 'none'}); measure one with `fusedbench calibrate --measure-side-by-side`"
             )
-        path = os.path.join(folder, mine[0])
-        try:
-            with open(path, encoding="utf-8") as stream:
-                record = json.load(stream)
-        except (OSError, ValueError) as exc:
-            raise FusedbenchError(f"side-by-side record {path} cannot be read ({exc})") from None
-        if not isinstance(record, dict) or record.get("format") != AA_FORMAT:
-            raise FusedbenchError(f"{path} is not a {AA_FORMAT} record")
-        found.append(record | {"path": path})
+        for name in mine:
+            path = os.path.join(folder, name)
+            try:
+                with open(path, encoding="utf-8") as stream:
+                    record = json.load(stream)
+            except (OSError, ValueError) as exc:
+                raise FusedbenchError(f"side-by-side record {path} cannot be read ({exc})") from None
+            if not isinstance(record, dict) or record.get("format") != AA_FORMAT:
+                raise FusedbenchError(f"{path} is not a {AA_FORMAT} record")
+            found.append(record | {"path": path})
     return found
 
 
@@ -118,7 +119,7 @@ def earn_margins(machine: str, records: Sequence[dict]):
                     f"the side-by-side records time {group} at two benchmark versions: margins are earned at one; "
                     "name the records of each version on their own"
                 )
-    commits = tuple(record["commit"] for record in records)
+    commits = tuple(dict.fromkeys(record["commit"] for record in records))
     pairs = [record_runs(record) for record in records]
     return preset_from_pairs(f"{machine}/confirmation@{commits[0][:7]}", machine, (commits,), pairs, MARGINS_SUITE,
                              versions)  # fmt: skip
