@@ -231,12 +231,20 @@ SESSIONS = {"b12b205": (1, "GPU-dad8f06a"), "df50c75": (1, "GPU-dad8f06a"), "290
                             (6, "GPU-1904c5c6")),
             **dict.fromkeys(["b4c4ddb", "1421861", "14aa305", "9329934", "7c6e02e", "3680f83", "87e6dae", "797d545",
                              "8b825b9", "5fa3018", "e0d9e27", "8a7d9c8"], (7, "GPU-19c6ba1e")),
-            "4971522": (8, "GPU-03c8d1a6")}  # fmt: skip
+            "4971522": (8, "GPU-03c8d1a6"),
+            **dict.fromkeys(["d0eecb8", "a19b8fc", "510bed9"], (13, "GPU-ec9199c8"))}  # fmt: skip
+H100_SESSIONS = {8, 13}  # the rest ran on H200s
 AA_PAIRS = [("b12b205", "3e4ba4b"), ("df50c75", "b12b205"), ("2904471", "df50c75"), ("2c530d9", "2904471"),
             ("744d22f", "2c530d9"), ("6222822", "744d22f"),
             # sessions 6 and 7: the plain runs the injected ones were judged against, no A/A alert run on the GPU
             ("dad4464", "6222822"), ("aa83ad8", "dad4464"), ("b4c4ddb", "aa83ad8"), ("9329934", "b4c4ddb"),
-            ("8b825b9", "9329934")]  # fmt: skip
+            ("8b825b9", "9329934"),
+            # session 13, on an H100: the plain runs the injected ones were judged against, A/A alerts on the GPU
+            ("a19b8fc", "d0eecb8"), ("510bed9", "a19b8fc")]  # fmt: skip
+
+
+def _machine(commit: str) -> str:
+    return "h100-80gb-hbm3" if SESSIONS[commit][0] in H100_SESSIONS else "h200-141gb"
 
 
 def _time_rows(verdict_or_judged, labels):
@@ -334,7 +342,7 @@ def aa_rows(results) -> list[str]:
     from fusedbench.regressions.gate import Choice, judge
 
     records = {r["groups"][0]["candidate"]["commit"][:7]: r for r in read_confirmations(str(ROOT / "results"))
-               if r["groups"][0]["candidate"]["machine"] == "h200-141gb"}  # fmt: skip
+               if "-inject-" not in r["groups"][0]["candidate"]["machine"]}  # fmt: skip
     rows = []
     for candidate, baseline in AA_PAIRS:
         sessions = {SESSIONS[c][0] for c in (candidate, baseline)}
@@ -353,7 +361,7 @@ def aa_rows(results) -> list[str]:
             full = {
                 c: next(x for x in results.cells["commit"].unique() if x.startswith(c)) for c in (candidate, baseline)
             }
-            first = judge(results, Choice("h200-141gb", ("quick",), full[candidate], full[baseline]))
+            first = judge(results, Choice(_machine(candidate), ("quick",), full[candidate], full[baseline]))
             flags = flag(first)
             flagged, outcome, cost = "nothing", first.outcome.value, "nothing"
             if flags:  # no confirmation was run on the GPU for it: the first look's verdict stands
@@ -370,11 +378,16 @@ def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs
     results = committed_results
     docs = (ROOT / "docs" / "regressions.md").read_text()
     rows = detection_rows(results)
-    assert len(rows) == 7 and all(": 0 of 5 (" in row and " 5 of 5 (" in row for row in rows)
+    assert len(rows) == 10 and all(": 0 of 5 (" in row and " 5 of 5 (" in row for row in rows)
     others_alerted = [row.split(" | ")[6] for row in rows]  # the docs name the one: the H100's RELU textbook
     assert sum(int(cell.split(" of ")[0]) for cell in others_alerted) == 1
-    assert "of the 195 cells around them one alerted" in " ".join(docs.split())
-    assert sum(int(cell.split(" of ")[1]) for cell in others_alerted) == 195
+    assert "of the 264 cells around them one alerted" in " ".join(docs.split())
+    assert sum(int(cell.split(" of ")[1]) for cell in others_alerted) == 264
+    own = [row for row in rows if "GPU-ec9199c8" in row]  # session 13: decided by the H100's own margins
+    assert len(own) == 3 and all(row.split(" | ")[6] == "0 of 23" for row in own)
+    deciders = {r["groups"][0]["decided_by"] for _, c, r, _, _ in injected_records(results, whole_groups=False)
+                if SESSIONS[c[:7]][0] == 13}  # fmt: skip
+    assert deciders == {"h100-80gb-hbm3/confirmation@69b1f94"}
     trials = group_trial_rows(results)
     assert len(trials) == 20 and all(" | caught: red, group x1.02" in row for row in trials)
     (fallback,) = group_trial_rows(results, side_by_side=False)
@@ -389,13 +402,13 @@ def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs
     assert f"stays green: the H200's group threshold is {gate:.1%}" in flat
     assert f"under the H200's {gate:.1%} group threshold" in " ".join((ROOT / "README.md").read_text().split())
     earlier = sum(len(commits) - 1 for commits in EARLIER_AA.values())
-    assert f"With this issue's eleven: {len(pairs) + earlier} A/A pairs in ten machine sessions" in docs
+    assert f"With this issue's thirteen: {len(pairs) + earlier} A/A pairs in eleven machine sessions" in docs
     from collections import Counter
 
     injected = Counter(
         target["target"].rsplit("/", 1)[1]
         for record in results.records
-        if "-inject-" in record.machine and record.group == "Quick"
+        if record.machine.startswith("h200-141gb-inject-") and record.group == "Quick"  # sessions 1 and 2's
         for target in record.environment["injection"]
         if "/" in target["target"]  # a cell's, not a whole group's
     )

@@ -128,3 +128,24 @@ def test_a_confirmation_is_decided_by_its_gpus_margins_and_a_replay_by_the_margi
     monkeypatch.setattr("fusedbench.regressions.gate.judge", lambda *_: tuned_verdict)  # the first look, again
     _, after, (again,) = replay(None, record | {"path": "x.fbconfirm"})
     assert again.decided_by == "confirmation" and after.outcome.value == "red"  # wide margins in force, not used
+
+
+def test_the_h100s_margins_are_its_three_side_by_side_records_and_the_docs_give_them():
+    """Recomputed from the committed records by `test_calibration`; here: which records, and the docs' figures."""
+    from pathlib import Path
+
+    from fusedbench.regressions.margins import read_side_by_side
+
+    margins = presets()["h100-80gb-hbm3/confirmation@69b1f94"]
+    records = read_side_by_side(str(Path(__file__).parent.parent / "results"), MACHINE, ["69b1f94"])
+    assert sorted(g for r in records for g in r["groups"]) == ["Fp16Membound", "Fp16Seed", "Quick"]
+    assert margins.pairs == 3 and set(margins.versions) == {"Fp16Membound", "Fp16Seed", "Quick"}
+    docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
+    large, medium, small = (margins.threshold("time", k) for k in ("large", "medium", "small"))
+    detected = margins.rates["minimum_detectable"]["time/large"]
+    assert (
+        f"a cell's time is confirmed past {large:.1%} at >= 5 ms (caught 95% of the time from {detected:.1%}), "
+        f"{medium:.1%} at 1-5 ms and {small:.1%} under 1 ms" in docs
+    )
+    assert margins_for(MACHINE, "Quick", margins.versions["Quick"]) is margins
+    assert margins_for(MACHINE, "Fp16Llm", margins.versions["Quick"]) is CONFIRMATION  # no record of the llm group
