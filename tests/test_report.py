@@ -7,6 +7,7 @@ import os
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fusedbench.analysis.speedups import geometric_mean, speedups
@@ -269,6 +270,11 @@ def test_the_ladder_marks_the_workloads_floor_under_each_epilog_and_names_the_ce
     assert unmeasured.layout.yaxis.title.text.startswith("ms")
     fused = unmeasured.data[2]
     assert fused.y[0] == float(f"{fused.customdata[0]:.3g}")  # y is the time in ms
+    # A second shape whose runs measured no ceilings (an A/A run's): the whole ladder in ms, every shape drawn
+    other_shape = cells.assign(m=cells["m"] * 2, floor_s=float("nan"))
+    mixed = ladder_figure(pd.concat([cells, other_shape]), ceilings, machine=MACHINE, dtypes=["fp16"])
+    assert mixed.layout.yaxis.title.text.startswith("ms") and not mixed.layout.shapes
+    assert len(mixed.layout.updatemenus[0].buttons) == 2 * len(figure.layout.updatemenus[0].buttons)
 
 
 def test_a_textbook_far_above_the_rest_is_drawn_at_the_top_with_its_value_written(results):

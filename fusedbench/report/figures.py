@@ -371,7 +371,7 @@ class _Ladder:
     epilogs: list[str]
     providers: list[str]
     choices: list[tuple[str, str]]
-    measured: bool  # whether the run measured its ceilings (a floor to divide by), for all its shapes or none
+    measured: bool  # whether the runs measured their ceilings (a floor to divide by) for every shape
     restyles: list[dict]
     layouts: list[dict]
 
@@ -381,12 +381,13 @@ class _Ladder:
         # The workload's floor (the epilog's FLOPs and bytes under the run's ceilings); the gemm cell's own is lower.
         floors = rows[rows["provider"] != "gemm"].dropna(subset=["floor_s"])
         floors = floors.groupby(["dtype", "shape", "epilog"])["floor_s"].first()
-        measured = not floors.empty
         choices = [
             (dtype, shape)
             for dtype in dtypes
             for shape in dict.fromkeys(rows[rows["dtype"] == dtype].sort_values(["intensity", "size"])["shape"])
         ]
+        # over floors where every shape has one; in ms where any shape's runs measured no ceilings (A/A runs skip them)
+        measured = bool(choices) and set(choices) <= {(dtype, shape) for dtype, shape, _ in floors.index}
         providers = [p for p in (*LADDER, *PEERS) if p in set(rows["provider"])]
         under = {dtype: _ceilings(ceilings, rows, machine, dtype) for dtype in dtypes}
         restyles, layouts = [], []
