@@ -149,3 +149,16 @@ def test_the_h100s_margins_are_its_three_side_by_side_records_and_the_docs_give_
     )
     assert margins_for(MACHINE, "Quick", margins.versions["Quick"]) is margins
     assert margins_for(MACHINE, "Fp16Llm", margins.versions["Quick"]) is CONFIRMATION  # no record of the llm group
+
+
+@pytest.mark.parametrize(
+    ("machine", "margins"),
+    [("h100-80gb-hbm3", "h100-80gb-hbm3/confirmation@69b1f94"), ("h200-141gb", "confirmation")],
+)
+def test_dump_thresholds_names_the_margins_that_decide_each_groups_confirmation(capsys, machine, margins):
+    """The H100's newest quick run is at the version its margins were earned at; the H200 has none of its own."""
+    from pathlib import Path
+
+    results = str(Path(__file__).parent.parent / "results")
+    code, out, _ = run_cli(capsys, "alert", results, "--machine", machine, "--suite", "quick", "--dump-thresholds")
+    assert code == 0 and json.loads(out)["quick"]["confirmation_margins"] == {"Quick": margins}

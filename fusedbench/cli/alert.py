@@ -99,11 +99,13 @@ def confirmed_verdict(verdict, folder: str, strict: bool):
 
 def dump_thresholds(results_dirs, machine, suites, preset) -> int:
     """Print the preset in force for each suite asked (default: every suite) on the machine (the newest run's where
-    none is named) at its newest runs' benchmark versions, and why: {suite: preset}."""
+    none is named) at its newest runs' benchmark versions, and why, with the margins that would decide each group's
+    side-by-side confirmation (the GPU's own, else the fixed 'confirmation'): {suite: preset}."""
     import pandas as pd
 
     from fusedbench.catalog.suites import SUITES
     from fusedbench.errors import FusedbenchError
+    from fusedbench.regressions.confirm import margins_for
     from fusedbench.regressions.render import dump
     from fusedbench.regressions.thresholds import preset_for
     from fusedbench.results.loader import load_results
@@ -121,6 +123,7 @@ def dump_thresholds(results_dirs, machine, suites, preset) -> int:
     for suite in dict.fromkeys(suites or SUITES):
         mine = {group: versions[group] for group in SUITES[suite] if group in versions}
         found, line = preset_for(machine, suite, preset, mine)
-        in_force[suite] = found.to_json() | {"in_force_because": line}
+        margins = {group: margins_for(machine, group, version).name for group, version in mine.items()}
+        in_force[suite] = found.to_json() | {"in_force_because": line, "confirmation_margins": margins}
     emit(dump(in_force))
     return EXIT_OK
