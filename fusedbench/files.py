@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 
@@ -26,6 +27,19 @@ def write_bytes_atomically(path: str, data: bytes) -> None:
 
 def write_text_atomically(path: str, text: str) -> None:
     write_bytes_atomically(path, text.encode("utf-8"))
+
+
+def read_record(path: str, record_format: str, what: str) -> dict:
+    """A JSON record of `record_format` (its "format" field), with its `path`: one error line where it cannot be read
+    or is another kind of file (`what` names the kind in the line)."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            record = json.load(stream)
+    except (OSError, ValueError) as exc:
+        raise FusedbenchError(f"{what} {path} cannot be read ({exc})") from None
+    if not isinstance(record, dict) or record.get("format") != record_format:
+        raise FusedbenchError(f"{path} is not a {record_format} record")
+    return record | {"path": path}
 
 
 def _nearest_existing(path: str) -> str:

@@ -128,6 +128,9 @@ def test_a_confirmation_is_decided_by_its_gpus_margins_and_a_replay_by_the_margi
     monkeypatch.setattr("fusedbench.regressions.gate.judge", lambda *_: tuned_verdict)  # the first look, again
     _, after, (again,) = replay(None, record | {"path": "x.fbconfirm"})
     assert again.decided_by == "confirmation" and after.outcome.value == "red"  # wide margins in force, not used
+    record = json.loads(json.dumps(to_record(tuned_verdict, confirmed(tuned_verdict, [earned]), [earned])))
+    _, after, (again,) = replay(None, record | {"path": "y.fbconfirm"})
+    assert again.decided_by == wide.name and after.outcome.value == "green"  # decided by the margins it names
 
 
 def test_the_h100s_margins_are_its_three_side_by_side_records_and_the_docs_give_them():
@@ -162,3 +165,20 @@ def test_dump_thresholds_names_the_margins_that_decide_each_groups_confirmation(
     results = str(Path(__file__).parent.parent / "results")
     code, out, _ = run_cli(capsys, "alert", results, "--machine", machine, "--suite", "quick", "--dump-thresholds")
     assert code == 0 and json.loads(out)["quick"]["confirmation_margins"] == {"Quick": margins}
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{not json", "side-by-side record {path} cannot be read"),
+        ('{"format": "other"}', "{path} is not a"),
+        (None, "--side-by-side abcdef1: no side-by-side A/A record of it in"),
+    ],
+)
+def test_a_side_by_side_record_that_cannot_be_read_is_one_line_naming_it(capsys, tmp_path, text, says):
+    path = tmp_path / MACHINE / "abcdef12-side-by-side-1.fbaa"
+    path.parent.mkdir()
+    if text is not None:
+        path.write_text(text)
+    code, out, err = run_cli(capsys, "calibrate", str(tmp_path), "--machine", MACHINE, "--side-by-side", "abcdef1")
+    assert code == 2 and out == "" and says.format(path=path) in err and len(err.strip().splitlines()) == 1

@@ -18,7 +18,6 @@ which the same verdict is computed again anywhere.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ import pandas as pd
 from fusedbench.catalog.model import WORKLOAD, Cell, Status
 from fusedbench.catalog.suites import MLP_GROUPS
 from fusedbench.errors import FusedbenchError
+from fusedbench.files import read_record
 from fusedbench.measure.confirm import Request
 from fusedbench.regressions.compare import ALL_PROVIDERS, CELL, Run, compare_runs, worse_ratio
 from fusedbench.regressions.gate import GroupJudgement, Judged, MachineVerdict, SuiteVerdict, judge_comparison
@@ -334,15 +334,7 @@ def read_confirmations(results_dir: str) -> list[dict]:
         if not os.path.isdir(folder):
             continue
         for name in sorted(n for n in os.listdir(folder) if n.endswith(CONFIRM_SUFFIX)):
-            path = os.path.join(folder, name)
-            try:
-                with open(path, encoding="utf-8") as stream:
-                    record = json.load(stream)
-            except (OSError, ValueError) as exc:
-                raise FusedbenchError(f"confirmation record {path} cannot be read ({exc})") from None
-            if not isinstance(record, dict) or record.get("format") != CONFIRMATION_FORMAT:
-                raise FusedbenchError(f"{path} is not a {CONFIRMATION_FORMAT} record")
-            found.append(record | {"path": path})
+            found.append(read_record(os.path.join(folder, name), CONFIRMATION_FORMAT, "confirmation record"))
     return found
 
 

@@ -13,7 +13,6 @@ flagged cell) and keeps the record (`AA_FORMAT`, `<commit>-side-by-side-<time>.f
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 
@@ -21,6 +20,7 @@ import pandas as pd
 
 from fusedbench.catalog.model import Cell
 from fusedbench.errors import FusedbenchError
+from fusedbench.files import read_record
 from fusedbench.measure.confirm import Request
 from fusedbench.regressions.compare import Run
 
@@ -77,16 +77,7 @@ def read_side_by_side(results_dir: str, machine: str, commits: Sequence[str]) ->
                 f"--side-by-side {commit}: no side-by-side A/A record of it in {folder} (records: "
                 f"{', '.join(listed) or 'none'}); measure one with `fusedbench calibrate --measure-side-by-side`"
             )
-        for name in mine:
-            path = os.path.join(folder, name)
-            try:
-                with open(path, encoding="utf-8") as stream:
-                    record = json.load(stream)
-            except (OSError, ValueError) as exc:
-                raise FusedbenchError(f"side-by-side record {path} cannot be read ({exc})") from None
-            if not isinstance(record, dict) or record.get("format") != AA_FORMAT:
-                raise FusedbenchError(f"{path} is not a {AA_FORMAT} record")
-            found.append(record | {"path": path})
+        found += [read_record(os.path.join(folder, name), AA_FORMAT, "side-by-side record") for name in mine]
     return found
 
 
