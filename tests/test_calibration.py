@@ -10,8 +10,8 @@ import pytest
 
 from fusedbench.regressions.calibration import ALPHA, DETECT, GOALS, calibrate, detection, red_builds, replicate_builds
 from fusedbench.regressions.compare import Run
-from fusedbench.regressions.margins import MARGINS_SUITE, earn_margins, read_side_by_side
-from fusedbench.regressions.thresholds import Preset, presets
+from fusedbench.regressions.margins import earn_margins, read_side_by_side
+from fusedbench.regressions.thresholds import MARGINS_SUITE, Preset, presets
 
 ROOT = Path(__file__).parent.parent
 

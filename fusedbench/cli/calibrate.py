@@ -127,7 +127,7 @@ def preset_table(preset, machine: str):
         )
         for key, value in (("/".join(k), v) for k, v in preset.thresholds.items())
     ]
-    from fusedbench.regressions.margins import MARGINS_SUITE
+    from fusedbench.regressions.thresholds import MARGINS_SUITE
 
     made_of = f"{sum(map(len, preset.runs))} runs"
     if preset.suite == MARGINS_SUITE:

@@ -34,7 +34,7 @@ from fusedbench.measure.confirm import Request
 from fusedbench.regressions.compare import ALL_PROVIDERS, CELL, Run, compare_runs, worse_ratio
 from fusedbench.regressions.gate import GroupJudgement, Judged, MachineVerdict, SuiteVerdict, judge_comparison
 from fusedbench.regressions.metrics import METRICS, AlertKind
-from fusedbench.regressions.thresholds import CLASSES, GATES, Preset
+from fusedbench.regressions.thresholds import CLASSES, GATES, MARGINS_SUITE, Preset, presets
 
 FLAG_BAR = {"cell": 0.025, "gate": 0.01}  # worse beyond this at first look: measured again (small cells: threshold/2)
 ROUNDS = {"cell": 20, "gate": 10}  # rounds a side; a whole group's median needs fewer than one cell
@@ -56,9 +56,6 @@ def margins_for(machine: str, group: str, version: str) -> Preset:
     measurements of the group at this benchmark version (`regressions.margins`; most pairs first), else the fixed
     CONFIRMATION margins."""
     from fusedbench.catalog.deliberate import gpu_machine
-    from fusedbench.regressions.margins import MARGINS_SUITE
-    from fusedbench.regressions.thresholds import presets
-
     gpu = gpu_machine(machine)
     earned = [
         p
@@ -70,8 +67,6 @@ def margins_for(machine: str, group: str, version: str) -> Preset:
 
 def recorded_margins(name: str | None) -> Preset:
     """The margins a confirmation record was decided by (a record from before margins were earned: CONFIRMATION)."""
-    from fusedbench.regressions.thresholds import presets
-
     if name in (None, CONFIRMATION.name):
         return CONFIRMATION
     if name not in presets():

@@ -23,10 +23,10 @@ from fusedbench.errors import FusedbenchError
 from fusedbench.files import read_record
 from fusedbench.measure.confirm import Request
 from fusedbench.regressions.compare import Run
+from fusedbench.regressions.thresholds import MARGINS_SUITE
 
 AA_FORMAT = "fusedbench-side-by-side-aa/1"
 AA_SUFFIX = ".fbaa"
-MARGINS_SUITE = "confirmation"  # the `suite` of a margins preset: what it decides, not what it was run on
 
 
 def requests_for(groups) -> list[Request]:

@@ -142,6 +142,7 @@ def save_preset(preset: Preset, path: str = PRESETS_FILE) -> str:
 _PRESETS: dict[str, Preset] = {}
 DEFAULT_GPU = "h100-80gb-hbm3"  # whose presets stand in for a GPU that has none of its own
 MAIN_SUITE = "default"  # whose preset compares a suite that has none (only the groups it was earned on are judged)
+MARGINS_SUITE = "confirmation"  # the `suite` of a GPU's confirmation margins (regressions.margins): what they decide
 
 
 def presets() -> dict[str, Preset]:
