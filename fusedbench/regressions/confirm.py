@@ -56,6 +56,7 @@ def margins_for(machine: str, group: str, version: str) -> Preset:
     measurements of the group at this benchmark version (`regressions.margins`; most pairs first), else the fixed
     CONFIRMATION margins."""
     from fusedbench.catalog.deliberate import gpu_machine
+
     gpu = gpu_machine(machine)
     earned = [
         p

@@ -21,9 +21,9 @@ import pandas as pd
 from fusedbench.catalog.model import Cell
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import read_record
-from fusedbench.measure.confirm import Request
+from fusedbench.measure.confirm import Request, Side, measure_again
 from fusedbench.regressions.compare import Run
-from fusedbench.regressions.thresholds import MARGINS_SUITE
+from fusedbench.regressions.thresholds import MARGINS_SUITE, Preset
 
 AA_FORMAT = "fusedbench-side-by-side-aa/1"
 AA_SUFFIX = ".fbaa"
@@ -40,8 +40,6 @@ def requests_for(groups) -> list[Request]:
 
 def measure_side_by_side(repo: str, machine: str, commit: str, requests: Sequence[Request], rounds: int) -> dict:
     """The checkout's code at `repo` on both sides, every request timed `rounds` times a side: the record."""
-    from fusedbench.measure.confirm import Side, measure_again
-
     measured = measure_again(requests, [Side("baseline", repo), Side("candidate", repo)], rounds)
     versions = measured.hellos["candidate"]["benchmark_versions"]
     groups = {}
@@ -96,7 +94,7 @@ def record_runs(record: dict) -> tuple[Run, Run]:
     return sides[0], sides[1]
 
 
-def earn_margins(machine: str, records: Sequence[dict]):
+def earn_margins(machine: str, records: Sequence[dict]) -> Preset:
     """The confirmation margins the records earn, a preset `<machine>/confirmation@<first record's commit>`."""
     from fusedbench.regressions.calibration import preset_from_pairs
 
