@@ -50,10 +50,19 @@ def test_measuring_side_by_side_times_every_workload_with_the_checkouts_code_on_
     assert f"1 group(s), {cells} cells x 20 rounds a side" in out and f"({cells * 40} timed calls)" in out
     (path,) = (repo / "results" / MACHINE).glob("*-side-by-side-*.fbaa")
     record = json.loads(path.read_text())
+    assert record["shard"] == "0/1"
     assert record["format"] == AA_FORMAT and record["machine"] == MACHINE and record["rounds"] == 20
     assert record["groups"]["Quick"]["version"] == "v1"  # the worker's benchmark version of the group
     base, cand = record_runs(record)
     assert len(base.cells) == len(cand.cells) == cells and base.groups == cand.groups == {"Quick": "v1"}
+    code, out, err = run_cli(capsys, "calibrate", "results", "--measure-side-by-side", "--shard", "1/2")
+    assert code == 0, err
+    halves = len(workloads) // 2 * len(GROUPS["Quick"].providers)  # workloads 1 and 3 of five
+    assert f"1 group(s), {halves} cells x 20 rounds a side" in out
+    for bad in ("2/2", "1", "a/b"):
+        with pytest.raises(SystemExit) as exited:
+            run_cli(capsys, "calibrate", "results", "--measure-side-by-side", "--shard", bad)
+        assert exited.value.code == 2 and "expected K/N with 0 <= K < N" in capsys.readouterr().err
     (repo / "benchmarks" / "cells.py").write_text("# changed, not committed\n")
     code, out, err = run_cli(capsys, "calibrate", "results", "--measure-side-by-side")
     assert code == 2 and "benchmarks/cells.py" in err and len(err.strip().splitlines()) == 1

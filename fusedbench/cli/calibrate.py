@@ -37,13 +37,21 @@ def add_parser(commands) -> None:
     timed_by_cells = [name for name, groups in SUITES.items() if not set(groups) <= set(MLP_GROUPS)]
     parser.add_argument("--suite", default="quick", choices=timed_by_cells, help="with --measure-side-by-side")
     parser.add_argument("--bench", help="with --measure-side-by-side: only the suite's groups matching this regex")
+    parser.add_argument(
+        "--shard",
+        type=shard,
+        default=(0, 1),
+        metavar="K/N",
+        help="with --measure-side-by-side: only every N-th workload from the K-th (0-based), a record of its own: a "
+        "group too long for one job measured in N (default: 0/1, all)",
+    )
     parser.add_argument("--write", action="store_true", help="keep the presets in fusedbench/regressions/presets.json")
     parser.set_defaults(handler=_handler)
 
 
 def _handler(a) -> int:
     if a.measure_side_by_side:
-        return command_measure_side_by_side(results_dir=a.results_dir, suite=a.suite, bench=a.bench)
+        return command_measure_side_by_side(results_dir=a.results_dir, suite=a.suite, bench=a.bench, part=a.shard)
     if not a.machine:
         raise FusedbenchError("--machine is needed: the machine whose A/A runs or records to calibrate on")
     if a.side_by_side:
@@ -84,8 +92,19 @@ def command_margins(*, results_dir: str, machine: str, commits: list[str], write
     return EXIT_OK
 
 
-def command_measure_side_by_side(*, results_dir: str, suite: str, bench: str | None) -> int:
-    """Time the suite's workloads side by side, this checkout's code on both sides, and write the record."""
+def shard(value: str) -> tuple[int, int]:
+    """'K/N' (0 <= K < N): the K-th of N interleaved parts of the workloads."""
+    import argparse
+
+    found = value.split("/")
+    if len(found) != 2 or not all(x.strip().isdigit() for x in found) or not 0 <= int(found[0]) < int(found[1]):
+        raise argparse.ArgumentTypeError(f"expected K/N with 0 <= K < N (e.g. 0/2 and 1/2), got {value!r}")
+    return int(found[0]), int(found[1])
+
+
+def command_measure_side_by_side(*, results_dir: str, suite: str, bench: str | None, part=(0, 1)) -> int:
+    """Time the suite's workloads (every N-th from the K-th, `part` = (K, N)) side by side, this checkout's code on
+    both sides, and write the record."""
     import os
     from datetime import datetime, timezone
 
@@ -101,7 +120,9 @@ def command_measure_side_by_side(*, results_dir: str, suite: str, bench: str | N
     require_gpu("--measure-side-by-side times cells", "run it on the GPU machine, in a clean checkout")
     checkout = require_clean_checkout(os.getcwd())
     machine = gpu_machine_name()
-    record = measure_side_by_side(os.getcwd(), machine, checkout.commit, requests_for(groups), ROUNDS["cell"])
+    requests = requests_for(groups)[part[0] :: part[1]]
+    record = measure_side_by_side(os.getcwd(), machine, checkout.commit, requests, ROUNDS["cell"])
+    record["shard"] = f"{part[0]}/{part[1]}"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     path = os.path.join(results_dir, machine, f"{checkout.commit[:8]}-side-by-side-{stamp}{AA_SUFFIX}")
     write_text_atomically(path, dump(record))
