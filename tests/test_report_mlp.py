@@ -120,8 +120,8 @@ def test_the_committed_mlp_results_are_read_apart_from_the_epilog_cells_and_draw
     notebook = ok[(ok["layers"] == "64-30-10") & (ok["batch"] == 256)]
     assert (notebook["gpu_s"] < notebook["time_s"] / 5).all()  # the notebook's step: mostly the host's
     epoch = newest[(newest["workload"] == "mlp-epoch") & (newest["status"] == "ok")]["time_s"].iloc[0]
-    assert f"<td>{epoch * 1e3:.3f}</td>" in page  # ms per epoch
-    assert page.count("<th>ms per epoch</th>") == 2 and "<td>0.964</td>" in page  # each machine's digits epochs
+    assert f"<td class=n>{epoch * 1e3:.3f}</td>" in page  # ms per epoch
+    assert page.count("<th class=n>ms per epoch</th>") == 2 and "<td class=n>0.964</td>" in page  # each machine's
     for ident in ("mlp", "h100-80gb-hbm3-mlp", f"{MACHINE}-mlp", f"{MACHINE}-mlp-step"):
         assert f"id='{ident}'" in page or f'id="{ident}"' in page, ident
 

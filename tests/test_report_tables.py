@@ -98,7 +98,9 @@ def test_multi_kernel_cells_are_grouped_by_epilog_dtype_and_provider():
     )
     table = multi_kernel_table(cells)
     assert "2 cells, by epilog, dtype and provider in 1 row<" in table
-    assert re.search(r"<td>DRELU</td>\s*<td>bf16</td>\s*<td>fused</td>\s*<td>2</td>\s*<td>2</td>", table)
+    assert re.search(
+        r"<td>DRELU</td>\s*<td>bf16</td>\s*<td>fused</td>\s*<td class=n>2</td>\s*<td class=n>2</td>", table
+    )
     assert "gemm_<wbr>a + epilogue" in table and "gemm_b" not in table  # a wrap point after each _
     assert "every fused cell ran as one kernel" in multi_kernel_table(cells.iloc[2:])
 
@@ -113,7 +115,7 @@ def test_noisy_cells_come_noisiest_first_in_percent_and_milliseconds():
     assert noisy <= 12 and table.startswith(f"<details open><summary>{noisy} cells with a relative IQR above 10%")
     cells["rel_iqr"] = 0.5  # every cell noisy: a long table, folded under its summary line
     assert noisy_table(cells).startswith(f"<details><summary>{(cells['status'] == 'ok').sum()} cells")
-    assert f"<td>{cells['time_s'].iloc[1] * 1e3:.4g}</td>" in table
+    assert f"<td class=n>{cells['time_s'].iloc[1] * 1e3:.4g}</td>" in table
 
 
 def test_advice_comes_from_paired_runs_or_says_why_not():
@@ -157,3 +159,27 @@ def test_a_table_wraps_kernel_names_after_their_punctuation_and_never_cuts_an_ep
     from fusedbench.report import _STYLE
 
     assert "anywhere" not in _STYLE  # which cut names at any letter
+
+
+def test_a_tables_numbers_are_right_aligned_and_its_words_are_not():
+    """Columns of numbers, as numbers or as the tables write them (1.03x, +2.1%, 23.9 ms, an interval after one, n/a
+    where there is none), line up on the right; a column with one word in it stays on the left."""
+    from fusedbench.report import _STYLE
+    from fusedbench.report.tables import table_html
+
+    frame = pd.DataFrame(
+        {
+            "epilog": ["RELU", "DRELU_BGRAD"],
+            "fused over unfused": ["1.03x", "0.90x"],
+            "rows": [3, 40],
+            "change": ["+2.1%", "n/a"],
+            "side by side": ["x1.022 [1.001, 1.035]", "\u22124.0%"],
+            "verdict": ["2.1%", "slower"],
+        }
+    )
+    page = table_html(frame)
+    header = re.findall(r"<th( class=n)?>([^<]*)</th>", page)
+    assert [name for klass, name in header if klass] == ["fused over unfused", "rows", "change", "side by side"]
+    assert "<td class=n>0.90x</td>" in page and "<td class=n>n/a</td>" in page and "<td>slower</td>" in page
+    assert "<td>RELU</td>" in page and "<td>2.1%</td>" in page
+    assert "td.n { text-align: right" in _STYLE.replace("th.n, ", "")

@@ -100,6 +100,7 @@ h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 table, [role=figure] { display: block; max-width: 100%; overflow-x: auto; }  /* they scroll, not the page */
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top; }
+th.n, td.n { text-align: right; font-variant-numeric: tabular-nums; }  /* numbers line up by their digits */
 th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; margin: 0 1rem 1rem 0; }
 .muted { color: #666; font-size: 0.9rem; } #summary p { font-size: 1.05rem; max-width: 60rem; }
 .toc { columns: 3; font-size: 0.9rem; } .toc .level-3 { margin-left: 1rem; }

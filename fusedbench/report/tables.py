@@ -43,14 +43,44 @@ def _cell_html(value, breakable: bool):
     return _BREAK_AFTER.sub(r"\1<wbr>", text) if breakable else text
 
 
+# A number as the tables write one: a sign, a count, a ratio, a share or a time, maybe its interval after it
+_NUMBER = re.compile(
+    r"[+\-\u2212x]?\d[\d,.]*(?:e[+\-]?\d+)?\s?(?:x|%|ms|us|µs|s|MiB|GiB|MHz|W|TFLOP/s|TB/s)?(?:\s\[[^\]]*\])?"
+)
+_NOT_A_VALUE = {"", "n/a", "-", "—"}  # an empty cell, or one with nothing to tell, leaves a column numeric
+
+
+def _numeric(column: pd.Series) -> bool:
+    """Whether a column holds numbers (as numbers, or written as the tables write them): right-aligned, to compare."""
+    if pd.api.types.is_numeric_dtype(column):
+        return True
+    values = [str(v).strip() for v in column if not pd.isna(v) and str(v).strip() not in _NOT_A_VALUE]
+    return bool(values) and all(_NUMBER.fullmatch(v) for v in values)
+
+
 def table_html(frame: pd.DataFrame, *, breakable: tuple[str, ...] = ()) -> str:
     """The frame as an HTML table; the `breakable` columns (kernel names, configs) may wrap after their punctuation,
-    every other cell only at its spaces (an epilog's name is never cut: DRELU_BGRAD, not DRELU_BG / RAD)."""
+    every other cell only at its spaces (an epilog's name is never cut: DRELU_BGRAD, not DRELU_BG / RAD); numeric
+    columns are right-aligned (class n), so their digits line up."""
     shown = frame.copy()
+    numbers = {index for index, column in enumerate(shown.columns) if _numeric(shown[column])}
     for column in [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]:
         shown[column] = [_cell_html(value, column in breakable) for value in shown[column]]
     shown.columns = [html.escape(str(column), quote=False) for column in shown.columns]
-    return shown.to_html(index=False, border=0, na_rep="", escape=False, float_format=lambda v: f"{v:.4g}")
+    table = shown.to_html(index=False, border=0, na_rep="", escape=False, float_format=lambda v: f"{v:.4g}")
+    return _align(table, numbers)
+
+
+def _align(table: str, numbers: set[int]) -> str:
+    """The cells (and headers) of the `numbers` columns in class n."""
+    rows = table.split("<tr")
+    for number, row in enumerate(rows[1:], start=1):
+        parts = re.split(r"(<t[hd])(?=[ >])", row)  # text, '<td', text, '<td', ...: a cell opens at each odd index
+        for column, at in enumerate(range(1, len(parts), 2)):
+            if column in numbers:
+                parts[at] += " class=n"
+        rows[number] = "".join(parts)
+    return "<tr".join(rows)
 
 
 def folded(summary: str, body: str, rows: int, *, opened: bool | None = None) -> str:
