@@ -191,3 +191,20 @@ def test_a_side_by_side_record_that_cannot_be_read_is_one_line_naming_it(capsys,
         path.write_text(text)
     code, out, err = run_cli(capsys, "calibrate", str(tmp_path), "--machine", MACHINE, "--side-by-side", "abcdef1")
     assert code == 2 and out == "" and says.format(path=path) in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ["--machine", MACHINE, "--runs", "a,b", "--bench", "Quick"],
+            "--bench go(es) with --measure-side-by-side only",
+        ),
+        (["--machine", MACHINE, "--side-by-side", "abc", "--shard", "0/2"], "--shard go(es) with"),
+        (["--measure-side-by-side", "--write"], "--write does not go with --measure-side-by-side"),
+        (["--measure-side-by-side", "--machine", MACHINE], "--machine does not go with --measure-side-by-side"),
+    ],
+)
+def test_a_calibrate_flag_of_another_job_is_refused_in_one_line_not_ignored(capsys, tmp_path, argv, says):
+    code, out, err = run_cli(capsys, "calibrate", str(tmp_path), *argv)
+    assert code == 2 and out == "" and says in err and len(err.strip().splitlines()) == 1

@@ -35,12 +35,11 @@ def add_parser(commands) -> None:
         "confirmation and keep the record under the results folder (docs/regressions.md, 'Confirmation margins')",
     )
     timed_by_cells = [name for name, groups in SUITES.items() if not set(groups) <= set(MLP_GROUPS)]
-    parser.add_argument("--suite", default="quick", choices=timed_by_cells, help="with --measure-side-by-side")
+    parser.add_argument("--suite", choices=timed_by_cells, help="with --measure-side-by-side (default: quick)")
     parser.add_argument("--bench", help="with --measure-side-by-side: only the suite's groups matching this regex")
     parser.add_argument(
         "--shard",
         type=shard,
-        default=(0, 1),
         metavar="K/N",
         help="with --measure-side-by-side: only every N-th workload from the K-th (0-based), a record of its own: a "
         "group too long for one job measured in N (default: 0/1, all)",
@@ -50,8 +49,22 @@ def add_parser(commands) -> None:
 
 
 def _handler(a) -> int:
+    """One of the three jobs; a flag that belongs to another is refused, never ignored."""
+    measuring_only = [
+        flag for flag, value in (("--suite", a.suite), ("--bench", a.bench), ("--shard", a.shard)) if value
+    ]
     if a.measure_side_by_side:
-        return command_measure_side_by_side(results_dir=a.results_dir, suite=a.suite, bench=a.bench, part=a.shard)
+        for flag, value in (("--machine", a.machine), ("--write", a.write)):
+            if value:
+                raise FusedbenchError(
+                    f"{flag} does not go with --measure-side-by-side: it measures on this machine's GPU, under its "
+                    "name, and writes a record; earn margins from records with --side-by-side"
+                )
+        return command_measure_side_by_side(
+            results_dir=a.results_dir, suite=a.suite or "quick", bench=a.bench, part=a.shard or (0, 1)
+        )
+    if measuring_only:
+        raise FusedbenchError(f"{', '.join(measuring_only)} go(es) with --measure-side-by-side only; leave it out here")
     if not a.machine:
         raise FusedbenchError("--machine is needed: the machine whose A/A runs or records to calibrate on")
     if a.side_by_side:
