@@ -401,17 +401,22 @@ def select_groups(suite: str, bench: str | None) -> list[BenchmarkGroup | MlpGro
     groups = suite_groups(suite)
     if bench is None:
         return groups
-    try:
-        pattern = re.compile(bench)
-    except re.error as exc:
-        raise FusedbenchError(
-            f"--bench {bench!r} is not a regular expression ({exc}); e.g. --bench 'Fp16|Bf16'"
-        ) from None
+    pattern = bench_pattern(bench)
     chosen = [g for g in groups if pattern.search(g.name)]
     if not chosen:
         names = ", ".join(g.name for g in groups)
         raise FusedbenchError(f"no group of suite {suite!r} matches --bench {bench!r}; its groups: {names}")
     return chosen
+
+
+def bench_pattern(bench: str) -> re.Pattern:
+    """`--bench`'s regular expression, which picks groups by a search in their class names."""
+    try:
+        return re.compile(bench)
+    except re.error as exc:
+        raise FusedbenchError(
+            f"--bench {bench!r} is not a regular expression ({exc}); e.g. --bench 'Fp16|Bf16'"
+        ) from None
 
 
 def group_bench_regex(group: BenchmarkGroup | MlpGroup) -> str:

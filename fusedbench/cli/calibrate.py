@@ -36,7 +36,11 @@ def add_parser(commands) -> None:
     )
     timed_by_cells = [name for name, groups in SUITES.items() if not set(groups) <= set(MLP_GROUPS)]
     parser.add_argument("--suite", choices=timed_by_cells, help="with --measure-side-by-side (default: quick)")
-    parser.add_argument("--bench", help="with --measure-side-by-side: only the suite's groups matching this regex")
+    parser.add_argument(
+        "--bench",
+        help="with --measure-side-by-side: only the suite's groups matching this regex; with --side-by-side: margins "
+        "earned on the records' groups matching it only (groups whose noise differs earn theirs apart)",
+    )
     parser.add_argument(
         "--shard",
         type=shard,
@@ -51,7 +55,9 @@ def add_parser(commands) -> None:
 def _handler(a) -> int:
     """One of the three jobs; a flag that belongs to another is refused, never ignored."""
     measuring_only = [
-        flag for flag, value in (("--suite", a.suite), ("--bench", a.bench), ("--shard", a.shard)) if value
+        flag
+        for flag, value in (("--suite", a.suite), ("--bench", a.bench and not a.side_by_side), ("--shard", a.shard))
+        if value
     ]
     if a.measure_side_by_side:
         for flag, value in (("--machine", a.machine), ("--write", a.write)):
@@ -64,11 +70,15 @@ def _handler(a) -> int:
             results_dir=a.results_dir, suite=a.suite or "quick", bench=a.bench, part=a.shard or (0, 1)
         )
     if measuring_only:
-        raise FusedbenchError(f"{', '.join(measuring_only)} go(es) with --measure-side-by-side only; leave it out here")
+        flag = measuring_only[0]
+        belongs = "--measure-side-by-side" + (" or --side-by-side" if flag == "--bench" else "")
+        raise FusedbenchError(f"{flag} goes with {belongs} only; leave it out here")
     if not a.machine:
         raise FusedbenchError("--machine is needed: the machine whose A/A runs or records to calibrate on")
     if a.side_by_side:
-        return command_margins(results_dir=a.results_dir, machine=a.machine, commits=a.side_by_side, write=a.write)
+        return command_margins(
+            results_dir=a.results_dir, machine=a.machine, commits=a.side_by_side, bench=a.bench, write=a.write
+        )
     return command_calibrate(results_dir=a.results_dir, machine=a.machine, runs=a.runs, write=a.write, strict=a.strict)
 
 
@@ -92,13 +102,23 @@ def command_calibrate(*, results_dir: str, machine: str, runs: list[list[str]], 
     return EXIT_OK
 
 
-def command_margins(*, results_dir: str, machine: str, commits: list[str], write: bool) -> int:
-    """Earn the machine's confirmation margins from its side-by-side A/A records, print them (keep them, with
-    --write)."""
+def command_margins(*, results_dir: str, machine: str, commits: list[str], bench: str | None, write: bool) -> int:
+    """Earn the machine's confirmation margins from its side-by-side A/A records (those of the groups matching
+    `bench`, where given), print them (keep them, with --write)."""
+    from fusedbench.catalog.suites import bench_pattern
     from fusedbench.regressions.margins import earn_margins, read_side_by_side
     from fusedbench.regressions.thresholds import save_preset
 
-    preset = earn_margins(machine, read_side_by_side(results_dir, machine, commits))
+    records = read_side_by_side(results_dir, machine, commits)
+    groups = None
+    if bench is not None:
+        held = sorted({group for record in records for group in record["groups"]})
+        groups = [group for group in held if bench_pattern(bench).search(group)]
+        if not groups:
+            raise FusedbenchError(
+                f"no group of the side-by-side records matches --bench {bench!r}; they hold {', '.join(held)}"
+            )
+    preset = earn_margins(machine, records, groups)
     emit(render(preset_table(preset, machine), *rate_lines(preset)))
     if write:
         emit(save_preset(preset) + "\n")

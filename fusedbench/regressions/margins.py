@@ -7,14 +7,15 @@ margins, the way it earns its first-look thresholds: `fusedbench calibrate --mea
 workloads with the checkout's code on both sides of a confirmation (two workers in lock-step, the rounds of a
 flagged cell) and keeps the record (`AA_FORMAT`, `<commit>-side-by-side-<time>.fbaa` under the machine's results);
 `fusedbench calibrate --side-by-side C1,C2` turns the records of one or more sessions into a preset named
-`<GPU>/confirmation@<first>` by the calibration's rule (each record one A/A pair, judged both ways), and
-`regressions.confirm.margins_for` puts it in force for the groups it was earned on.
+`<GPU>/confirmation@<commits>` by the calibration's rule (each record one A/A pair, judged both ways; with `--bench`,
+from some of their groups only), and `regressions.confirm.margins_for` puts it in force for the groups it was earned
+on.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pandas as pd
 
@@ -94,10 +95,23 @@ def record_runs(record: dict) -> tuple[Run, Run]:
     return sides[0], sides[1]
 
 
-def earn_margins(machine: str, records: Sequence[dict]) -> Preset:
-    """The confirmation margins the records earn, a preset `<machine>/confirmation@<first record's commit>`."""
+def earn_margins(machine: str, records: Sequence[dict], groups: Collection[str] | None = None) -> Preset:
+    """The confirmation margins the records earn, a preset `<machine>/confirmation@<commits>`, or, earned on only some
+    of their `groups`, `<machine>/confirmation@<commits>:<groups>`: groups whose side-by-side noise differs (the llm
+    shapes' records hold ~390 cells each and re-tune fused-autotuned in each worker) earn margins apart, since the
+    rule keeps a whole record's worst change, and pooling them would judge a quick cell by the llm groups' noise."""
     from fusedbench.regressions.calibration import preset_from_pairs
 
+    if groups is not None:
+        held = sorted({group for record in records for group in record["groups"]})
+        missing = sorted(set(groups) - set(held))
+        if not groups or missing:
+            raise FusedbenchError(
+                f"the side-by-side records hold no group {', '.join(missing) or '(none named)'} (they hold "
+                f"{', '.join(held)}); name groups they time"
+            )
+        records = [r | {"groups": {g: e for g, e in r["groups"].items() if g in groups}} for r in records]
+        records = [r for r in records if r["groups"]]
     versions: dict[str, str] = {}
     for record in records:
         if record["machine"] != machine:
@@ -109,6 +123,8 @@ def earn_margins(machine: str, records: Sequence[dict]) -> Preset:
                     "name the records of each version on their own"
                 )
     commits = tuple(dict.fromkeys(record["commit"] for record in records))
+    name = f"{machine}/confirmation@{'+'.join(commit[:7] for commit in commits)}"
+    if groups is not None:
+        name += ":" + "+".join(sorted(versions))
     pairs = [record_runs(record) for record in records]
-    return preset_from_pairs(f"{machine}/confirmation@{commits[0][:7]}", machine, (commits,), pairs, MARGINS_SUITE,
-                             versions)  # fmt: skip
+    return preset_from_pairs(name, machine, (commits,), pairs, MARGINS_SUITE, versions)
