@@ -164,6 +164,7 @@ def test_a_confirmation_is_decided_by_its_gpus_margins_and_a_replay_by_the_margi
 
 POOLED = f"{MACHINE}/confirmation@69b1f94+6e67b21:Fp16Membound+Fp16Seed+Quick"
 LLM = f"{MACHINE}/confirmation@6e67b21:Fp16Llm"
+H200 = "h200-141gb/confirmation@89a4235"
 
 
 def test_the_h100s_margins_are_its_side_by_side_records_of_two_sessions_and_the_docs_give_them():
@@ -234,10 +235,10 @@ def test_whole_group_a_a_confirmations_are_red_by_the_fixed_margins_and_green_by
 
 @pytest.mark.parametrize(
     ("machine", "margins"),
-    [("h100-80gb-hbm3", POOLED), ("h200-141gb", "confirmation")],
+    [("h100-80gb-hbm3", POOLED), ("h200-141gb", H200)],
 )
 def test_dump_thresholds_names_the_margins_that_decide_each_groups_confirmation(capsys, machine, margins):
-    """The H100's newest quick run is at the version its margins were earned at; the H200 has none of its own."""
+    """Each GPU's newest quick run is at the version its margins were earned at."""
     from pathlib import Path
 
     results = str(Path(__file__).parent.parent / "results")
@@ -300,3 +301,32 @@ def test_by_the_h100s_llm_margins_the_session_8_injections_time_is_not_confirmed
     (alerts,) = [suite.alerts for suite in after.suites if len(suite.alerts)]
     assert alerts[["epilog", "provider", "metric"]].values.tolist() == [["RELU_AUX", "fused", "fusion-speedup"]]
     assert round(float(alerts["ratio"].iloc[0]), 3) == 0.950 and after.outcome.value == "red"
+
+
+def test_the_h200s_margins_are_its_two_side_by_side_records_and_hold_its_whole_group_confirmations_green():
+    """docs/regressions.md's H200 table: each record judged as a whole-group confirmation, by the fixed margins and
+    by the H200's own, the worse of both ways."""
+    from pathlib import Path
+
+    from fusedbench.regressions.calibration import red_builds, replicate_builds
+    from fusedbench.regressions.margins import read_side_by_side
+
+    margins = presets()[H200]
+    records = read_side_by_side(str(Path(__file__).parent.parent / "results"), "h200-141gb", ["89a4235"])
+    assert [g for r in records for g in r["groups"]] == ["Quick", "Fp16Seed"] and margins.pairs == 2
+    assert margins_for("h200-141gb", "Fp16Seed", margins.versions["Fp16Seed"]) is margins
+    docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
+    said = docs[docs.index(f"**The H200's, `{H200}`**") :][:700]
+    detected = margins.rates["minimum_detectable"]["time/large"]
+    large = margins.threshold("time", "large")
+    assert (
+        f"a cell's time is confirmed past {large:.1%} at >= 5 ms (caught 95% of the time from {detected:.1%})" in said
+    )
+    for record in records:
+        (group,) = record["groups"]
+        builds = replicate_builds(*record_runs(record))
+        fixed, own = (
+            max(red_builds(b, m).mean() for b in (builds, builds.reversed())) for m in (CONFIRMATION, margins)
+        )
+        assert own <= 0.05
+        assert f"| {group} | {fixed:.0%} | {own:.0%} |" in docs
