@@ -461,18 +461,26 @@ def test_the_epilog_cost_heatmap_writes_fused_minus_gemm_in_each_cell(results):
     assert "no interval" in heatmap.hovertemplate and len(heatmap.customdata[row][column]) == 3
 
 
-def test_the_epilog_cost_of_a_run_sampled_in_rounds_gives_its_interval(results):
-    from fusedbench.report.figures import epilog_cost_figure
+def test_the_epilog_cost_of_a_run_sampled_in_rounds_gives_its_interval_grey_where_it_includes_none(results):
+    from fusedbench.report.figures import COST_RANGE_PCT, GREY_NAME, epilog_cost_figure
 
     cells = results.cells.copy()
     ok = cells["status"] == "ok"
     cells.loc[ok, ["gemm_ratio", "gemm_ratio_low", "gemm_ratio_high"]] = [1.03, 0.99, 1.08]
+    gelu_bias = (cells["epilog"] == "GELU_BIAS") & ok
+    cells.loc[gelu_bias, ["gemm_ratio", "gemm_ratio_low", "gemm_ratio_high"]] = [7.12, 6.9, 7.3]  # +612%
     figure = epilog_cost_figure(speedups(cells), machine=MACHINE, dtypes=["fp16"])
-    heatmap = figure.data[0]
+    cover, heatmap = figure.data  # the grey, drawn first, then the values
     row, column = list(heatmap.y).index("GELU_BIAS"), list(heatmap.x).index("(16384,256)x(256,16384)")
-    assert heatmap.text[row][column] == "+3%"
-    assert heatmap.customdata[row][column][2:] == [3.0, -1.0, 8.0]
+    assert heatmap.text[row][column] == "+612%" and heatmap.z[row][column] == 612.0  # its own number, the top colour
+    assert heatmap.customdata[row][column][2:] == [612.0, 590.0, 630.0]
     assert "paired 95% interval %{customdata[3]:+.1f}% to %{customdata[4]:+.1f}%" in heatmap.hovertemplate
+    assert heatmap.zmax == COST_RANGE_PCT and heatmap.colorbar.ticktext[-1] == f"{COST_RANGE_PCT:.0f}% or more"
+    # grey where the interval includes no cost (0.99-1.08: every other cell), never on GELU_BIAS (6.9-7.3)
+    other = list(heatmap.y).index("RELU")
+    assert cover.z[other][column] == 1 and heatmap.z[other][column] is None and heatmap.text[other][column] == "+3%"
+    assert cover.z[row][column] is None and cover.name == GREY_NAME
+    assert "grey: the paired 95% interval includes 0%" in figure.layout.title.text
 
 
 def test_headline_rows_and_the_summary_follow_the_catalogs_dtype_order():

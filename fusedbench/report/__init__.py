@@ -83,7 +83,8 @@ GLOSSARY = {
     "BGRADA / BGRADB": "the bias gradient of A or B: a row sum of an operand, fused into the weight-gradient GEMM",
     "speedup": "the baseline's time over fused's time (above 1x: fusion pays), the median of round-by-round "
     "ratios where the run paired its samples",
-    "grey cell": "the speedup's paired 95% interval includes 1x: fused and its baseline are not told apart",
+    "grey cell": "a speedup's paired 95% interval includes 1x, or an epilog cost's includes 0%: the two timings are "
+    "not told apart",
     "epilog cost": "fused / gemm - 1: what the epilog adds to the plain GEMM",
     "floor": "max(FLOPs / the run's GEMM rate, bytes / the run's copy bandwidth): the least time the work can take",
     "arithmetic intensity": "the GEMM's FLOPs per element of A, B and D it moves, 2MNK / (MK + KN + MN)",

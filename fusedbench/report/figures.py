@@ -56,8 +56,14 @@ SPEEDUP_COLORBAR = {
 INDISTINCT_GREY = "rgb(175, 175, 175)"
 GREY_NAME = "interval includes 1x"
 MULTI_KERNEL_MARK = "*"  # after a cell's value: the fused call launched more than one kernel
-# The epilog's cost over the plain GEMM, in %: sequential, 0 (free) to COST_RANGE_PCT (clipped beyond).
+# The epilog's cost over the plain GEMM, in %: sequential, 0 (free) to COST_RANGE_PCT, every cost beyond drawn in
+# the darkest colour (the colour bar says so, and each cell's number is its own: +712% reads +712%).
 COST_RANGE_PCT = 40.0
+COST_COLORBAR = {
+    "title": {"text": "cost over the GEMM", "side": "right"},
+    "tickvals": [0, 10, 20, 30, COST_RANGE_PCT],
+    "ticktext": ["0% or less", "10%", "20%", "30%", f"{COST_RANGE_PCT:.0f}% or more"],
+}
 SHAPE_AXIS = "shape (M,K)x(K,N), by the GEMM's arithmetic intensity (2MNK / (MK + KN + MN)), low to high"
 # Colours of the dtypes where machines are compared, from Okabe and Ito's palette (told apart under the common
 # colour blindnesses), none of them the heatmaps' "loss" red, each with a marker shape of its own as well.
@@ -246,13 +252,15 @@ def speedup_heatmap(
 
 def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str], suite: str = "") -> go.Figure:
     """What each fused epilog costs over the plain GEMM of its workload: fused / gemm - 1, in %, with the
-    interval of its round-by-round ratios where the run paired them."""
+    interval of its round-by-round ratios where the run paired them; greyed, as a speedup is, where that interval
+    includes no cost (fused and the GEMM not told apart)."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
-    rows = _in_ms(rows, ["fused", "gemm"]).assign(
+    rows = _columns(_in_ms(rows, ["fused", "gemm"])).assign(
         cost_pct=rows[EPILOG_COST] * 100,
         cost_low_pct=(rows[provider_column(FUSED, "gemm_ratio_low")] - 1) * 100,
         cost_high_pct=(rows[provider_column(FUSED, "gemm_ratio_high")] - 1) * 100,
     )
+    unclear = rows[(rows["cost_low_pct"] <= 0) & (rows["cost_high_pct"] >= 0)]
     paired = rows["cost_low_pct"].notna().any()
     return _epilog_by_shape(
         rows,
@@ -263,14 +271,15 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str], 
             "colorscale": "Oranges",
             "zmin": 0,
             "zmax": COST_RANGE_PCT,
-            "colorbar": {"title": {"text": "cost over the GEMM", "side": "right"}, "ticksuffix": "%"},
+            "colorbar": COST_COLORBAR,
         },
         hover="fused %{customdata[0]:.4g} ms, gemm %{customdata[1]:.4g} ms<br>epilog cost %{customdata[2]:+.1f}%"
         + (", paired 95% interval %{customdata[3]:+.1f}% to %{customdata[4]:+.1f}%" if paired else UNPAIRED),
         hover_columns=["fused_ms", "gemm_ms", "cost_pct", "cost_low_pct", "cost_high_pct"][: 5 if paired else 3],
-        title=f"{_which(machine, dtypes, suite)}: the epilog's own cost, fused - gemm, as % of gemm<br><sup>clipped "
-        f"at 0 and {COST_RANGE_PCT:.0f}%; {MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not "
-        "timed</sup>",
+        greyed=frozenset(zip(unclear["epilog"], unclear["column"], strict=True)),
+        title=f"{_which(machine, dtypes, suite)}: the epilog's own cost, fused - gemm, as % of gemm<br><sup>grey: the "
+        f"paired 95% interval includes 0%; colour from 0 to {COST_RANGE_PCT:.0f}% or more, the number the cell's own; "
+        f"{MULTI_KERNEL_MARK}: the fused call launched more than one kernel; n/a: not timed</sup>",
     )
 
 
