@@ -84,15 +84,24 @@ def test_where_fusion_pays_names_the_sizes_fused_wins_and_loses_and_the_notebook
 
 
 def test_the_figure_greys_overlapping_intervals_and_offers_each_dtype_baseline_and_clock_with_data():
+    from fusedbench.report.figures import GREY_NAME, LEAN_TEMPLATE
+
     rows = [row("fused", 10), row("unfused", 12), row("torch", 10.01), row("torch", 3, dtype="bf16")]
+    rows += [row("fused", 10, batch=512), row("unfused", 20, batch=512)]  # torch not timed at 512: n/a there
     rows += [row("fused", 10, dtype="fp32"), row("unfused", 11, dtype="fp32")]
     figure = step_figure(step_table(frame(*rows)), MACHINE)
-    labels = [button.label for button in figure.layout.updatemenus[0].buttons]
+    buttons = figure.layout.updatemenus[0].buttons
     fp16 = [f"fp16, over {b}, {c}" for b in ("unfused", "torch") for c in ("wall", "gpu")]  # bf16: no fused
-    assert labels == [fp16[0], "fp32, over unfused, wall", "fp32, over unfused, gpu", *fp16[1:]]  # fp16's first
-    unfused, _, _, _, torch, torch_gpu = figure.data
+    assert [b.label for b in buttons] == [fp16[0], "fp32, over unfused, wall", "fp32, over unfused, gpu", *fp16[1:]]
+    view = {b.label: [t for t, shown in zip(figure.data, b.args[0]["visible"], strict=True) if shown] for b in buttons}
+    assert [t.visible for t in figure.data] == buttons[0].args[0]["visible"]  # the first view shown
+    (unfused,) = view[fp16[0]]  # every interval apart: no grey
     assert unfused.z[0][0] == pytest.approx(math.log2(1.2)) and unfused.text[0][0] == "1.20x"
-    assert torch.z[0][0] is None and torch.text[0][0] == "1.00x"  # greyed: the intervals overlap
+    cover, torch = view["fp16, over torch, wall"]  # greyed: the intervals overlap; the grey drawn first, under the text
+    assert cover.name == GREY_NAME and list(cover.z[0]) == [1, None] and cover.customdata[0][0] == torch.customdata[0][0]
+    assert torch.z[0][0] is None and list(torch.text[0]) == ["1.00x", "n/a"]  # n/a: not grey, the background's colour
+    assert figure.layout.plot_bgcolor is None and LEAN_TEMPLATE.layout.plot_bgcolor != cover.colorscale[0][1]
+    (torch_gpu,) = view["fp16, over torch, gpu"]
     assert torch_gpu.z[0][0] == pytest.approx(math.log2(5.005 / 5))  # the GPU clock has no interval to grey by
 
 
@@ -133,7 +142,7 @@ def test_the_png_of_the_step_figure_is_its_first_view_alone_and_names_its_commit
     assert view == "fp16-fused-over-unfused-wall"
     _, view = step_png_figure(step_table(frame(row("fused", 10, dtype="fp32"), row("torch", 9, dtype="fp32"))), MACHINE)
     assert view == "fp32-fused-over-torch-wall"  # no fp16, no unfused: the first view there is
-    assert len(figure.data) == 1 and not figure.layout.updatemenus
+    assert len(figure.data) == 1 and figure.data[0].visible and not figure.layout.updatemenus
     title = figure.layout.title.text
     assert "fp16: fused over unfused, wall clock" in title and "commit c2" in title
 

@@ -149,7 +149,7 @@ def _epilog_by_shape(
     hovertemplate = "%{y} %{x}<br>" + hover + "<extra></extra>"
     figure = go.Figure()
     if greyed:
-        _add_grey_cover(figure, cover, shapes, epilogs, customdata, hovertemplate)
+        figure.add_trace(grey_cover(cover, shapes, epilogs, customdata, hovertemplate))
     figure.add_trace(
         go.Heatmap(
             z=grid,
@@ -185,12 +185,13 @@ def _cell_texts(values, kernels, label) -> list[list[str]]:
     ]
 
 
-def _add_grey_cover(figure: go.Figure, cover, shapes, epilogs, customdata, hovertemplate: str) -> None:
-    """The grey drawn under the covered cells' text, carrying their hover."""
-    figure.add_heatmap(
+def grey_cover(cover, x, y, customdata, hovertemplate: str) -> go.Heatmap:
+    """The grey drawn under the covered cells' text (a heatmap's values draw over it), carrying their hover: grey
+    means one thing in every heatmap, two timings not told apart, and a cell not timed is left the background's."""
+    return go.Heatmap(
         z=[[1 if grey else None for grey in mask] for mask in cover],
-        x=shapes,
-        y=epilogs,
+        x=x,
+        y=y,
         customdata=[
             [cell if grey else None for cell, grey in zip(row, mask, strict=True)]
             for row, mask in zip(customdata, cover, strict=True)

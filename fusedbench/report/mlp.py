@@ -18,12 +18,12 @@ import plotly.graph_objects as go
 from fusedbench.catalog.model import Status
 from fusedbench.catalog.suites import MLP_DTYPES, MLP_EPOCH, MLP_LAYERS, MLP_STEP
 from fusedbench.report.figures import (
-    INDISTINCT_GREY,
     LEAN_TEMPLATE,
     SPEEDUP_COLORBAR,
     SPEEDUP_LOG2_RANGE,
     add_dropdown,
     add_title_line,
+    grey_cover,
     rounded,
 )
 from fusedbench.report.tables import anchor, folded, table_html
@@ -78,8 +78,10 @@ def step_table(mlp: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["machine", "_d", "_l", "batch"]).drop(columns=["_l", "_d"]).reset_index(drop=True)
 
 
-def _view(rows: pd.DataFrame, baseline: str, clock: str) -> go.Heatmap:
-    """Layers x batch of one dtype: fused's speedup over `baseline` by `clock`, written in each cell."""
+def _view(rows: pd.DataFrame, baseline: str, clock: str) -> list[go.Heatmap]:
+    """Layers x batch of one dtype: fused's speedup over `baseline` by `clock`, written in each cell; where the
+    intervals overlap (wall clock), a grey cover under the text, as the epilog heatmaps grey theirs, so that a cell
+    not timed (n/a) stays the background's colour, not grey."""
     speedup = step_speedup(baseline, clock)
     layers = [label for label in MLP_LAYERS if label in set(rows["layers"])]
     batches = sorted(set(rows["batch"]))
@@ -105,21 +107,27 @@ def _view(rows: pd.DataFrame, baseline: str, clock: str) -> go.Heatmap:
                 for batch in batches
             ]
         )
-    if clock == "wall":  # the greyed cells: intervals that overlap; grey, no colour of their own
-        for i, layer in enumerate(layers):
-            for j, batch in enumerate(batches):
-                if not bool(value(layer, batch, f"{baseline}_distinct")) and z[i][j] == z[i][j]:
-                    z[i][j] = None
-    return go.Heatmap(
+    greyed = [  # wall clock: the intervals overlap; the GPU clock has no interval to grey by
+        [clock == "wall" and z[i][j] == z[i][j] and not bool(value(layer, batch, f"{baseline}_distinct"))
+         for j, batch in enumerate(batches)]
+        for i, layer in enumerate(layers)
+    ]  # fmt: skip
+    z = [[None if grey else v for v, grey in zip(*pair, strict=True)] for pair in zip(z, greyed, strict=True)]
+    x = [f"batch {b}" for b in batches]
+    hovertemplate = (
+        f"%{{y}}, %{{x}}<br>fused %{{customdata[0]:.4g}} ms, {baseline} %{{customdata[1]:.4g}} ms"
+        "<br>fused's step: %{customdata[2]:.4g} ms wall, %{customdata[3]:.4g} ms of kernels, "
+        "%{customdata[4]:.4g} ms host overhead<extra></extra>"
+    )
+    cover = grey_cover(greyed, x, layers, hover, hovertemplate) if any(map(any, greyed)) else None
+    values = go.Heatmap(
         z=z,
-        x=[f"batch {b}" for b in batches],
+        x=x,
         y=layers,
         text=text,
         texttemplate="%{text}",
         customdata=hover,
-        hovertemplate=f"%{{y}}, %{{x}}<br>fused %{{customdata[0]:.4g}} ms, {baseline} %{{customdata[1]:.4g}} ms"
-        "<br>fused's step: %{customdata[2]:.4g} ms wall, %{customdata[3]:.4g} ms of kernels, "
-        "%{customdata[4]:.4g} ms host overhead<extra></extra>",
+        hovertemplate=hovertemplate,
         colorscale="RdBu",
         zmin=-SPEEDUP_LOG2_RANGE,
         zmax=SPEEDUP_LOG2_RANGE,
@@ -127,6 +135,7 @@ def _view(rows: pd.DataFrame, baseline: str, clock: str) -> go.Heatmap:
         xgap=2,
         ygap=2,
     )
+    return [cover.update(xgap=2, ygap=2), values] if cover else [values]
 
 
 def step_figure(table: pd.DataFrame, machine: str) -> go.Figure | None:
@@ -150,10 +159,11 @@ def step_figure(table: pd.DataFrame, machine: str) -> go.Figure | None:
         return None
     views.sort(key=lambda view: view != ("fp16", "unfused", "wall"))
     figure = go.Figure(layout={"template": LEAN_TEMPLATE})
-    titles = []
+    titles, owner = [], []  # owner: the view of each trace
     for index, (dtype, baseline, clock) in enumerate(views):
-        trace = _view(rows[rows["dtype"] == dtype], baseline, clock)
-        figure.add_trace(trace.update(visible=index == 0))
+        for trace in _view(rows[rows["dtype"] == dtype], baseline, clock):
+            figure.add_trace(trace.update(visible=index == 0))
+            owner.append(index)
         grey = "; grey: the 99% intervals of the two medians overlap" if clock == "wall" else ""
         titles.append(
             f"{machine} MLP training step, {dtype}: fused over {baseline}, {CLOCKS[clock]} (>1x: fusion pays)"
@@ -168,10 +178,9 @@ def step_figure(table: pd.DataFrame, machine: str) -> go.Figure | None:
             "autorange": "reversed",
             "showgrid": False,
         },
-        plot_bgcolor=INDISTINCT_GREY,
     )
     labels = [f"{dtype}, over {baseline}, {clock}" for dtype, baseline, clock in views]
-    restyles = [{"visible": [j == i for j in range(len(views))]} for i in range(len(views))]
+    restyles = [{"visible": [view == i for view in owner]} for i in range(len(views))]
     add_dropdown(figure, labels, restyles, [{"title.text": title} for title in titles])
     return figure
 
@@ -184,7 +193,7 @@ def step_png_figure(table: pd.DataFrame, machine: str) -> tuple[go.Figure | None
         return None, ""
     commit = table[table["machine"] == machine]["commit"].iloc[0]
     dtype, baseline, clock = figure.layout.updatemenus[0].buttons[0].label.replace("over ", "").split(", ")
-    figure.data = figure.data[:1]
+    figure.data = [trace for trace in figure.data if trace.visible]  # the first view's
     figure.layout.updatemenus = ()
     add_title_line(figure, f"commit {commit[:8]}")
     return figure, f"{dtype}-fused-over-{baseline}-{clock}"
