@@ -98,8 +98,9 @@ def test_the_figure_greys_overlapping_intervals_and_offers_each_dtype_baseline_a
     (unfused,) = view[fp16[0]]  # every interval apart: no grey
     assert unfused.z[0][0] == pytest.approx(math.log2(1.2)) and unfused.text[0][0] == "1.20x"
     cover, torch = view["fp16, over torch, wall"]  # greyed: the intervals overlap; the grey drawn first, under the text
-    assert cover.name == GREY_NAME and list(cover.z[0]) == [1, None] and cover.customdata[0][0] == torch.customdata[0][0]
-    assert torch.z[0][0] is None and list(torch.text[0]) == ["1.00x", "n/a"]  # n/a: not grey, the background's colour
+    assert cover.name == GREY_NAME and list(cover.z[0]) == [1, None]
+    assert cover.customdata[0][0] == torch.customdata[0][0]  # the grey carries the cell's hover
+    assert torch.z[0][0] is None and list(torch.text[0]) == ["1.00x", "n/a"]  # n/a: the background's colour
     assert figure.layout.plot_bgcolor is None and LEAN_TEMPLATE.layout.plot_bgcolor != cover.colorscale[0][1]
     (torch_gpu,) = view["fp16, over torch, gpu"]
     assert torch_gpu.z[0][0] == pytest.approx(math.log2(5.005 / 5))  # the GPU clock has no interval to grey by
