@@ -208,7 +208,8 @@ def test_every_speedup_heatmap_shares_one_colour_range_and_greys_the_cells_it_ca
     moved.loc[gelu, "over_unfused_high"] = 0.97
     (row,) = headline(results.cells, moved, MACHINE).to_dict("records")
     assert row["fused < 0.95x unfused, told apart"] == "2 of 5"
-    cost = epilog_cost_figure(table.assign(epilog_cost=-0.003), machine=MACHINE, dtypes=["fp16"]).data[0]
+    drawn = epilog_cost_figure(table.assign(epilog_cost=-0.003), machine=MACHINE, dtypes=["fp16"]).data
+    (cost,) = [trace for trace in drawn if trace.name == "cost_pct"]  # the values, over the grey cover
     assert (cost.zmin, cost.zmax) == (0, 40) and {label.rstrip("*") for row in cost.text for label in row} == {"+0%"}
     # the cells whose fused call launched more than one kernel, and only those, carry the mark
     multi = table[table["fused_kernels"] > 1]
