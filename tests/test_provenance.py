@@ -220,7 +220,8 @@ def test_every_speedup_heatmap_shares_one_colour_range_and_greys_the_cells_it_ca
         if label.endswith("*")
     }
     assert marked == set(zip(multi["epilog"], multi["shape"], strict=True)) and marked
-    assert render_report(results).count('"name":"interval includes 1x"') == 2  # the report's heatmaps, greyed
+    # the report's heatmaps greyed: fused over unfused, over the textbook, and the epilog's cost
+    assert render_report(results).count('"name":"interval includes 1x"') == 3
 
 
 def test_the_blog_control_stays_out_of_the_ladders_speedups_and_report(results):
