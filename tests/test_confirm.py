@@ -64,6 +64,24 @@ def test_the_sides_time_each_cell_in_lock_step_the_first_alternating_and_an_inje
     assert by_side["candidate"]["gemm"] == (0.001,) * 4
 
 
+def test_the_baseline_times_the_algorithm_the_candidates_autotune_chose_and_one_it_cannot_plan_is_left_out(fake_worker):
+    (base, cand), _ = fake_worker
+    cand = Side("candidate", cand.source, {"FAKE_RANK": "3"})
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("fused", "fused-autotuned"))
+    measured = measure_again([request], [base, cand], rounds=2)
+    label = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused-autotuned"
+    assert measured.pinned == {label: "rank 3: id=3"} and measured.not_measured == []
+    assert {c.key.provider for c in measured.cells["baseline"]} == {"fused", "fused-autotuned"}
+    base = Side("baseline", base.source, {"FAKE_ALGORITHM": "id=9"})  # its plan lacks the candidate's algorithm
+    measured = measure_again([request], [base, cand], rounds=2)
+    assert measured.not_measured == [
+        f"{label} on the baseline side: the candidate's algorithm (rank 3: id=3) is not in its plan (found id=9)"
+    ]
+    assert measured.pinned == {} and [c.key.provider for c in measured.cells["baseline"]] == ["fused"]
+    alone = measure_again([request], [cand], rounds=2)  # nothing to pin against
+    assert alone.pinned == {} and len(alone.cells["candidate"]) == 2
+
+
 def test_a_call_that_raises_leaves_its_cell_unmeasured_on_both_sides_and_the_others_measured(fake_worker):
     (base, cand), log = fake_worker
     cand = Side("candidate", cand.source, {"FAKE_FAIL": TARGET})
@@ -81,7 +99,7 @@ def test_a_call_that_raises_leaves_its_cell_unmeasured_on_both_sides_and_the_oth
 @pytest.mark.parametrize(
     ("hello", "says"),
     [
-        ({"protocol": 2}, "the baseline side speaks protocol 2, not 1"),
+        ({"protocol": 1}, "the baseline side speaks protocol 1, not 2"),
         ({"fusedbench": "/elsewhere"}, "the baseline side imported fusedbench from /elsewhere, not from its source"),
         ({"versions": {"cupy": "1"}}, "the sides differ in versions"),
     ],
@@ -111,11 +129,16 @@ def test_the_baseline_source_is_its_commits_package_and_one_without_the_worker_p
     (old / measure.WORKER_PATH).parent.mkdir(parents=True)
     (old / measure.WORKER_PATH).write_text("PROTOCOL = 1\n")
     git(old, "add", ".")
-    git(old, "commit", "-qm", "the worker")
+    git(old, "commit", "-qm", "the first worker")
+    first = git(old, "rev-parse", "HEAD").strip()
+    with pytest.raises(ConfirmError, match=f"^the baseline {first[:8]}'s confirmation entry point speaks protocol 1, "):
+        export_source(str(old), first, str(tmp_path / "old"))
+    (old / measure.WORKER_PATH).write_text(f"PROTOCOL = {measure.PROTOCOL}\n")
+    git(old, "commit", "-qam", "the worker")
     later = git(old, "rev-parse", "HEAD").strip()
-    (old / measure.WORKER_PATH).write_text("PROTOCOL = 2\n")  # the checkout moves on: the baseline is its commit's
+    (old / measure.WORKER_PATH).write_text("PROTOCOL = 99\n")  # the checkout moves on: the baseline is its commit's
     source = export_source(str(old), later, str(tmp_path / "b"))
-    assert (Path(source) / measure.WORKER_PATH).read_text() == "PROTOCOL = 1\n"
+    assert (Path(source) / measure.WORKER_PATH).read_text() == f"PROTOCOL = {measure.PROTOCOL}\n"
     assert not (Path(source) / "benchmarks").exists()  # the package only
     with pytest.raises(ConfirmError, match=r"^git archive of the baseline"):
         export_source(str(old), "0" * 40, str(tmp_path / "c"))

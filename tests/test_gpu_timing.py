@@ -161,7 +161,8 @@ def test_an_injected_run_records_its_injection_under_its_own_machine_and_slows_o
 
 def test_a_confirmation_times_both_sides_in_lock_step_and_sees_an_injected_slowdown_side_by_side(gpu_stack):
     """Two real workers from this checkout, one with a 5% injection on the fused RELU_BIAS at the seed shape: side by
-    side, the target comes out 5% slower and its neighbour as fast as before."""
+    side, the target comes out 5% slower and its neighbours as fast as before, fused-autotuned at the algorithm the
+    candidate's autotune chose on both sides."""
     import os
 
     from fusedbench.measure.confirm import Request, Side, measure_again
@@ -169,9 +170,11 @@ def test_a_confirmation_times_both_sides_in_lock_step_and_sees_an_injected_slowd
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     target = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
     sides = [Side("baseline", root), Side("candidate", root, {"FUSEDBENCH_INJECT": f"{target}=5%"})]
-    request = Request("Quick", "RELU_BIAS", "fp16", 65536, 16384, 8192, ("fused", "gemm"))
+    request = Request("Quick", "RELU_BIAS", "fp16", 65536, 16384, 8192, ("fused", "fused-autotuned", "gemm"))
     measured = measure_again([request], sides, rounds=12)
-    assert measured.not_measured == [] and measured.calls == 48
+    assert measured.not_measured == [] and measured.calls == 72
+    (pinned,) = measured.pinned.values()  # the baseline's plan held the candidate's choice, by its description
+    assert list(measured.pinned) == [f"{target}-autotuned"] and pinned.startswith("rank ") and "id=" in pinned
     assert (
         measured.hellos["baseline"]["benchmark_versions"]["Quick"]
         == measured.hellos["candidate"]["benchmark_versions"]["Quick"]
@@ -180,7 +183,8 @@ def test_a_confirmation_times_both_sides_in_lock_step_and_sees_an_injected_slowd
         (side, c.key.provider): statistics.median(c.samples) for side, cells in measured.cells.items() for c in cells
     }
     assert median[("candidate", "fused")] / median[("baseline", "fused")] == pytest.approx(1.05, abs=0.015), median
-    assert median[("candidate", "gemm")] / median[("baseline", "gemm")] == pytest.approx(1.0, abs=0.015), median
+    for provider in ("fused-autotuned", "gemm"):
+        assert median[("candidate", provider)] / median[("baseline", provider)] == pytest.approx(1.0, abs=0.015), median
 
 
 def test_a_side_by_side_a_a_record_holds_both_sides_of_a_workload_timed_alike(gpu_stack):

@@ -9,6 +9,11 @@ that goes first alternating by round, the cells of a workload in carryover-balan
 protocol's lead-in. Round i of one side is then paired with round i of the other as closely as two processes on
 one GPU allow, which is what takes the session's drift out of the comparison (duet benchmarking; asv's
 `continuous`). The rounds become cells (`catalog.model.Cell`) of each side, compared as runs are.
+
+fused-autotuned autotunes in each process, and two processes of the same code may choose algorithms 4-11% apart
+(docs/regressions.md), which no margin that catches 5% survives. So the candidate's side prepares each workload
+first, and the other sides time the algorithm its autotune chose (by its rank in cuBLASLt's heuristic list, checked
+by its description): the comparison is of everything but the choice, which the first look still sees.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tarfile
@@ -26,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fusedbench.catalog.model import Cell, CellKey
+from fusedbench.catalog.providers import AUTOTUNED
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.gpu.confirm_worker import PROTOCOL
 from fusedbench.measure.sampling import carryover_balanced_orders
@@ -85,6 +92,7 @@ class Measured:
     not_measured: list[str]  # a line per workload or cell left out, and why
     seconds: float  # wall time, the workers' start included
     calls: int  # timed calls, every side
+    pinned: dict[str, str] = field(default_factory=dict)  # cell label -> the candidate's algorithm every side timed
 
 
 def export_source(repo: str, commit: str, into: str) -> str:
@@ -101,8 +109,16 @@ def export_source(repo: str, commit: str, into: str) -> str:
     root = os.path.join(into, "baseline")
     with tarfile.open(archive) as tar:
         tar.extractall(root, filter="data")
-    if not os.path.exists(os.path.join(root, WORKER_PATH)):
+    worker = os.path.join(root, WORKER_PATH)
+    if not os.path.exists(worker):
         raise ConfirmError(f"the baseline {commit[:8]} predates the confirmation entry point ({WORKER_PATH})")
+    with open(worker, encoding="utf-8") as stream:
+        spoken = re.search(r"^PROTOCOL = (\d+)", stream.read(), re.MULTILINE)
+    if spoken is None or int(spoken.group(1)) != PROTOCOL:
+        raise ConfirmError(
+            f"the baseline {commit[:8]}'s confirmation entry point speaks protocol "
+            f"{spoken.group(1) if spoken else '(none)'}, this one {PROTOCOL}: the sides cannot be driven together"
+        )
     return root
 
 
@@ -186,13 +202,13 @@ def measure_again(requests: Sequence[Request], sides: Sequence[Side], rounds: in
             for worker in workers:
                 worker.greet()
             refuse_mismatch(workers)
-            samples, not_measured, calls = _lock_step(workers, requests, rounds, seed)
+            samples, not_measured, calls, pinned = _lock_step(workers, requests, rounds, seed)
         finally:
             for worker in workers:
                 worker.close()
     cells = {w.side.name: [Cell.measured(key, found) for key, found in samples[w.side.name]] for w in workers}
     hellos = {w.side.name: w.hello for w in workers}
-    return Measured(cells, hellos, not_measured, time.perf_counter() - started, calls)
+    return Measured(cells, hellos, not_measured, time.perf_counter() - started, calls, pinned)
 
 
 def refuse_mismatch(workers: Sequence[Worker]) -> None:
@@ -205,15 +221,16 @@ def refuse_mismatch(workers: Sequence[Worker]) -> None:
 
 def _lock_step(workers, requests, rounds, seed):
     samples: dict[str, list] = {w.side.name: [] for w in workers}
-    not_measured, calls = [], 0
+    not_measured, calls, pinned = [], 0, {}
     for index, request in enumerate(requests):
         versions = {w.hello["benchmark_versions"].get(request.group) for w in workers}
         if len(versions) > 1:
             not_measured.append(f"{request.group}: its benchmark version differs between the sides")
             continue
-        ready = None
-        for worker in workers:
-            reply = worker.ask({"prepare": request.to_json()})
+        ready, chosen = None, {}
+        for worker in sorted(workers, key=lambda w: w.side.name != "candidate"):  # the candidate's autotune first
+            pins = {p: found["rank"] for p, found in chosen.items() if p == AUTOTUNED}
+            reply = worker.ask({"prepare": request.to_json() | ({"algorithms": pins} if pins else {})})
             if "error" in reply:
                 not_measured.append(f"{_label(request)} on the {worker.side.name} side: {reply['error']}")
                 ready = set()
@@ -221,7 +238,20 @@ def _lock_step(workers, requests, rounds, seed):
             not_measured += [f"{request.key(p).label} on the {worker.side.name} side: {why}" for p, why in
                              reply["not_ready"].items()]  # fmt: skip
             ready = set(reply["ready"]) if ready is None else ready & set(reply["ready"])
+            timed = reply["algorithms"]
+            for provider in pins:
+                if provider in ready and timed.get(provider, {}).get("algorithm") != chosen[provider]["algorithm"]:
+                    ready.discard(provider)
+                    not_measured.append(
+                        f"{request.key(provider).label} on the {worker.side.name} side: the candidate's algorithm "
+                        f"(rank {pins[provider]}: {chosen[provider]['algorithm']}) is not in its plan "
+                        f"(found {timed.get(provider, {}).get('algorithm')})"
+                    )
+            chosen = chosen or timed
         providers = [p for p in request.providers if p in (ready or set())]
+        if len(workers) > 1:
+            pinned |= {request.key(p).label: f"rank {chosen[p]['rank']}: {chosen[p]['algorithm']}"
+                       for p in providers if p == AUTOTUNED and p in chosen}  # fmt: skip
         if not providers:
             continue
         found = {w.side.name: {p: [] for p in providers} for w in workers}
@@ -244,7 +274,7 @@ def _lock_step(workers, requests, rounds, seed):
         not_measured += list(failed.values())
         for name, by_provider in found.items():
             samples[name] += [(request.key(p), by_provider[p]) for p in providers if p not in failed]
-    return samples, not_measured, calls
+    return samples, not_measured, calls, pinned
 
 
 def _label(request: Request) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from fusedbench.catalog.model import WORKLOAD, Cell, Status
+from fusedbench.catalog.providers import AUTOTUNED
 from fusedbench.catalog.suites import MLP_GROUPS
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import read_record
@@ -399,6 +400,7 @@ def _confirm_group(flagged: Flagged, results, repo: str, checkout, scratch: str)
     else:
         measured = measure_again(requests, [Side("baseline", source), candidate], rounds)
         how = "side by side" + (f", its {'injection' if changed.injection else 'tuning'} re-applied" if changed else "")
+        how += f", {AUTOTUNED} at the candidate's algorithm" if measured.pinned else ""
         base_cells = measured.cells["baseline"]
     return judge_confirmation(
         flagged,

@@ -59,6 +59,7 @@ def measure_side_by_side(repo: str, machine: str, commit: str, requests: Sequenc
         "seconds": measured.seconds,
         "calls": measured.calls,
         "not_measured": measured.not_measured,
+        "pinned": measured.pinned,
         "groups": groups,
     }
 

@@ -9,9 +9,11 @@ JSON lines, one request and one reply at a time, on stdin and the stdout the pro
 output goes to stderr):
 - on start it says `{"hello": {...}}`: the protocol, where its fusedbench comes from, the GPU, the library
   versions and every group's benchmark version; or `{"error": "..."}` and exits;
-- `{"prepare": {"group", "epilog", "dtype", "m", "k", "n", "providers"}}`: the workload's operands drawn as the
-  group's measurement draws them, its providers prepared and warmed up (the previous workload's released); the
-  reply names the providers ready and why each other is not;
+- `{"prepare": {"group", "epilog", "dtype", "m", "k", "n", "providers"[, "algorithms"]}}`: the workload's operands
+  drawn as the group's measurement draws them, its providers prepared and warmed up (the previous workload's
+  released); `algorithms` (provider -> rank in cuBLASLt's heuristic list) pins an autotuned provider to that
+  algorithm instead of autotuning it. The reply names the providers ready, why each other is not, and the algorithm
+  each cuBLASLt provider will time (`{"rank", "algorithm"}`);
 - `{"time": PROVIDER}`: one timed call after the protocol's lead-in (the GPU taken as idle from the request on,
   since the other side's call has just ended) and the L2 flush, stretched where FUSEDBENCH_INJECT names the cell;
   the reply is `{"seconds": s}` or `{"error": "..."}`;
@@ -24,14 +26,16 @@ import json
 import os
 import sys
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: `prepare` pins fused-autotuned's algorithm and names each cuBLASLt provider's
 
 
 class _Workload:
     """One prepared workload: its providers ready to call, and the rounds that time them."""
 
     def __init__(self, stack, timing, request: dict, injection):
+        from fusedbench.catalog.providers import AUTOTUNED
         from fusedbench.catalog.suites import GROUPS
+        from fusedbench.catalog.tuning import Tuning
         from fusedbench.measure.gpu.bench import prepare_all, workload_operands
         from fusedbench.measure.gpu.timing import WARMUP_ROUNDS, WARMUP_SECONDS
         from fusedbench.measure.sampling import Rounds
@@ -43,7 +47,14 @@ class _Workload:
         )
         keys = [key for key in workload.cell_keys(group.providers) if key.provider in request["providers"]]
         operands = workload_operands(stack, workload, index)  # the seed the group's own measurement draws with
-        self.prepared, refused = prepare_all(stack, operands, keys)
+        pinned = request.get("algorithms", {})
+        tuning = Tuning(AUTOTUNED, "algorithm", int(pinned[AUTOTUNED])) if AUTOTUNED in pinned else None
+        self.prepared, refused = prepare_all(stack, operands, keys, tuning)
+        self.algorithms = {
+            provider: {"rank": ready.provenance["heuristic_rank"], "algorithm": ready.provenance["algorithm"]}
+            for provider, ready in self.prepared.items()
+            if "heuristic_rank" in ready.provenance
+        }
         slower = {key.provider: injection.fraction(key, group.name) for key in keys} if injection else {}
         runs = {provider: ready.run for provider, ready in self.prepared.items()}
         self.rounds = Rounds(
@@ -113,7 +124,8 @@ def serve(requests, reply) -> None:
                 except Exception as exc:  # the side cannot time this workload: said, never hidden
                     reply({"error": f"{type(exc).__name__}: {exc}"})
                     continue
-                reply({"ready": sorted(current.rounds.expected), "not_ready": current.not_ready})
+                ready = {"ready": sorted(current.rounds.expected), "not_ready": current.not_ready}
+                reply(ready | {"algorithms": current.algorithms})
             elif "time" in request:
                 reply(current.time(request["time"]))
             else:

@@ -232,8 +232,12 @@ def build_fused(
     return PreparedProvider(run, (result,), sizes, matmul.free, provenance=matmul.provenance)
 
 
-def build_fused_autotuned(stack: GpuStack, operands: Operands, *, timed: bool = True) -> PreparedProvider:
-    return build_fused(stack, operands, autotune=True, timed=timed)
+def build_fused_autotuned(
+    stack: GpuStack, operands: Operands, *, timed: bool = True, tuning: Tuning | None = None
+) -> PreparedProvider:
+    """The fused epilog at autotune's fastest algorithm; a tuning's forced one where a confirmation pins the baseline's
+    side to the algorithm the candidate's autotune chose (`measure.confirm`)."""
+    return build_fused(stack, operands, autotune=True, timed=timed, tuning=tuning)
 
 
 def build_gemm(stack: GpuStack, operands: Operands, *, tuning: Tuning | None = None) -> PreparedProvider:
