@@ -48,6 +48,7 @@ def test_a_committed_preset_is_exactly_what_its_a_a_runs_give(results, name):
     assert again.name == name and again.runs == committed.runs
     assert again.thresholds == committed.thresholds
     assert again.noise == committed.noise and again.pairs == committed.pairs
+    assert again.by_cells == committed.by_cells and again.protocol == committed.protocol
     assert again.rates["pairs_by_suite"] == committed.rates["pairs_by_suite"] == {suite: committed.pairs}
     assert again.rates["false_alarm_by_suite"] == pytest.approx(committed.rates["false_alarm_by_suite"])
     assert again.rates["detection"] == pytest.approx(committed.rates["detection"])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,6 +53,7 @@ def test_measuring_side_by_side_times_every_workload_with_the_checkouts_code_on_
     (path,) = (repo / "results" / MACHINE).glob("*-side-by-side-*.fbaa")
     record = json.loads(path.read_text())
     assert record["shard"] == "0/1"
+    assert record["pinned"] == {f"{w.cell_keys(['fused-autotuned'])[0].label}": "rank 0: id=0" for w in workloads}
     assert record["format"] == AA_FORMAT and record["machine"] == MACHINE and record["rounds"] == 20
     assert record["groups"]["Quick"]["version"] == "v1"  # the worker's benchmark version of the group
     base, cand = record_runs(record)
@@ -68,7 +71,7 @@ def test_measuring_side_by_side_times_every_workload_with_the_checkouts_code_on_
     assert code == 2 and "benchmarks/cells.py" in err and len(err.strip().splitlines()) == 1
 
 
-def _record(commit: str, noisy: float, seed: int) -> dict:
+def _record(commit: str, noisy: float, seed: int, *, pinned: bool = False) -> dict:
     """A side-by-side A/A record of the Quick group: every cell 1% noise a round, one cell's rounds `noisy` apart
     between the sides' halves (a cell that wanders as the H100's textbook did)."""
     rng = np.random.default_rng(seed)
@@ -88,7 +91,7 @@ def _record(commit: str, noisy: float, seed: int) -> dict:
         "rounds": 20,
         "groups": {"Quick": {"version": "v1", "cells": sides}},
         "path": f"{commit}.fbaa",
-    }
+    } | ({"pinned": {}} if pinned else {})
 
 
 def test_margins_earned_side_by_side_cover_the_noise_they_saw_and_decide_the_gpus_confirmations(monkeypatch):
@@ -106,6 +109,52 @@ def test_margins_earned_side_by_side_cover_the_noise_they_saw_and_decide_the_gpu
     assert margins_for(f"{MACHINE}-tuned-fused-algorithm-7", "Quick", "v1") is wandering  # its GPU's margins
     assert margins_for(MACHINE, "Quick", "v2") is CONFIRMATION  # not earned at that version: the fixed margins
     assert margins_for("h200-141gb", "Quick", "v1") is CONFIRMATION
+
+
+def test_margins_measured_with_the_algorithm_pinned_narrow_with_fewer_cells_judged_and_are_preferred(monkeypatch):
+    """A confirmation of one workload judges a few cells, whose worst wanders less than a whole group's: margins from
+    pinned records (protocol 2) are earned per number of cells, never wider than the whole group's, and decide a
+    GPU's confirmations before margins from more records measured unpinned."""
+    records = [_record("a", 0.03, 1, pinned=True), _record("b", 0.0, 2, pinned=True)]
+    pinned = earn_margins(MACHINE, records)
+    assert pinned.protocol == 2 and set(pinned.by_cells) >= {"time/large", "epilog-cost/large"}
+    ladder = pinned.by_cells["time/large"]
+    assert sorted(ladder) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    margins = [ladder[k] for k in sorted(ladder)]
+    assert margins == sorted(margins) and margins[-1] <= pinned.threshold("time", "large")
+    assert ladder[1] < pinned.threshold("time", "large")  # one cell's worst is not the noisy cell's whole tail
+    few = pinned.for_cells({("time", "large"): 3})
+    assert few.threshold("time", "large") == ladder[4] and few.threshold("epilog-cost", "large") == pinned.threshold(
+        "epilog-cost", "large"
+    )  # a class not judged keeps its margin
+    assert pinned.for_cells({("time", "large"): 9999}).thresholds == pinned.thresholds
+    unpinned = earn_margins(MACHINE, [_record("c", 0.0, 3), _record("d", 0.0, 4), _record("e", 0.0, 5)])
+    assert unpinned.protocol == 1 and unpinned.by_cells == {}  # earlier margins keep the rule they decided by
+    with pytest.raises(Exception, match="measured at worker protocols 1 and 2: fused-autotuned is pinned in one"):
+        earn_margins(MACHINE, [*records, _record("c", 0.0, 3)])
+    monkeypatch.setitem(presets(), unpinned.name, unpinned)
+    monkeypatch.setitem(presets(), pinned.name, pinned)
+    assert unpinned.pairs > pinned.pairs and margins_for(MACHINE, "Quick", "v1") is pinned
+
+
+def test_a_confirmation_of_a_few_cells_is_decided_by_the_margins_for_that_many(tuned_verdict):
+    (flagged,) = flag(tuned_verdict)
+    target = "GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
+    sides = _remeasured(flagged, {target: 0.035})
+    whole = replace(CONFIRMATION, name="m", thresholds={**CONFIRMATION.thresholds, ("time", "medium"): 0.05})
+    judged = []
+    for ladder in ({}, {"time/medium": {k: 0.02 for k in (8, 64)}}, {"time/medium": {4: 0.02}}):
+        margins = replace(whole, by_cells=ladder)
+        confirmation = judge_confirmation(
+            flagged, "side by side", sides["baseline"], sides["candidate"], rounds=20, seconds=1, calls=1,
+            margins=margins,
+        )  # fmt: skip
+        rows = confirmation.judged.comparison.cells
+        row = rows[(rows["metric"] == "time") & (rows["provider"] == "fused") & (rows["epilog"] == "GELU_AUX_BIAS")]
+        judged.append((row["threshold"].iloc[0], row["verdict"].iloc[0].value))
+    cells = len(sides["candidate"])
+    assert 8 < cells <= 64  # the flagged workloads' cells (1 ms): the ladder's 64 covers them, its 8 and 4 do not
+    assert judged == [(0.05, "same"), (0.02, "slower"), (0.05, "same")]  # none; the 64's; the 4's does not cover
 
 
 def test_margins_earned_on_some_groups_name_them_and_judge_only_those(capsys, tmp_path):
@@ -198,8 +247,7 @@ def test_the_h100s_margins_are_its_side_by_side_records_of_two_sessions_and_the_
             f"a cell's time is confirmed past {large:.1%} at >= 5 ms (caught 95% of the time from {detected:.1%}), "
             f"{medium:.1%} at 1-5 ms and {small:.1%} under 1 ms" in said
         )
-    assert margins_for(MACHINE, "Quick", pooled.versions["Quick"]) is pooled  # most pairs of those earned there
-    assert margins_for(MACHINE, "Fp16Llm", llm.versions["Fp16Llm"]) is llm
+    assert pooled.protocol == llm.protocol == 1 and not pooled.by_cells  # measured unpinned: the whole-group rule
     assert margins_for(MACHINE, "Fp16Llm", "another version") is CONFIRMATION
 
 
@@ -235,7 +283,7 @@ def test_whole_group_a_a_confirmations_are_red_by_the_fixed_margins_and_green_by
 
 @pytest.mark.parametrize(
     ("machine", "margins"),
-    [("h100-80gb-hbm3", POOLED), ("h200-141gb", H200)],
+    [("h100-80gb-hbm3", f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick"), ("h200-141gb", H200)],
 )
 def test_dump_thresholds_names_the_margins_that_decide_each_groups_confirmation(capsys, machine, margins):
     """Each GPU's newest quick run is at the version its margins were earned at."""
@@ -330,3 +378,81 @@ def test_the_h200s_margins_are_its_two_side_by_side_records_and_hold_its_whole_g
         )
         assert own <= 0.05
         assert f"| {group} | {fixed:.0%} | {own:.0%} |" in docs
+
+
+PINNED = {
+    "Quick": f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick",
+    "Fp16Seed": f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick",
+    "Fp16Membound": f"{MACHINE}/confirmation@1fc6d58:Fp16Membound",
+    "Fp16Llm": f"{MACHINE}/confirmation@1fc6d58:Fp16Llm",
+}
+
+
+def test_the_h100s_pinned_margins_decide_its_confirmations_by_cells_judged_and_the_docs_give_them():
+    """Side-by-side records with fused-autotuned pinned (session 15, one card) earn margins per number of cells judged,
+    by group family; they decide the H100's confirmations now, and the docs give a workload's and a whole group's."""
+    docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
+    for group, name in PINNED.items():
+        margins = presets()[name]
+        assert margins.protocol == 2 and margins_for(MACHINE, group, margins.versions[group]) is margins
+        few = [
+            margins.by_cells.get(f"time/{k}", {}).get(8, margins.threshold("time", k))
+            for k in ("large", "medium", "small")
+        ]
+        whole = [margins.threshold("time", k) for k in ("large", "medium", "small")]
+        said = docs[docs.index(f"**`{name}`**") :][:600]
+        assert (
+            f"up to 8 cells of a class: {few[0]:.1%} at >= 5 ms, {few[1]:.1%} at 1-5 ms, {few[2]:.1%} under 1 ms; "
+            f"a whole group's: {whole[0]:.1%}, {whole[1]:.1%}, {whole[2]:.1%}" in said
+        ), said
+
+
+def _label(row) -> str:
+    return f"{row.epilog}/{row.dtype}/({row.m},{row.k})x({row.k},{row.n})/{row.provider}"
+
+
+def injected_by_margins_now(results) -> list[str]:
+    """The H100's injected runs' confirmations judged again by the margins in force now (pinned, by cells judged):
+    a docs table row each."""
+    from fusedbench.regressions.confirm import read_confirmations
+
+    rows = []
+    for record in read_confirmations(str(Path(__file__).parent.parent / "results")):
+        candidate = record["groups"][0]["candidate"]
+        if not candidate["machine"].startswith(f"{MACHINE}-inject-"):
+            continue
+        first, _, confirmations = replay(results, record)
+        for confirmation, kept in zip(confirmations, record["groups"], strict=True):
+            version = confirmation.flagged.judgement.candidate.groups[confirmation.group]
+            margins = margins_for(candidate["machine"], confirmation.group, version)
+            again = judge_confirmation(
+                confirmation.flagged, confirmation.how, cells_of(kept, "baseline"), cells_of(kept, "candidate"),
+                rounds=confirmation.rounds, seconds=confirmation.seconds, calls=confirmation.calls, margins=margins,
+            )  # fmt: skip
+            cells = again.judged.comparison.cells
+            timed = cells[(cells["metric"] == "time") & cells["ratio"].notna()]
+            slower = timed[timed["verdict"].map(lambda v: v.value) == "slower"]
+            injected = {
+                target["target"]
+                for run in results.records
+                if (run.machine, run.commit) == (candidate["machine"], candidate["commit"])
+                for target in run.environment["injection"]
+            }
+            caught = [r for r in slower.itertuples() if _label(r) in injected]
+            rows.append(
+                f"| `{candidate['machine']}` | {confirmation.group} | `{margins.name}` | "
+                f"{len(caught)} of 5 (x{min(r.ratio for r in caught):.3f}-{max(r.ratio for r in caught):.3f}, "
+                f"margins {min(r.threshold for r in caught):.1%}-{max(r.threshold for r in caught):.1%}) | "
+                f"{len(slower) - len(caught)} of {len(timed) - len(caught)} | "
+                f"{confirmed(first, [again]).outcome.value} |"
+            )
+    return rows
+
+
+def test_the_h100s_injected_confirmations_judged_by_the_margins_now_in_force_are_the_docs_table(committed_results):
+    docs = (Path(__file__).parent.parent / "docs" / "regressions.md").read_text()
+    rows = injected_by_margins_now(committed_results)
+    print("\n".join(rows))
+    assert len(rows) == 4
+    for row in rows:
+        assert row in docs, row

@@ -55,6 +55,7 @@ GOALS = {  # what must be caught at least DETECT of the time: (metric, classes, 
     "a 3% slowdown of one provider in a group (time)": (TIME, (PROVIDER_GATE,), 0.03),
 }
 DETECT = 0.95
+CELLS_LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # the cell counts a confirmation's margins are earned for
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,31 @@ def derive_thresholds(pairs: list[ReplicateBuilds], alpha: float = ALPHA) -> tup
             f"{1 - each:.2%} quantile {min(quantiles):+.1%} to {raw:+.1%} by comparison"
         )
     return thresholds, noise
+
+
+def margins_by_cells(pairs: list[ReplicateBuilds], whole: Preset, alpha: float = ALPHA) -> dict[str, dict[int, float]]:
+    """Per cell class, the margin for a confirmation that judges at most k of its cells, for each k of CELLS_LADDER:
+    the (1 - alpha / (classes * k)) quantile of one cell's alerting change (0 where its interval includes no change),
+    pooled over every cell and replicate build of the pairs, so that k cells are red on an A/A pair at most alpha /
+    classes of the time (Bonferroni over the k cells, as over the classes). A confirmation of one flagged workload
+    judges a few cells where the whole-record rule (`derive_thresholds`) keeps the worst of 28-390; never wider than
+    `whole`'s margin, which holds for any number of a group's cells."""
+    pools: dict[str, list[np.ndarray]] = {}
+    for builds in pairs:
+        keys = _class_keys(builds).to_numpy()
+        alerting = np.where(builds.log_worse_low > 0, builds.log_worse, 0.0)
+        for key in dict.fromkeys(keys):
+            pools.setdefault(key, []).append(alerting[keys == key].ravel())
+    each = alpha / len({key for builds in pairs for key in class_maxima(builds)})
+    ladders = {}
+    for key, parts in pools.items():
+        pooled, bound = np.concatenate(parts), whole.threshold(*key.split("/"))
+        ladders[key] = {
+            k: min(bound, round(max(STEP, math.ceil(math.expm1(float(np.quantile(pooled, 1 - each / k))) / STEP - 1e-9)
+                                * STEP), 4))
+            for k in CELLS_LADDER
+        }  # fmt: skip
+    return ladders
 
 
 def make_preset(name: str, calibrated_on: str, runs: tuple, pairs: list[ReplicateBuilds]) -> Preset:
@@ -311,9 +337,18 @@ def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]]) -> di
 
 
 def preset_from_pairs(
-    name: str, machine: str, runs: tuple, pairs: list[tuple[Run, Run]], suite: str, versions: dict[str, str]
+    name: str,
+    machine: str,
+    runs: tuple,
+    pairs: list[tuple[Run, Run]],
+    suite: str,
+    versions: dict[str, str],
+    *,
+    protocol: int = 0,
 ) -> Preset:
-    """A preset from A/A pairs of runs, each pair judged both ways, with its false-alarm and detection rates."""
+    """A preset from A/A pairs of runs, each pair judged both ways, with its false-alarm and detection rates; margins
+    (measured side by side at a worker `protocol`) also by the number of cells judged (`margins_by_cells`) where the
+    records pin fused-autotuned's algorithm (protocol 2 on): earlier margins keep the rule they decided by."""
     builds = []
     for index, (base, cand) in enumerate(pairs):
         forward = replicate_builds(base, cand, seed=index)
@@ -321,7 +356,8 @@ def preset_from_pairs(
     preset = make_preset(name, machine, runs, builds)
     found = rates(builds, preset)
     found |= {"false_alarm_by_suite": {suite: found["false_alarm_per_build"]}, "pairs_by_suite": {suite: len(pairs)}}
-    return replace(preset, rates=found, pairs=len(pairs), suite=suite, versions=versions)
+    preset = replace(preset, rates=found, pairs=len(pairs), suite=suite, versions=versions, protocol=protocol)
+    return replace(preset, by_cells=margins_by_cells(builds, preset)) if protocol > 1 else preset
 
 
 def aa_spreads(

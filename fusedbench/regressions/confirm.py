@@ -54,8 +54,8 @@ CONFIRMATION = Preset(
 
 def margins_for(machine: str, group: str, version: str) -> Preset:
     """The margins a side-by-side confirmation of `group` is decided by: its GPU's own, earned on side-by-side A/A
-    measurements of the group at this benchmark version (`regressions.margins`; most pairs first), else the fixed
-    CONFIRMATION margins."""
+    measurements of the group at this benchmark version (`regressions.margins`; those measured as confirmations are
+    now, with fused-autotuned pinned, first, then most pairs), else the fixed CONFIRMATION margins."""
     from fusedbench.catalog.deliberate import gpu_machine
 
     gpu = gpu_machine(machine)
@@ -64,7 +64,7 @@ def margins_for(machine: str, group: str, version: str) -> Preset:
         for p in presets().values()
         if p.suite == MARGINS_SUITE and p.calibrated_on == gpu and p.earned_at(group, version)
     ]
-    return max(earned, key=lambda p: p.pairs) if earned else CONFIRMATION
+    return max(earned, key=lambda p: (p.protocol, p.pairs)) if earned else CONFIRMATION
 
 
 def recorded_margins(name: str | None) -> Preset:
@@ -224,7 +224,12 @@ def judge_confirmation(
     else:
         base = as_run(first.baseline.machine, first.baseline.commit, version, flagged.group, base_cells)
         preset = margins or margins_for(first.candidate.machine, flagged.group, version)
-    judged = judge_comparison(compare_runs(base, cand, preset))
+    comparison = compare_runs(base, cand, preset)
+    if preset.by_cells:  # margins for as many cells as were judged (`Preset.for_cells`)
+        measured = comparison.cells[comparison.cells["ratio"].notna()]
+        counts = measured.groupby(["metric", "cell_class"]).size()
+        comparison = compare_runs(base, cand, preset.for_cells(counts.to_dict()))
+    judged = judge_comparison(comparison)
     remeasured = {"candidate": tuple(cand_cells)} | ({"baseline": tuple(base_cells)} if base_cells is not None else {})
     return Confirmation(
         flagged, how, base, cand, judged, remeasured, rounds, seconds, calls, tuple(not_measured), preset.name
@@ -272,7 +277,7 @@ def confirmation_lines(confirmations: Sequence[Confirmation]) -> list[str]:
             if any(_why_matches(row, why) for why in c.flagged.why):
                 lines.append(
                     f"    {_why(row).rsplit(' ', 1)[0]}: x{row['ratio']:.3f} [{row['ci_low']:.3f}, "
-                    f"{row['ci_high']:.3f}] measured again -> {row['verdict'].value}"
+                    f"{row['ci_high']:.3f}] measured again -> {row['verdict'].value} (margin {row['threshold']:.1%})"
                 )
     return lines
 

@@ -113,6 +113,13 @@ def earn_margins(machine: str, records: Sequence[dict], groups: Collection[str] 
             )
         records = [r | {"groups": {g: e for g, e in r["groups"].items() if g in groups}} for r in records]
         records = [r for r in records if r["groups"]]
+    protocols = {record_protocol(record) for record in records}
+    if len(protocols) > 1:
+        raise FusedbenchError(
+            "the side-by-side records were measured at worker protocols "
+            f"{' and '.join(map(str, sorted(protocols)))}: fused-autotuned is pinned in one and not in the other; "
+            "name the records of one protocol"
+        )
     versions: dict[str, str] = {}
     for record in records:
         if record["machine"] != machine:
@@ -128,4 +135,10 @@ def earn_margins(machine: str, records: Sequence[dict], groups: Collection[str] 
     if groups is not None:
         name += ":" + "+".join(sorted(versions))
     pairs = [record_runs(record) for record in records]
-    return preset_from_pairs(name, machine, (commits,), pairs, MARGINS_SUITE, versions)
+    return preset_from_pairs(name, machine, (commits,), pairs, MARGINS_SUITE, versions, protocol=protocols.pop())
+
+
+def record_protocol(record: dict) -> int:
+    """The worker protocol a record was measured at: 2 pins fused-autotuned's algorithm (its record says what was
+    pinned), 1 let each side autotune."""
+    return 2 if "pinned" in record else 1

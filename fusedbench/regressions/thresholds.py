@@ -12,7 +12,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fusedbench.catalog.deliberate import gpu_machine
@@ -56,9 +56,24 @@ class Preset:
     pairs: int = 0  # how many A/A pairs it came from
     suite: str = ""  # the suite whose A/A runs it came from
     versions: Mapping[str, str] = field(default_factory=dict)  # group -> asv's benchmark version of those runs
+    # Margins only: "metric/class" -> {k: the margin when a confirmation judges at most k cells of the class}
+    by_cells: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
+    protocol: int = 0  # margins only: the confirmation worker's protocol its records were measured at
 
     def threshold(self, metric: str, klass: str) -> float:
         return self.thresholds[(metric, klass)]
+
+    def for_cells(self, counts: Mapping[tuple[str, str], int]) -> Preset:
+        """These margins for a confirmation that judges `counts` cells per (metric, class): the worst of a few cells
+        wanders less than the worst of a whole group, so each class takes the margin earned for the smallest number
+        of cells in `by_cells` that covers its count, never one wider than the whole group's."""
+        narrowed = dict(self.thresholds)
+        for (metric, klass), count in counts.items():
+            ladder = self.by_cells.get(f"{metric}/{klass}", {})
+            covering = [k for k in ladder if k >= count]
+            if covering:
+                narrowed[(metric, klass)] = min(narrowed[(metric, klass)], ladder[min(covering)])
+        return replace(self, thresholds=narrowed)
 
     def earned_at(self, group: str, version: str) -> bool:
         """Whether the preset's A/A runs timed `group` at this benchmark version. Only then does it judge the group:
@@ -71,7 +86,7 @@ class Preset:
         return bool(known) and all(self.versions[group] == versions[group] for group in known)
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "name": self.name,
             "calibrated_on": self.calibrated_on,
             "runs": [list(commits) for commits in self.runs],
@@ -82,6 +97,11 @@ class Preset:
             "suite": self.suite,
             "versions": dict(self.versions),
         }
+        if self.by_cells:
+            data["by_cells"] = {key: {str(k): v for k, v in ladder.items()} for key, ladder in self.by_cells.items()}
+        if self.protocol:
+            data["protocol"] = self.protocol
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Preset:
@@ -95,6 +115,10 @@ class Preset:
             pairs=int(data.get("pairs", 0)),
             suite=str(data["suite"]),
             versions={str(group): str(version) for group, version in data["versions"].items()},
+            by_cells={
+                key: {int(k): float(v) for k, v in ladder.items()} for key, ladder in data.get("by_cells", {}).items()
+            },
+            protocol=int(data.get("protocol", 0)),
         )
 
 
