@@ -118,6 +118,11 @@ def class_maxima(builds: ReplicateBuilds) -> dict[str, np.ndarray]:
     return maxima
 
 
+def rounded_up(change: float) -> float:
+    """A relative change rounded up to STEP (at least STEP): what a threshold or margin is set to."""
+    return round(max(STEP, math.ceil(float(change) / STEP - 1e-9) * STEP), 4)
+
+
 def derive_thresholds(pairs: list[ReplicateBuilds], alpha: float = ALPHA) -> tuple[dict[str, float], dict[str, str]]:
     """Each class's threshold (relative, rounded up to STEP) and, in words, the noise it came from.
 
@@ -134,7 +139,7 @@ def derive_thresholds(pairs: list[ReplicateBuilds], alpha: float = ALPHA) -> tup
         # no change counts as 0 (-inf where no row could alert): a quantile of the clipped maxima, the same number
         quantiles = [math.expm1(float(np.quantile(np.maximum(maxima, 0.0), 1 - each))) for maxima in parts]
         raw = max(quantiles)
-        thresholds[key] = round(max(STEP, math.ceil(raw / STEP - 1e-9) * STEP), 4)
+        thresholds[key] = rounded_up(raw)
         metric, klass = key.split("/")
         if klass in GATES:
             what = f"{sum(1 for b in pairs for _, p, m in b.gates if m == metric and gate_class(p) == klass)} gates"
@@ -166,11 +171,7 @@ def margins_by_cells(pairs: list[ReplicateBuilds], whole: Preset, alpha: float =
     ladders = {}
     for key, parts in pools.items():
         pooled, bound = np.concatenate(parts), whole.threshold(*key.split("/"))
-        ladders[key] = {
-            k: min(bound, round(max(STEP, math.ceil(math.expm1(float(np.quantile(pooled, 1 - each / k))) / STEP - 1e-9)
-                                * STEP), 4))
-            for k in CELLS_LADDER
-        }  # fmt: skip
+        ladders[key] = {k: min(bound, rounded_up(math.expm1(np.quantile(pooled, 1 - each / k)))) for k in CELLS_LADDER}
     return ladders
 
 
