@@ -383,14 +383,15 @@ def test_the_h200s_margins_are_its_two_side_by_side_records_and_hold_its_whole_g
 PINNED = {
     "Quick": f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick",
     "Fp16Seed": f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick",
-    "Fp16Membound": f"{MACHINE}/confirmation@1fc6d58:Fp16Membound",
+    "Fp16Membound": f"{MACHINE}/confirmation@1fc6d58+eac78e9:Fp16Membound",
     "Fp16Llm": f"{MACHINE}/confirmation@1fc6d58:Fp16Llm",
 }
 
 
 def test_the_h100s_pinned_margins_decide_its_confirmations_by_cells_judged_and_the_docs_give_them():
-    """Side-by-side records with fused-autotuned pinned (session 15, one card) earn margins per number of cells judged,
-    by group family; they decide the H100's confirmations now, and the docs give a workload's and a whole group's."""
+    """Side-by-side records with fused-autotuned pinned (session 15; membound on two cards) earn margins per number
+    of cells judged, by group family; they decide the H100's confirmations now, and the docs give a workload's and a
+    whole group's."""
     docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
     for group, name in PINNED.items():
         margins = presets()[name]
