@@ -214,6 +214,7 @@ def test_a_confirmation_is_decided_by_its_gpus_margins_and_a_replay_by_the_margi
 POOLED = f"{MACHINE}/confirmation@69b1f94+6e67b21:Fp16Membound+Fp16Seed+Quick"
 LLM = f"{MACHINE}/confirmation@6e67b21:Fp16Llm"
 H200 = "h200-141gb/confirmation@89a4235"
+H200_PINNED = "h200-141gb/confirmation@e6d25b0:Fp16Seed+Quick"
 
 
 def test_the_h100s_margins_are_its_side_by_side_records_of_two_sessions_and_the_docs_give_them():
@@ -283,7 +284,7 @@ def test_whole_group_a_a_confirmations_are_red_by_the_fixed_margins_and_green_by
 
 @pytest.mark.parametrize(
     ("machine", "margins"),
-    [("h100-80gb-hbm3", f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick"), ("h200-141gb", H200)],
+    [("h100-80gb-hbm3", f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick"), ("h200-141gb", H200_PINNED)],
 )
 def test_dump_thresholds_names_the_margins_that_decide_each_groups_confirmation(capsys, machine, margins):
     """Each GPU's newest quick run is at the version its margins were earned at."""
@@ -362,7 +363,8 @@ def test_the_h200s_margins_are_its_two_side_by_side_records_and_hold_its_whole_g
     margins = presets()[H200]
     records = read_side_by_side(str(Path(__file__).parent.parent / "results"), "h200-141gb", ["89a4235"])
     assert [g for r in records for g in r["groups"]] == ["Quick", "Fp16Seed"] and margins.pairs == 2
-    assert margins_for("h200-141gb", "Fp16Seed", margins.versions["Fp16Seed"]) is margins
+    # the pinned records of session 16 decide its confirmations now
+    assert margins_for("h200-141gb", "Fp16Seed", margins.versions["Fp16Seed"]) is presets()[H200_PINNED]
     docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
     said = docs[docs.index(f"**The H200's, `{H200}`**") :][:700]
     detected = margins.rates["minimum_detectable"]["time/large"]
@@ -381,21 +383,24 @@ def test_the_h200s_margins_are_its_two_side_by_side_records_and_hold_its_whole_g
 
 
 PINNED = {
-    "Quick": f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick",
-    "Fp16Seed": f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick",
-    "Fp16Membound": f"{MACHINE}/confirmation@1fc6d58+eac78e9:Fp16Membound",
-    "Fp16Llm": f"{MACHINE}/confirmation@1fc6d58:Fp16Llm",
+    (MACHINE, "Quick"): f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick",
+    (MACHINE, "Fp16Seed"): f"{MACHINE}/confirmation@1fc6d58:Fp16Seed+Quick",
+    (MACHINE, "Fp16Membound"): f"{MACHINE}/confirmation@1fc6d58+eac78e9:Fp16Membound",
+    (MACHINE, "Fp16Llm"): f"{MACHINE}/confirmation@1fc6d58:Fp16Llm",
+    ("h200-141gb", "Quick"): H200_PINNED,
+    ("h200-141gb", "Fp16Seed"): H200_PINNED,
+    ("h200-141gb", "Fp16Membound"): "h200-141gb/confirmation@e6d25b0:Fp16Membound",
 }
 
 
-def test_the_h100s_pinned_margins_decide_its_confirmations_by_cells_judged_and_the_docs_give_them():
-    """Side-by-side records with fused-autotuned pinned (session 15; membound on two cards) earn margins per number
-    of cells judged, by group family; they decide the H100's confirmations now, and the docs give a workload's and a
-    whole group's."""
+def test_each_gpus_pinned_margins_decide_its_confirmations_by_cells_judged_and_the_docs_give_them():
+    """Side-by-side records with fused-autotuned pinned (the H100's of session 15, membound on two cards; the
+    H200's of session 16) earn margins per number of cells judged, by group family; they decide each GPU's
+    confirmations now, and the docs give a workload's and a whole group's."""
     docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
-    for group, name in PINNED.items():
+    for (machine, group), name in PINNED.items():
         margins = presets()[name]
-        assert margins.protocol == 2 and margins_for(MACHINE, group, margins.versions[group]) is margins
+        assert margins.protocol == 2 and margins_for(machine, group, margins.versions[group]) is margins
         few = [
             margins.by_cells.get(f"time/{k}", {}).get(8, margins.threshold("time", k))
             for k in ("large", "medium", "small")
@@ -412,15 +417,23 @@ def _label(row) -> str:
     return f"{row.epilog}/{row.dtype}/({row.m},{row.k})x({row.k},{row.n})/{row.provider}"
 
 
-def injected_by_margins_now(results) -> list[str]:
-    """The H100's injected runs' confirmations judged again by the margins in force now (pinned, by cells judged):
-    a docs table row each."""
+def injected_by_margins_now(results, machine: str = MACHINE) -> list[str]:
+    """A GPU's single-cell injected runs' confirmations judged again by the margins in force now (pinned, by cells
+    judged): a docs table row each."""
     from fusedbench.regressions.confirm import read_confirmations
 
     rows = []
     for record in read_confirmations(str(Path(__file__).parent.parent / "results")):
         candidate = record["groups"][0]["candidate"]
-        if not candidate["machine"].startswith(f"{MACHINE}-inject-"):
+        if not candidate["machine"].startswith(f"{machine}-inject-"):
+            continue
+        targets = [
+            target["target"]
+            for run in results.records
+            if (run.machine, run.commit) == (candidate["machine"], candidate["commit"])
+            for target in run.environment["injection"]
+        ]
+        if not all("/" in target for target in targets):  # a whole group made slower: another table's
             continue
         first, _, confirmations = replay(results, record)
         for confirmation, kept in zip(confirmations, record["groups"], strict=True):
@@ -433,12 +446,7 @@ def injected_by_margins_now(results) -> list[str]:
             cells = again.judged.comparison.cells
             timed = cells[(cells["metric"] == "time") & cells["ratio"].notna()]
             slower = timed[timed["verdict"].map(lambda v: v.value) == "slower"]
-            injected = {
-                target["target"]
-                for run in results.records
-                if (run.machine, run.commit) == (candidate["machine"], candidate["commit"])
-                for target in run.environment["injection"]
-            }
+            injected = set(targets)
             caught = [r for r in slower.itertuples() if _label(r) in injected]
             rows.append(
                 f"| `{candidate['machine']}` | {confirmation.group} | `{margins.name}` | "
@@ -455,5 +463,14 @@ def test_the_h100s_injected_confirmations_judged_by_the_margins_now_in_force_are
     rows = injected_by_margins_now(committed_results)
     print("\n".join(rows))
     assert len(rows) == 5
+    for row in rows:
+        assert row in docs, row
+
+
+def test_the_h200s_injected_confirmations_judged_by_its_pinned_margins_are_the_docs_table(committed_results):
+    docs = (Path(__file__).parent.parent / "docs" / "regressions.md").read_text()
+    rows = injected_by_margins_now(committed_results, "h200-141gb")
+    print("\n".join(rows))
+    assert len(rows) >= 4
     for row in rows:
         assert row in docs, row
