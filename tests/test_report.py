@@ -340,7 +340,7 @@ def test_machines_side_by_side_and_history_appear_with_a_second_machine_and_comm
     assert "Machines side by side" in page
     # the summary compares them workload by workload: the same cells, so nowhere does fusion pay more
     assert "Fusion pays more on <b>h100-80gb-hbm3</b> than on <b>h200-141gb</b> in 0 of 64 fp16 workloads" in page
-    assert f"{MACHINE} fp16: each cell's median time at each commit" in page
+    assert f"{MACHINE}: chosen cells over commits" in page
     machines = re.findall(r"<h2 id='([^']+)'>", page)
     assert machines == ["headline", "contents", "glossary", MACHINE, "h100-80gb-hbm3", "machines"]
     assert {"machines-h100-80gb-hbm3"} <= set(re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page))
@@ -375,37 +375,73 @@ def pd_concat(*frames):
 def test_the_history_marks_the_commits_whose_measurement_changed(results):
     import pandas as pd
 
-    from fusedbench.report import history_series, measurement_changes
-    from fusedbench.report.figures import history_figure
+    from fusedbench.report import measurement_changes
 
     a, b, c = "a" * 40, "b" * 40, "c" * 40
     cells = pd_concat(*(results.cells.assign(commit=commit) for commit in (a, b, c)))
     versions = ["1: old"] * len(results.cells) * 2 + ["2: the passes fused"] * len(results.cells)
     detail = pd.DataFrame({"version": versions}, index=cells.index)
-    changes = measurement_changes(cells, detail, [a, b, c])
-    assert changes == {c: "benchmark version 2: the passes fused"}
-    quick = results.cells.head(6).assign(commit="d" * 40)  # a run of a handful of cells: no column of gaps
-    assert set(history_series(pd_concat(cells, quick), [a, b, c, "d" * 40])["commit"]) == {a, b, c}
-    series = history_series(cells.assign(time_s=cells["time_s"] * np.where(cells["commit"] == c, 1.3, 1.0)), [a, b, c])
-    figure = history_figure(series, machine=MACHINE, commits=[a, b, c], changes=changes)
-    heatmap = figure.data[0]
-    assert list(heatmap.x[1][:3]) == ["aaaaaaa", "bbbbbbb", "ccccccc"] and heatmap.x[0][0] == "textbook"
-    assert {row[2] for row in heatmap.z if row[2] is not None} == {30}  # 1.3x its median: +30%
-    assert {row[0] for row in heatmap.z if row[0] is not None} == {0}
-    # A quick run of a handful of cells at another version in between: not a column, so no change is listed
-    # for it (nor for c, measured as a was).
+    assert measurement_changes(cells, detail, [a, b, c]) == {c: "benchmark version 2: the passes fused"}
+    # a change of some of a commit's groups (c8c600be changed 8 of 9): marked, naming them
+    two = pd.DataFrame({"commit": [a, a, b, b], "group": ["Fp16Seed", "Blog", "Fp16Seed", "Blog"]})
+    said = measurement_changes(two, pd.DataFrame({"version": ["1: x", "1: y", "2: z", "1: y"]}), [a, b])
+    assert said == {b: "benchmark version 2: z (1 of 2 groups: Fp16Seed)"}
+    # a quick run in between (its own group, another version): no change of the others' measurement
+    quick = results.cells.head(6).assign(commit="d" * 40, group="Quick")
+    between = pd_concat(results.cells.assign(commit=a), quick, results.cells.assign(commit=c))
+    detail = pd.DataFrame(
+        {"version": ["1: old"] * len(results.cells) + ["9: a quick run's"] * 6 + ["1: old"] * len(results.cells)}
+    )
+    assert measurement_changes(between, detail, [a, "d" * 40, c]) == {}
+
+
+def test_the_trend_draws_the_best_and_worst_cells_over_commits_with_the_gates_band_and_the_history_table_sorts(
+    results,
+):
     import dataclasses
 
-    d = "d" * 40
-    between = pd_concat(
-        results.cells.assign(commit=a), results.cells.head(6).assign(commit=d), results.cells.assign(commit=c)
+    from fusedbench.regressions.gate import judge_every_suite
+    from fusedbench.report import trend_cells, trend_rows, trend_series
+    from fusedbench.report.figures import trend_figure
+
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+    slower = np.where(results.cells["epilog"] == "RELU", 1.3, 1.0)  # every RELU cell 30% slower at c
+    cells = pd_concat(
+        results.cells.assign(commit=a),
+        results.cells.assign(commit=b),
+        results.cells.assign(commit=c, time_s=results.cells["time_s"] * slower),
     )
-    detail = pd_concat(results.detail, results.detail.head(6), results.detail).assign(version="1: old")
-    detail.loc[between["commit"] == d, "version"] = "9: a quick run's"
-    page = render_report(dataclasses.replace(results, cells=between, detail=detail))
-    assert f"{MACHINE} across commits" in page and "The measurement changed at" not in page
-    providers = len(heatmap.x[0]) // 3
-    assert [m.x0 for m in figure.layout.shapes] == [i * 3 + 1.5 for i in range(providers)]  # before c, per provider
+    detail = pd_concat(results.detail, results.detail, results.detail.assign(version="2: the passes fused"))
+    started = {a: 1, b: 2, c: 3}
+    detail = detail.assign(started_ms=[started[x] for x in cells["commit"]])
+    page = render_report(dataclasses.replace(results, cells=cells, detail=detail))
+    assert f"{MACHINE}: chosen cells over commits" in page
+    changed = dataclasses.replace(results, cells=cells, detail=detail)
+    (verdict,) = judge_every_suite(changed, [MACHINE])
+    rows = trend_rows(changed, cells, [a, b, c])
+    table = speedups(results.cells)
+    best, worst = table.loc[table["over_unfused"].idxmax()], table.loc[table["over_unfused"].idxmin()]
+    series = trend_series(rows, trend_cells(table, verdict), verdict)
+    figure = trend_figure(series, machine=MACHINE, commits=[a, b, c])
+    assert [t.name for t in figure.data] == [f"{row['epilog']} fp16 {row['shape']} fused" for row in (best, worst)]
+    assert all(list(t.x) == ["aaaaaaa", "bbbbbbb", "ccccccc"] for t in figure.data)
+    lines = [shape for shape in figure.layout.shapes if shape.type == "line"]
+    assert [(line.x0, line.xref) for line in lines] == [("ccccccc", "x"), ("ccccccc", "x2")]  # the version changed
+    assert series["threshold"].isna().all()  # no preset was earned at this version: no band
+    assert not [shape for shape in figure.layout.shapes if shape.type == "rect"]
+    first = series["cell"].iloc[0]  # a cell a preset judges: its band, that threshold about its median
+    judged = series.assign(threshold=np.where(series["cell"] == first, 0.05, np.nan))
+    (band,) = [
+        shape
+        for shape in trend_figure(judged, machine=MACHINE, commits=[a, b, c]).layout.shapes
+        if shape.type == "rect"
+    ]
+    median = judged.loc[judged["cell"] == first, "time_s"].median() * 1e3
+    assert (band.y0, band.y1, band.yref) == (pytest.approx(median * 0.95), pytest.approx(median * 1.05), "y")
+    history = page[page.index(f"id='{MACHINE}-history'") :]
+    rows = re.findall(r"<tr>\s*<td>([A-Z_]+)</td>.*?<td class=n>([+\-][0-9.]+%|n/a)</td>", history, re.S)
+    assert rows[0][0] == "RELU" and rows[0][1] == "+30.0%"  # the largest change first
+    assert 'class="dataframe sortable"' in history
 
 
 def test_key_figures_are_the_fused_over_unfused_heatmaps(results):
@@ -619,3 +655,20 @@ def test_deliberate_runs_machines_are_named_in_a_note_and_not_shown_as_machines(
     note = "Not shown as machines: 1 machine of deliberate runs (tuned or injected slowdowns, kept apart from real"
     assert f"{note} results): {tuned}. " in page
     assert "id='set-apart'" not in render_report(load_results(str(folder)), machines=[tuned])  # named: drawn
+
+
+def test_a_trend_cells_band_is_the_threshold_the_gate_judges_it_by(committed_results):
+    from fusedbench.regressions.gate import judge_every_suite
+    from fusedbench.regressions.thresholds import preset_for
+    from fusedbench.report import gate_threshold
+
+    (verdict,) = judge_every_suite(committed_results, ["h100-80gb-hbm3"])
+    quick = next(suite for suite in verdict.suites if suite.suite == "quick")
+    version = quick.preset.versions["Quick"]
+    preset, _ = preset_for("h100-80gb-hbm3", "quick", versions={"Quick": version})
+    assert gate_threshold(verdict, "Quick", version, 0.030) == preset.threshold("time", "large")
+    assert gate_threshold(verdict, "Quick", version, 0.0005) == preset.threshold("time", "small")
+    assert gate_threshold(verdict, "Quick", "another version", 0.030) != gate_threshold(
+        verdict, "Quick", "another version", 0.030
+    )  # NaN
+    assert gate_threshold(None, "Quick", version, 0.030) != gate_threshold(None, "Quick", version, 0.030)

@@ -173,3 +173,57 @@ def test_on_a_phone_the_page_is_as_wide_as_the_screen_and_no_epilog_name_is_cut(
         browser.close()
     assert width == labelled == 390  # wide tables and figures scroll inside themselves; long labels wrap
     assert lines and all(count == 1 for _, count in lines), [cell for cell in lines if cell[1] > 1]
+
+
+@pytest.mark.browser
+def test_a_long_table_is_sorted_by_keyboard_on_a_number_column_and_filtered_by_what_is_typed(tmp_path):
+    import pandas as pd
+
+    from fusedbench.report.tables import FOLD_ROWS, TABLE_SCRIPT, table_html
+
+    sync_playwright = _playwright()
+    rows = FOLD_ROWS + 8
+    frame = pd.DataFrame(
+        {
+            "epilog": [("RELU", "GELU_BIAS", "DRELU_BGRAD")[i % 3] for i in range(rows)],
+            "change": [f"{(-1) ** i * i * 1.5:+.1f}%" for i in range(rows)],  # +0.0%, -1.5%, +3.0%, ...
+            "median (ms)": [f"{1000 / (i + 1):.4g}" for i in range(rows)],  # 1000, 500, 333.3, ...: 4 digits, as shown
+        }
+    )
+    frame.loc[3, "change"] = "n/a"
+    path = tmp_path / "table.html"
+    path.write_text(f"<!doctype html><html><body>{table_html(frame)}<script>{TABLE_SCRIPT}</script></body></html>")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_context(offline=True).new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"file://{path}")
+        column = (
+            "() => [...document.querySelectorAll('tbody tr')].filter(r => !r.hidden).map(r => r.cells[1].textContent)"
+        )
+        page.keyboard.press("Tab")  # the filter box
+        page.keyboard.press("Tab")  # the first header's button
+        page.keyboard.press("Tab")  # the change column's
+        page.keyboard.press("Enter")
+        ascending = page.evaluate(column)
+        sort = page.evaluate("() => document.querySelectorAll('th')[1].getAttribute('aria-sort')")
+        page.keyboard.press("Enter")
+        descending = page.evaluate(column)
+        page.focus("input[type=search]")
+        page.keyboard.type("gelu")
+        kept = page.evaluate("() => [...document.querySelectorAll('tbody tr')].filter(r => !r.hidden).length")
+        browser.close()
+    values = [float(v.rstrip("%")) for v in frame["change"] if v != "n/a"]
+    assert sort == "ascending" and ascending[:-1] == [f"{v:+.1f}%" for v in sorted(values)] and ascending[-1] == "n/a"
+    assert descending[:-1] == [f"{v:+.1f}%" for v in sorted(values, reverse=True)] and descending[-1] == "n/a"
+    assert kept == sum(e == "GELU_BIAS" for e in frame["epilog"]) and errors == []
+
+
+def test_only_a_table_longer_than_the_fold_is_sortable():
+    import pandas as pd
+
+    from fusedbench.report.tables import FOLD_ROWS, SORTABLE, table_html
+
+    assert SORTABLE in table_html(pd.DataFrame({"a": range(FOLD_ROWS + 1)}))
+    assert SORTABLE not in table_html(pd.DataFrame({"a": range(FOLD_ROWS)}))

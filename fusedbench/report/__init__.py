@@ -36,22 +36,26 @@ from fusedbench.catalog.suites import CONTROL_GROUPS, PEER_ONLY_GROUPS
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
 from fusedbench.regressions.gate import judge_every_suite
+from fusedbench.regressions.thresholds import cell_class
 from fusedbench.report.figures import (
     add_title_line,
     headline_figure,
     heatmap_views,
-    history_figure,
     ladder_figure,
     machines_figure,
     speedup_heatmap,
+    trend_figure,
 )
 from fusedbench.report.mlp import mlp_section, step_png_figure, step_table
 from fusedbench.report.peers import in_peers_suite, peers_section
 from fusedbench.report.tables import (
+    SORTABLE,
+    TABLE_SCRIPT,
     advice_section,
     anchor,
     csv_link,
     environment_card,
+    history_table,
     multi_kernel_table,
     noisy_table,
     not_run_table,
@@ -67,7 +71,7 @@ from fusedbench.results.runs import cells_of_runs, commits_in_order, gpu_machine
 REPORT_NAME = "index.html"
 PNG_WIDTH, PNG_SCALE = 1100, 2  # sharp on HiDPI screens
 VENDORED_PLOTLY = Path(__file__).parent / "plotlyjs"  # plotly.js-cartesian-dist-min, its package.json and LICENSE
-HISTORY_COVERAGE = 0.5  # a commit enters a dtype's history where it timed at least this share of its cells
+TREND_CELLS = 8  # at most this many cells drawn over commits per machine: where fusion pays most and least, alerted
 
 GLOSSARY = {
     "textbook": "the seed blog's naive code: the matmul, then each pointwise step as its own cupy (or torch) "
@@ -101,6 +105,7 @@ h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 table, [role=figure] { display: block; max-width: 100%; overflow-x: auto; }  /* they scroll, not the page */
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top; }
+.nobr { white-space: nowrap; }  /* a name with a hyphen (fused-autotuned) is not broken there */
 th.n, td.n { text-align: right; font-variant-numeric: tabular-nums; }  /* numbers line up by their digits */
 th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; margin: 0 1rem 1rem 0; }
 .muted { color: #666; font-size: 0.9rem; } #summary p { font-size: 1.05rem; max-width: 60rem; }
@@ -113,6 +118,11 @@ details summary { cursor: pointer; margin: 0.3rem 0; }
   text-decoration: none; min-width: 9.5rem; font-size: 0.9rem; background: #f5f5f5; }
 #status a.green { border-color: #1a7f37; background: #e6f4ea; }
 #status a.red { border-color: #b3261e; background: #fce8e6; }
+th > button { font: inherit; font-weight: 600; color: inherit; background: none; border: 0; padding: 0;
+  cursor: pointer; text-align: inherit; }  /* a sortable table's header: a button, read as the header it was */
+th[aria-sort=ascending] > button::after { content: " \\25B2"; }
+th[aria-sort=descending] > button::after { content: " \\25BC"; }
+input[type=search] { font-size: 0.9rem; margin: 0.3rem 0 0; }
 #status .word { font-weight: 600; text-transform: uppercase; } #status .runs { color: #555; font-size: 0.8rem; }
 """
 
@@ -239,29 +249,72 @@ def _glossary() -> str:
 
 
 def measurement_changes(cells: pd.DataFrame, detail: pd.DataFrame, commits: list[str]) -> dict[str, str]:
-    """commit -> what changed in how it measures, where its ladder groups' benchmark versions differ from the
-    previous commit's (a version that says why it was bumped is quoted; asv's code hashes are not)."""
-    versions = detail.loc[cells.index, "version"]
-    changes, before = {}, None
+    """commit -> what changed in how it measures, where a group's benchmark version differs from that group's at its
+    run before (a version that says why it was bumped is quoted; asv's code hashes are not); a change of some of the
+    commit's groups only names them."""
+    versions = cells[["commit", "group"]].assign(version=detail.loc[cells.index, "version"]).dropna()
+    versions = versions.drop_duplicates(["commit", "group"])
+    changes, before = {}, {}
     for commit in commits:
-        now = set(versions[cells["commit"] == commit].dropna())
-        if before is not None and now and not now & before:
-            said = sorted(f"benchmark version {v}" for v in now if not re.fullmatch(r"[0-9a-f]{64}", str(v)))
-            changes[commit] = "; ".join(said) if said else "the benchmark code changed (asv's version hash)"
-        before = now or before
+        mine = dict(zip(*versions.loc[versions["commit"] == commit, ["group", "version"]].T.values, strict=True))
+        changed = {group: v for group, v in mine.items() if group in before and before[group] != v}
+        if changed:
+            said = sorted(
+                {f"benchmark version {v}" for v in changed.values() if not re.fullmatch(r"[0-9a-f]{64}", str(v))}
+            )
+            changes[commit] = "; ".join(said) or "the benchmark code changed (asv's version hash)"
+            if len(changed) < len(mine):
+                changes[commit] += f" ({len(changed)} of {len(mine)} groups: {', '.join(sorted(changed))})"
+        before |= mine
     return changes
 
 
-def history_series(cells: pd.DataFrame, commits: list[str]) -> pd.DataFrame:
-    """A machine's ladder cells over `commits` for the history: per dtype, only the commits that timed at least
-    HISTORY_COVERAGE of its cells (a quick run's handful would add a column of gaps)."""
-    rows = with_shape(ladder_cells(cells))
-    rows = rows[rows["commit"].isin(commits)].dropna(subset=["time_s"])
-    counts = rows.groupby(["dtype", "commit"]).size()
-    most = counts.groupby(level=0).transform("max")
-    kept = counts[counts >= HISTORY_COVERAGE * most].index
-    keep = pd.MultiIndex.from_frame(rows[["dtype", "commit"]]).isin(kept)
-    return rows[keep][["dtype", "epilog", "shape", "intensity", "provider", "commit", "time_s"]]
+def trend_rows(results: ResultSet, cells: pd.DataFrame, commits: list[str]) -> pd.DataFrame:
+    """A machine's ladder cells at every commit that timed them, oldest run first, with their group's benchmark
+    version and whether it differs from the cell's run before (`changed`)."""
+    rows = with_shape(ladder_cells(cells)).dropna(subset=["time_s"])
+    rows = rows.assign(version=results.detail.loc[rows.index, "version"], _order=rows["commit"].map(commits.index))
+    rows = rows.sort_values("_order", kind="stable")
+    before = rows.groupby(["epilog", "dtype", "shape", "provider"], sort=False)["version"].shift()
+    return rows.assign(changed=before.notna() & (before != rows["version"])).drop(columns="_order")
+
+
+def trend_cells(table: pd.DataFrame, verdict) -> list[tuple]:
+    """The cells a machine's trend draws, (epilog, dtype, shape, provider): fused where fusion pays most and least
+    over unfused (the headline's best and worst), then each cell the gate alerted on; at most TREND_CELLS."""
+    chosen = []
+    paying = table.dropna(subset=[OVER_UNFUSED])
+    if not paying.empty:
+        for row in (paying.loc[paying[OVER_UNFUSED].idxmax()], paying.loc[paying[OVER_UNFUSED].idxmin()]):
+            chosen.append((row["epilog"], row["dtype"], row["shape"], "fused"))
+    for suite in verdict.suites if verdict is not None else ():
+        alerts = with_shape(suite.alerts[suite.alerts["epilog"].notna()])
+        chosen += list(zip(alerts["epilog"], alerts["dtype"], alerts["shape"], alerts["provider"], strict=True))
+    return list(dict.fromkeys(chosen))[:TREND_CELLS]
+
+
+def gate_threshold(verdict, group: str, version: str, seconds: float) -> float:
+    """The time threshold the gate judges this cell by (the preset in force for its suite, where that preset was
+    earned at the group's version), NaN where none judges it."""
+    for suite in verdict.suites if verdict is not None else ():
+        if any(judged.group == group for judged in suite.groups) and suite.preset.earned_at(group, version):
+            return suite.preset.threshold("time", cell_class(seconds))
+    return float("nan")
+
+
+def trend_series(rows: pd.DataFrame, chosen: list[tuple], verdict) -> pd.DataFrame:
+    """`trend_figure`'s series: each chosen cell timed at two commits or more, labelled, with its gate threshold."""
+    frames = []
+    for epilog, dtype, shape, provider in chosen:
+        mine = rows[(rows["epilog"] == epilog) & (rows["dtype"] == dtype) & (rows["shape"] == shape)]
+        mine = mine[mine["provider"] == provider]
+        if mine["commit"].nunique() < 2:
+            continue
+        newest = mine.iloc[-1]
+        threshold = gate_threshold(verdict, newest["group"], newest["version"], float(mine["time_s"].median()))
+        label = f"{epilog} {dtype} {shape} {provider}"
+        frames.append(mine[["commit", "time_s", "changed"]].assign(cell=label, threshold=threshold))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def shown_cells(results: ResultSet, *, machines=None, commits=None) -> pd.DataFrame:
@@ -311,7 +364,9 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     for machine in dict.fromkeys(cells["machine"]):
         current = newest_cells(cells, runs, machine)
         tables[machine], headlines[machine] = machine_section(page, chosen, current, verdicts.get(machine))
-        history_section(page, results, cells[cells["machine"] == machine], runs, machine)
+        history_section(
+            page, results, cells[cells["machine"] == machine], runs, machine, tables[machine], verdicts.get(machine)
+        )
     newest_peers = {machine: newest_by_group(peers, runs, machine) for machine in dict.fromkeys(peers["machine"])}
     page.add(*peers_section(peers, results.detail, results.ceilings, newest_peers, page.heading, page.div))
     page.add(*mlp_section(mlp, page.heading, page.div))
@@ -393,22 +448,25 @@ def alerts_html(page: _Page, verdict) -> str:
     return page.heading(3, anchor(machine, "alerts"), f"{machine}: the gate, suite by suite") + verdict_section(verdict)
 
 
-def history_section(page: _Page, results: ResultSet, cells: pd.DataFrame, runs: pd.DataFrame, machine: str) -> None:
-    """A machine's ladder cells over commits, with the commits where the measurement changed."""
-    history = [c for c in commits_in_order(runs, machine) if c in set(cells["commit"])]
-    series = history_series(cells, history)
-    if series["commit"].nunique() <= 1:
+def history_section(
+    page: _Page, results: ResultSet, cells: pd.DataFrame, runs: pd.DataFrame, machine: str, table, verdict
+) -> None:
+    """A machine's cells over commits: the chosen cells as lines against the gate's threshold (`trend_figure`), the
+    commits where the measurement changed, and every cell's history as a sortable table."""
+    commits = [c for c in commits_in_order(runs, machine) if c in set(cells["commit"])]
+    if len(commits) <= 1:
         return
-    drawn = [c for c in history if c in set(series["commit"])]
-    changes = measurement_changes(cells, results.detail, drawn)
+    rows = trend_rows(results, cells, commits)
+    series = trend_series(rows, trend_cells(table, verdict), verdict)
+    changes = measurement_changes(cells, results.detail, commits)
     listed = "".join(f"<li>{c[:8]}: {html.escape(what)}</li>" for c, what in changes.items())
     page.add(
         page.heading(3, anchor(machine, "history"), f"{machine} across commits"),
-        page.div(
-            history_figure(series, machine=machine, commits=history, changes=changes),
-            anchor(machine, "history-figure"),
-        ),
+        page.div(trend_figure(series, machine=machine, commits=commits), anchor(machine, "trend"))
+        if len(series)
+        else "",
         f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "",
+        history_table(rows, commits),
     )
 
 
@@ -438,6 +496,7 @@ def above_the_fold(page: _Page, headlines: dict, tables: dict) -> str:
 def page_html(page: _Page, above: str) -> str:
     script, bundle = plotly_bundle() if page.div.count else ("", "no figures")  # no plotly.js for no figures
     plotly = f"<script type='text/javascript'>{script}</script>" if page.div.count else ""
+    body = "\n".join(page.sections)
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'><title>fusedbench report</title>"
@@ -447,8 +506,9 @@ def page_html(page: _Page, above: str) -> str:
         "verified against float64 before it was timed; times are medians of asv's recorded samples; "
         f"figures drawn by {html.escape(bundle)}, embedded.</p>"
         + above
-        + "\n".join(page.sections)
+        + body
         + (f"<script type='text/javascript'>{VIEW_SCRIPT}</script>" if page.div.selects else "")
+        + (f"<script type='text/javascript'>{TABLE_SCRIPT}</script>" if SORTABLE in above + body else "")
         + "</body></html>"
     )
 

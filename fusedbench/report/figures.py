@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from fusedbench.analysis.speedups import (
     EPILOG_COST,
@@ -73,14 +74,13 @@ DTYPE_SYMBOLS = {"fp16": "circle", "bf16": "square", "tf32": "diamond", "fp8": "
 MACHINE_MARKS = [("#0072B2", "circle"), ("#D55E00", "square"), ("#009E73", "diamond"), ("#CC79A7", "triangle-up")]
 HEADLINE_TICKS = [0.25, 0.35, 0.5, 0.71, 0.8, 0.9, 1, 1.1, 1.25, 1.41, 1.6, 2, 2.83, 4]
 SPEEDUP_TICKS = [0.25, 0.35, 0.5, 0.71, 1, 1.41, 2, 2.83, 4, 8, 16, 32, 64]
-# A cell's history: % from its median over the commits shown, clipped at +-HISTORY_RANGE_PCT.
-HISTORY_RANGE_PCT = 20.0
 TEXTBOOK = "textbook"
 # Drawn at the ladder's top with their value written where far above the rest: the textbook, and the seed
 # walkthrough's rungs (tens to hundreds of times fused's time), which would otherwise flatten every other point.
 CAPPED = (TEXTBOOK, *WALKTHROUGH)
 CAPPED_STEP = 0.07  # of the axis, between the capped providers' rows of numbers
 UNPAIRED = " (this run did not pair samples by round: no interval)"
+TREND_BAND_REACH = 1.25  # a trend's y axis reaches past its cell's points this far at most, for the grey band
 LADDER_HEADROOM = 1.15  # the ladder's axis ends this far above the highest non-textbook interval
 
 
@@ -632,74 +632,54 @@ def machines_figure(table: pd.DataFrame, *, reference: str, other: str) -> go.Fi
     return figure
 
 
-def history_figure(series: pd.DataFrame, *, machine: str, commits: list[str], changes: dict[str, str]) -> go.Figure:
-    """Each cell's median time at every commit, as % from the cell's median over them: rows epilog and shape,
-    columns provider by commit, one dtype at a time (a dropdown picks it). A dotted line before a commit
-    whose benchmarks measure differently (`changes`: commit -> what changed) says those steps are the
-    method's, not the code's. `series`: dtype, epilog, shape, intensity, provider, commit, time_s."""
-    figure, dtypes, layouts = go.Figure(), [d for d in DTYPES if d in set(series["dtype"])], []
-    for dtype in dtypes:
-        part = series[series["dtype"] == dtype].sort_values(["intensity"])
-        present = [c for c in commits if c in set(part["commit"])]
-        providers = [p for p in LADDER if p in set(part["provider"])]
-        columns = [(provider, commit) for provider in providers for commit in present]
-        rows = [f"{e} {s}" for s in dict.fromkeys(part["shape"]) for e in EPILOG_ORDER if e in set(part["epilog"])]
-        part = part.assign(row=part["epilog"] + " " + part["shape"])
-        times = part.pivot_table(index="row", columns=["provider", "commit"], values="time_s", aggfunc="first")
-        times = times.reindex(index=rows, columns=pd.MultiIndex.from_tuples(columns))
-        medians = times.T.groupby(level=0).median().T.reindex(columns=times.columns, level=0)
-        figure.add_heatmap(
-            z=[whole(row) for row in (times / medians - 1).to_numpy() * 100],
-            x=[[provider for provider, _ in columns], [commit[:7] for _, commit in columns]],  # grouped by provider
-            y=rows,
-            hovertemplate="%{y}<br>%{x}: %{z:+.0f}% from the cell's median<extra></extra>",
-            hoverongaps=False,
-            colorscale="RdBu_r",
-            zmin=-HISTORY_RANGE_PCT,
-            zmax=HISTORY_RANGE_PCT,
-            colorbar={"title": {"text": "from the cell's median", "side": "right"}, "ticksuffix": "%"},
-            visible=dtype == dtypes[0],
+def trend_figure(series: pd.DataFrame, *, machine: str, commits: list[str]) -> go.Figure:
+    """Chosen cells' median time at every commit that timed them (oldest run first), a small plot each, as Bencher
+    and Conbench draw a benchmark's history: the grey band is the gate's threshold for the cell around its median
+    over these runs (inside it a change is not told apart from noise, the grey of every view), and a dotted line
+    marks a commit whose benchmark measures differently (a step there is the method's, not the code's). `series`:
+    cell (its label), commit, time_s, changed (bool: its benchmark version differs from its run before), threshold
+    (a fraction; NaN where no preset judges the cell)."""
+    cells = list(dict.fromkeys(series["cell"]))
+    figure = make_subplots(
+        rows=len(cells), cols=1, shared_xaxes=True, subplot_titles=cells, vertical_spacing=0.5 / len(cells)
+    )
+    for row, cell in enumerate(cells, start=1):
+        part = series[series["cell"] == cell]
+        median = float(part["time_s"].median()) * 1e3
+        x = [commit[:7] for commit in part["commit"]]
+        figure.add_scatter(
+            x=x,
+            y=rounded(part["time_s"] * 1e3),
+            mode="lines+markers",
+            marker={"color": DTYPE_COLORS["fp16"], "symbol": "circle"},
+            line={"color": DTYPE_COLORS["fp16"]},
+            name=cell,
+            showlegend=False,
+            hovertemplate="%{x}: %{y} ms<extra>" + cell + "</extra>",
+            row=row,
+            col=1,
         )
-        marks = [i for i, (_, commit) in enumerate(columns) if commit in changes and commit != present[0]]
-        layouts.append(
-            {
-                "height": 260 + 3 * len(rows),
-                "title.text": _history_title(machine, dtype),
-                "shapes": _change_marks(marks),
-            }
-        )
+        times = part["time_s"] * 1e3
+        bottom, top = times.min() * 0.97, times.max() * 1.03
+        threshold = float(part["threshold"].iloc[0])
+        if threshold == threshold:  # drawn after the line: plotly skips a shape on a subplot with no trace yet
+            low, high = median * (1 - threshold), median * (1 + threshold)
+            figure.add_hrect(
+                y0=low, y1=high, row=row, col=1, fillcolor=INDISTINCT_GREY, opacity=0.35, line_width=0, layer="below"
+            )
+            # the band shown up to TREND_BAND_REACH beyond the cell's points: a wider one fills the plot
+            bottom, top = max(min(bottom, low), bottom / TREND_BAND_REACH), min(max(top, high), top * TREND_BAND_REACH)
+        for commit in part.loc[part["changed"], "commit"]:
+            figure.add_vline(x=commit[:7], row=row, col=1, line={"color": "black", "width": 1.5, "dash": "dot"})
+        figure.update_yaxes(title_text="ms", range=[bottom, top], row=row, col=1)
+    shown = [commit[:7] for commit in commits if commit in set(series["commit"])]
+    figure.update_xaxes(type="category", categoryorder="array", categoryarray=shown, tickangle=-90)
     figure.update_layout(
         template=LEAN_TEMPLATE,
-        title=layouts[0]["title.text"] if layouts else f"{machine}: no history",
-        height=layouts[0]["height"] if layouts else 400,
-        shapes=layouts[0]["shapes"] if layouts else [],
-        xaxis={"title": "provider, then commit (oldest run first)", "type": "multicategory", "tickangle": -90},
-        margin={"t": 110},
-        yaxis={
-            "autorange": "reversed",
-            "type": "category",
-            "showticklabels": False,
-            "title": "epilog and shape (hover for the cell)",
-        },
+        height=170 + 170 * len(cells),
+        margin={"t": 150},
+        title=f"{machine}: chosen cells over commits (oldest run first)<br><sup>each cell's median time; grey: the "
+        "gate's threshold for the cell around its median (a change inside it is not told apart from noise; none<br>"
+        "where no preset judges it); dotted: its measurement changed there</sup>",
     )
-    if len(dtypes) > 1:
-        visible = [{"visible": [i == chosen for i in range(len(dtypes))]} for chosen in range(len(dtypes))]
-        add_dropdown(figure, dtypes, visible, layouts)
     return figure
-
-
-def _change_marks(columns: list[int]) -> list[dict]:
-    """A dotted line before each of these history columns: the measurement changed there."""
-    dotted = {"color": "black", "width": 1.5, "dash": "dot"}
-    return [
-        {"type": "line", "xref": "x", "yref": "paper", "x0": i - 0.5, "x1": i - 0.5, "y0": 0, "y1": 1, "line": dotted}
-        for i in columns
-    ]
-
-
-def _history_title(machine: str, dtype: str) -> str:
-    return (
-        f"{machine} {dtype}: each cell's median time at each commit, as % from its median over them"
-        "<br><sup>red: slower, blue: faster (clipped at +-20%); dotted: the measurement changed there (listed "
-        "below); pick the dtype above</sup>"
-    )

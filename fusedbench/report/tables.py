@@ -1,5 +1,6 @@
 """The report's tables, as HTML: what a person reads beside the figures, formatted for reading (times in
-ms to 4 digits, shares in %, reasons said once), long ones folded in `<details>` (no JavaScript)."""
+ms to 4 digits, shares in %, reasons said once), long ones folded in `<details>` and sortable and filterable by a
+few lines of script (`TABLE_SCRIPT`: plotly draws no HTML table; without the script a table reads as it is)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,52 @@ CSV_COLUMNS = [
     "group", "epilog", "dtype", "m", "k", "n", "provider", "status", "time_s", "ci_low_s", "ci_high_s", "samples",
     "rel_iqr", "kernels", "flags", "reason",
 ]  # fmt: skip
-FOLD_ROWS = 12  # a table longer than this is folded, its summary line saying how many rows it holds
+HISTORY_ROWS = 100  # the cells of a machine's history table: those that moved most (thousands would weigh the page)
+FOLD_ROWS = 12  # a table longer than this is folded, its summary line saying how many rows it holds, and sortable
+# A sortable table's headers become buttons (a keyboard reaches and presses them; aria-sort says the order), a click
+# sorts by that column (numbers by their value, in class n columns; a cell without one last) and a second reverses
+# it; a search box above it keeps the rows that contain what is typed.
+TABLE_SCRIPT = """
+document.querySelectorAll('table.sortable').forEach(function (table) {
+  var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+  var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+  var filter = document.createElement('input');
+  filter.type = 'search';
+  filter.placeholder = 'filter rows';
+  filter.setAttribute('aria-label', 'show only the rows of the table below that contain');
+  filter.addEventListener('input', function () {
+    var text = filter.value.toLowerCase();
+    rows.forEach(function (row) { row.hidden = text !== '' && row.textContent.toLowerCase().indexOf(text) < 0; });
+  });
+  table.parentNode.insertBefore(filter, table);
+  heads.forEach(function (head, column) {
+    var button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = head.textContent;
+    head.textContent = '';
+    head.appendChild(button);
+    button.addEventListener('click', function () {
+      var up = head.getAttribute('aria-sort') !== 'ascending';
+      heads.forEach(function (other) { other.removeAttribute('aria-sort'); });
+      head.setAttribute('aria-sort', up ? 'ascending' : 'descending');
+      var key = function (row) {
+        var text = row.cells[column].textContent.replace(/\u2212/g, '-');
+        if (!head.classList.contains('n')) return text;
+        var found = text.replace(/,/g, '').match(/[+-]?[0-9]+[.]?[0-9]*(e[+-]?[0-9]+)?/i);
+        return found ? parseFloat(found[0]) : null;
+      };
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        if (x === null || y === null) return (x === null) - (y === null);
+        var order = typeof x === 'number' ? x - y : x.localeCompare(y);
+        return up ? order : -order;
+      });
+      rows.forEach(function (row) { table.tBodies[0].appendChild(row); });
+    });
+  });
+});
+"""
+SORTABLE = "dataframe sortable"  # the class of a sortable table, as pandas writes it: the page adds the script
 
 
 def anchor(*parts) -> str:
@@ -36,11 +82,14 @@ _BREAK_AFTER = re.compile(r"([_,:;/=(]+)")  # where a kernel name or a config ma
 
 
 def _cell_html(value, breakable: bool):
-    """A table cell's text escaped, with a wrap point after each run of punctuation where `breakable`."""
+    """A table cell's text escaped, with a wrap point after each run of punctuation where `breakable`; elsewhere a
+    hyphenated name (fused-autotuned, cutlass-evt) kept on one line, as a browser would break it at the hyphen."""
     if not isinstance(value, str):
         return value
     text = html.escape(value, quote=False)
-    return _BREAK_AFTER.sub(r"\1<wbr>", text) if breakable else text
+    if breakable:
+        return _BREAK_AFTER.sub(r"\1<wbr>", text)
+    return f"<span class=nobr>{text}</span>" if "-" in text and " " not in text and text[:1].isalpha() else text
 
 
 # A number as the tables write one: a sign, a count, a ratio, a share or a time, maybe its interval after it
@@ -61,13 +110,21 @@ def _numeric(column: pd.Series) -> bool:
 def table_html(frame: pd.DataFrame, *, breakable: tuple[str, ...] = ()) -> str:
     """The frame as an HTML table; the `breakable` columns (kernel names, configs) may wrap after their punctuation,
     every other cell only at its spaces (an epilog's name is never cut: DRELU_BGRAD, not DRELU_BG / RAD); numeric
-    columns are right-aligned (class n), so their digits line up."""
+    columns are right-aligned (class n), so their digits line up. A table of more than FOLD_ROWS rows is sortable and
+    filterable (`TABLE_SCRIPT`)."""
     shown = frame.copy()
     numbers = {index for index, column in enumerate(shown.columns) if _numeric(shown[column])}
     for column in [c for c in shown.columns if not pd.api.types.is_numeric_dtype(shown[c])]:
         shown[column] = [_cell_html(value, column in breakable) for value in shown[column]]
     shown.columns = [html.escape(str(column), quote=False) for column in shown.columns]
-    table = shown.to_html(index=False, border=0, na_rep="", escape=False, float_format=lambda v: f"{v:.4g}")
+    table = shown.to_html(
+        index=False,
+        border=0,
+        na_rep="",
+        escape=False,
+        float_format=lambda v: f"{v:.4g}",
+        classes="sortable" if len(frame) > FOLD_ROWS else None,
+    )
     return _align(table, numbers)
 
 
@@ -173,6 +230,54 @@ def noisy_table(cells: pd.DataFrame) -> str:
         f"{len(noisy)} cells with a relative IQR above {NOISY_RELATIVE_IQR:.0%}, noisiest first",
         table_html(shown),
         len(noisy),
+    )
+
+
+def _change(new: float, old: float) -> str:
+    return f"{new / old - 1:+.1%}" if old == old and old > 0 else "n/a"
+
+
+def history_table(rows: pd.DataFrame, commits: list[str]) -> str:
+    """Every cell of a machine timed at two commits or more (`rows`: `report.trend_rows`, oldest run first), a row
+    each: its runs, its newest median and its change from the run before and from the first, the HISTORY_ROWS that
+    moved most from the run before, largest first, and last those whose run before measured differently (a step
+    there is the method's)."""
+    cells = rows.groupby(["epilog", "dtype", "shape", "provider"], sort=False)
+    summary = cells.agg(
+        runs=("time_s", "size"),
+        first=("time_s", "first"),
+        before=("time_s", lambda times: times.iloc[-2] if len(times) > 1 else float("nan")),
+        newest=("time_s", "last"),
+        commit=("commit", "last"),
+        measured_again=("changed", "last"),
+    )
+    summary = summary[summary["runs"] > 1].reset_index()
+    if summary.empty:
+        return ""
+    summary = summary.assign(_moved=-(summary["newest"] / summary["before"] - 1).abs())
+    summary = summary.sort_values(["measured_again", "_moved"], kind="stable")  # a step of the method's last
+    total, summary = len(summary), summary.head(HISTORY_ROWS)
+    shown = pd.DataFrame(
+        {
+            "epilog": summary["epilog"],
+            "dtype": summary["dtype"],
+            "shape": summary["shape"],
+            "provider": summary["provider"],
+            "runs": summary["runs"],
+            "newest (ms)": [f"{v * 1e3:.4g}" for v in summary["newest"]],
+            "from the run before": [_change(n, b) for n, b in zip(summary["newest"], summary["before"], strict=True)],
+            "from the first": [_change(n, f) for n, f in zip(summary["newest"], summary["first"], strict=True)],
+            "newest commit": [c[:8] for c in summary["commit"]],
+            "measured differently from the run before": ["yes" if v else "" for v in summary["measured_again"]],
+        }
+    )
+    return folded(
+        f"the {len(shown)} of {plural(total, 'cell')} timed at two commits or more (of {len(commits)}) that moved most "
+        "from the run before, largest first, a change of method last (sort or filter by any column; one cell's every "
+        "run: fusedbench history)",
+        table_html(shown),
+        len(shown),
+        opened=False,
     )
 
 

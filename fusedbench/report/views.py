@@ -1,6 +1,6 @@
 """A figure's views switched by keyboard: plotly's dropdowns are drawn in SVG, out of the tab order and out of reach
 of a screen reader, so the page renders each as a native <select> beside the figure instead, and a few lines of
-script (`VIEW_SCRIPT`, the page's only script of its own) apply the chosen view's restyle and relayout through
+script (`VIEW_SCRIPT`) apply the chosen view's restyle and relayout through
 `Plotly.update`, as the dropdown's button would have. The figures keep their `updatemenus` (where the views are
 defined and tested); only their HTML loses them."""
 
