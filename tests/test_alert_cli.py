@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -228,6 +229,28 @@ def test_the_default_baseline_skips_an_earlier_run_whose_benchmark_version_diffe
     loaded.detail.loc[older, "version"] = "another measurement"
     runs = group_runs(loaded)
     assert baseline_of(runs, runs.iloc[-1])["commit"].startswith(QUICK_RUNS[-3])
+
+
+def test_compare_html_is_a_page_with_the_verdict_first_then_every_compared_row_in_tables_that_sort(capsys, tmp_path):
+    from fusedbench.report.tables import SORTABLE, TABLE_SCRIPT
+
+    tuned, results = tuned_results(tmp_path, "algorithm-7")
+    asked = ["--baseline", f"{MACHINE}@7dd23c5", "--candidate", f"{tuned}@"]
+    code, out, _ = run_cli(capsys, "compare", results, *asked, "--format", "html")
+    _, said, _ = run_cli(capsys, "compare", results, *asked, "--format", "json")
+    assert code == 0 and out.startswith("<!doctype html>") and "Plotly.newPlot" not in out  # no figures: no plotly.js
+    verdict = json.loads(said)
+    nav = out[out.index("<nav id='status'") : out.index("</nav>")]  # first, before the verdict's section
+    strip = re.findall(r"data-suite='([^']+)' data-verdict='([^']+)' data-alerts='([0-9]+)'", nav)
+    assert strip == [(suite["suite"], suite["outcome"], str(len(suite["alerts"]))) for suite in verdict["suites"]]
+    assert ("quick", "red", "2") in strip  # the strip says what compare's json says, suite by suite
+    rows = sum(len(group["rows"]) + len(group["gates"]) for suite in verdict["suites"] for group in suite["groups"])
+    compared = out[out.index("<h2 id='rows'>") :]
+    assert compared.count("<tr>") == rows  # every compared row, not only those that moved
+    assert SORTABLE in out and TABLE_SCRIPT in out
+    for table in compared.split("<table")[1:]:  # each group's rows, the largest rise first
+        changes = [float(c) for c in re.findall(r"<td class=n>([+\-][0-9.]+)% \[", table)]
+        assert changes == sorted(changes, reverse=True)
 
 
 def test_compare_markdown_lists_what_moved_worst_first_and_the_gates(capsys, tmp_path):

@@ -18,13 +18,14 @@ def add_parser(commands) -> None:
         "compare",
         "compare two runs cell by cell: each metric's change, its interval and a verdict",
         BASELINE_DEFAULT,
+        formats=("text", "md", "json", "html"),
     )
     parser.set_defaults(handler=lambda a: command_compare(**options(a)))
 
 
 def command_compare(*, output_format: str, rows: int, **selection) -> int:
-    """Print every compared row that moved, per suite and group (all rows with --format json); `selection`: the
-    runs, as `cli.gating.judged` takes them."""
+    """Print every compared row that moved, per suite and group (all rows with --format json or html: a page, as the
+    report draws one); `selection`: the runs, as `cli.gating.judged` takes them."""
     from fusedbench.regressions.render import comparison_markdown, dump, to_json
 
     verdict = judged(**selection)
@@ -32,6 +33,10 @@ def command_compare(*, output_format: str, rows: int, **selection) -> int:
         emit(dump(to_json(verdict, rows=True)))
     elif output_format == "md":
         emit(comparison_markdown(verdict))
+    elif output_format == "html":
+        from fusedbench.report import comparison_page
+
+        emit(comparison_page(verdict))
     else:
         emit(verdict_text(verdict, rows=rows, only_alerts=False))
     warn_all(verdict)

@@ -13,8 +13,8 @@ REF_HELP = "COMMIT (a prefix, on --machine), MACHINE@COMMIT, or MACHINE@ (its ne
 REF = re.compile(r"(?:(?P<machine>[^@\s]+)@)?(?P<commit>[0-9a-fA-F]*)")
 
 
-def add_arguments(commands, name: str, helptext: str, baseline_default: str):
-    """The command's parser with the flags alert and compare share."""
+def add_arguments(commands, name: str, helptext: str, baseline_default: str, formats=("text", "md", "json")):
+    """The command's parser with the flags alert and compare share (`formats`: its --format choices)."""
     parser = commands.add_parser(name, help=helptext)
     parser.add_argument(
         "results_dirs",
@@ -48,7 +48,18 @@ def add_arguments(commands, name: str, helptext: str, baseline_default: str):
         help="threshold preset for every suite (default: each suite's, earned on the machine's GPU at the runs' "
         "benchmark versions; --dump-thresholds)",
     )
-    parser.add_argument("--format", dest="output_format", choices=("text", "md", "json"), default="text")
+    parser.add_argument(
+        "--format",
+        dest="output_format",
+        choices=formats,
+        default="text",
+        help="text (a terminal table), md, json"
+        + (
+            " or html (a page: the verdict, then every compared row in tables that sort and filter)"
+            if "html" in formats
+            else ""
+        ),
+    )
     parser.add_argument("--rows", type=count, default=40, help="rows of the terminal table (default: 40)")
     parser.add_argument(
         "--strict", action="store_true", help="exit 2 on any data problem in the results read instead of warning"

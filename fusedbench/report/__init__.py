@@ -53,6 +53,7 @@ from fusedbench.report.tables import (
     TABLE_SCRIPT,
     advice_section,
     anchor,
+    compared_rows,
     csv_link,
     environment_card,
     history_table,
@@ -493,18 +494,41 @@ def above_the_fold(page: _Page, headlines: dict, tables: dict) -> str:
     )
 
 
-def page_html(page: _Page, above: str) -> str:
-    script, bundle = plotly_bundle() if page.div.count else ("", "no figures")  # no plotly.js for no figures
+def comparison_page(verdict) -> str:
+    """`fusedbench compare --format html`: the report's kind of page for any two runs. The verdict at a glance (the
+    status strip, then suite by suite as `alert` says it), then each group's compared rows, its gates and cells with
+    their change, interval and threshold, in tables that sort and filter."""
+    page = _Page()
+    for suite in verdict.suites:
+        for group in suite.groups:
+            if group.judged is None:
+                continue
+            comparison = group.judged.comparison
+            rows = pd.concat([frame for frame in (comparison.groups, comparison.cells) if not frame.empty])
+            page.add(
+                page.heading(
+                    3,
+                    anchor(verdict.machine, suite.suite, group.group),
+                    f"{group.group}: {comparison.candidate.label} against {comparison.baseline.label}",
+                ),
+                table_html(compared_rows(rows)),
+            )
+    above = status_strip([verdict]) + alerts_html(page, verdict) + "<h2 id='rows'>Every compared row</h2>"
+    return page_html(page, above, title=f"fusedbench compare: {verdict.machine}")
+
+
+def page_html(page: _Page, above: str, title: str = "fusedbench: what fusing epilogs into the matmul buys") -> str:
+    script, bundle = plotly_bundle() if page.div.count else ("", "")  # no plotly.js for no figures
     plotly = f"<script type='text/javascript'>{script}</script>" if page.div.count else ""
     body = "\n".join(page.sections)
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'><title>fusedbench report</title>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
         f"<style>{_STYLE}</style>{plotly}</head><body>"
-        "<h1>fusedbench: what fusing epilogs into the matmul buys</h1>"
+        f"<h1>{html.escape(title)}</h1>"
         "<p class='muted'>cuBLASLt epilogs through nvmath-python against the same work unfused; every cell "
-        "verified against float64 before it was timed; times are medians of asv's recorded samples; "
-        f"figures drawn by {html.escape(bundle)}, embedded.</p>"
+        "verified against float64 before it was timed; times are medians of asv's recorded samples"
+        + (f"; figures drawn by {html.escape(bundle)}, embedded.</p>" if page.div.count else ".</p>")
         + above
         + body
         + (f"<script type='text/javascript'>{VIEW_SCRIPT}</script>" if page.div.selects else "")

@@ -15,7 +15,7 @@ from fusedbench.analysis.speedups import noisy_cells, with_shape
 from fusedbench.catalog.model import Status
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.records import GroupRecord
-from fusedbench.regressions.gate import MachineVerdict, Outcome, describe
+from fusedbench.regressions.gate import MachineVerdict, Outcome, describe, where
 from fusedbench.regressions.render import headline, run_pairs, suite_line
 from fusedbench.results.loader import ResultSet
 from fusedbench.stats import NOISY_RELATIVE_IQR
@@ -356,6 +356,28 @@ def verdict_section(verdict: MachineVerdict) -> str:
         )
         parts.append(folded(summary, f"<ul>{''.join(items)}</ul>", len(items)) if items else f"<p>{summary}</p>")
     return "".join(parts)
+
+
+def compared_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """A comparison's rows (its gates and cells) as a page shows them, the largest rise first: the verdict, the cell
+    or gate, the metric and cell class, the change with its 95% interval, the threshold, and why."""
+    rows = rows.sort_values("ratio", ascending=False, na_position="last", kind="stable")
+    klass = rows["cell_class"] if "cell_class" in rows else pd.Series("", index=rows.index)
+    reason = rows["reason"] if "reason" in rows else pd.Series("", index=rows.index)
+    return pd.DataFrame(
+        {
+            "verdict": [getattr(v, "value", v) for v in rows["verdict"]],
+            "cell or gate": [where(row) for _, row in rows.iterrows()],
+            "metric": rows["metric"],
+            "class": klass.fillna("gate").replace("", "gate"),
+            "change [95% interval]": [
+                f"{r - 1:+.1%} [{lo - 1:+.1%}, {hi - 1:+.1%}]" if r == r else "n/a"
+                for r, lo, hi in zip(rows["ratio"], rows["ci_low"], rows["ci_high"], strict=True)
+            ],
+            "threshold": [f"{t:.1%}" if t == t else "n/a" for t in rows["threshold"]],
+            "why": reason.fillna(""),
+        }
+    )
 
 
 def status_strip(verdicts) -> str:
