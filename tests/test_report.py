@@ -659,16 +659,13 @@ def test_deliberate_runs_machines_are_named_in_a_note_and_not_shown_as_machines(
 
 def test_a_trend_cells_band_is_the_threshold_the_gate_judges_it_by(committed_results):
     from fusedbench.regressions.gate import judge_every_suite
-    from fusedbench.regressions.thresholds import preset_for
     from fusedbench.report import gate_threshold
 
     (verdict,) = judge_every_suite(committed_results, ["h100-80gb-hbm3"])
-    quick = next(suite for suite in verdict.suites if suite.suite == "quick")
-    version = quick.preset.versions["Quick"]
-    preset, _ = preset_for("h100-80gb-hbm3", "quick", versions={"Quick": version})
-    assert gate_threshold(verdict, "Quick", version, 0.030) == preset.threshold("time", "large")
-    assert gate_threshold(verdict, "Quick", version, 0.0005) == preset.threshold("time", "small")
-    assert gate_threshold(verdict, "Quick", "another version", 0.030) != gate_threshold(
-        verdict, "Quick", "another version", 0.030
-    )  # NaN
-    assert gate_threshold(None, "Quick", version, 0.030) != gate_threshold(None, "Quick", version, 0.030)
+    default = next(suite for suite in verdict.suites if suite.suite == "default")
+    version = default.preset.versions["Fp16Seed"]
+    for seconds, klass in ((0.030, "large"), (0.002, "medium"), (0.0005, "small")):
+        assert gate_threshold(verdict, "Fp16Seed", version, seconds) == default.preset.threshold("time", klass)
+    assert len({default.preset.threshold("time", k) for k in ("large", "medium", "small")}) == 3  # told apart
+    assert np.isnan(gate_threshold(verdict, "Fp16Seed", "another version", 0.030))  # no preset earned there
+    assert np.isnan(gate_threshold(None, "Fp16Seed", version, 0.030))
