@@ -113,14 +113,20 @@ def peer_only_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
 
 
 def _series(cells: pd.DataFrame, numerator: str, denominator: str) -> list[np.ndarray]:
-    """Per shape of the class where both were timed in rounds of equal length: numerator / denominator per round."""
+    """Per shape of the class where both were timed in rounds of equal length: numerator / denominator per round,
+    shapes in (m, k, n) order (the bootstrap's draws are per series)."""
+    timed = cells[(cells["status"] == OK) & cells["provider"].isin([numerator, denominator])]
+    by_shape: dict[tuple, dict[str, tuple]] = {}  # read once: a DataFrame per shape cost seconds a report
+    for m, k, n, provider, raw, paired in timed[["m", "k", "n", "provider", "raw", "paired"]].itertuples(index=False):
+        by_shape.setdefault((m, k, n), {}).setdefault(provider, (raw, paired))
     out = []
-    for _, shape in cells.groupby(["m", "k", "n"]):
-        timed = shape[shape["status"] == OK].set_index("provider")
-        if numerator not in timed.index or denominator not in timed.index:
+    for shape in sorted(by_shape):
+        both = by_shape[shape]
+        if numerator not in both or denominator not in both:
             continue
-        top, bottom = np.asarray(timed.at[numerator, "raw"]), np.asarray(timed.at[denominator, "raw"])
-        if len(top) and len(top) == len(bottom) and timed.at[numerator, "paired"]:
+        (top, paired), (bottom, _) = both[numerator], both[denominator]
+        top, bottom = np.asarray(top), np.asarray(bottom)
+        if len(top) and len(top) == len(bottom) and paired:
             out.append(top / bottom)
     return out
 

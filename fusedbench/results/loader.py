@@ -539,16 +539,15 @@ def refuse_second_environment(seen: dict[tuple[str, str], str], path: str, resul
 def best_gemm_rates(work: pd.DataFrame, ceiling_rows: pd.DataFrame) -> pd.DataFrame:
     """Each run's ceilings, the GEMM rate raised to the fastest cell's FLOP/s where one beat the ceiling GEMM."""
     roofs = ceiling_rows.copy()
+    run = ["machine", "commit", "dtype"]
     timed = work[work["status"] == Status.OK.value]
+    rates = (timed["flops"] / timed["time_s"] / 1e12).dropna()
+    keys = [timed.loc[rates.index, column] for column in run]
+    fastest = rates.groupby(keys, sort=False).idxmax()  # each run's first fastest cell
     for index, roof in roofs.iterrows():
-        run = ["machine", "commit", "dtype"]
-        mine = timed[(timed[run] == roof[run]).all(axis=1)]
-        if mine.empty:
-            continue
-        rates = mine["flops"] / mine["time_s"] / 1e12
-        best = rates.idxmax()
-        if rates[best] > roof["gemm_tflops"]:
-            cell = mine.loc[best]
+        best = fastest.get(tuple(roof[run]))
+        if best is not None and rates[best] > roof["gemm_tflops"]:
+            cell = timed.loc[best]
             at = f"{shape_label(cell['m'], cell['k'], cell['n'])} {cell['epilog']} {cell['provider']}"
             roofs.loc[index, ["gemm_tflops", "gemm_at"]] = rates[best], at
     return roofs
