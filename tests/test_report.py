@@ -669,3 +669,57 @@ def test_a_trend_cells_band_is_the_threshold_the_gate_judges_it_by(committed_res
     assert len({default.preset.threshold("time", k) for k in ("large", "medium", "small")}) == 3  # told apart
     assert np.isnan(gate_threshold(verdict, "Fp16Seed", "another version", 0.030))  # no preset earned there
     assert np.isnan(gate_threshold(None, "Fp16Seed", version, 0.030))
+
+
+def test_the_trend_compares_a_cells_version_within_its_group_and_a_history_of_nothing_twice_is_left_out(results):
+    import dataclasses
+
+    from fusedbench.report import trend_rows
+
+    a, d, c = "a" * 40, "d" * 40, "c" * 40
+    quick = results.cells.head(6).assign(commit=d, group="Quick")  # a quick run in between, at its own version
+    cells = pd_concat(results.cells.assign(commit=a), quick, results.cells.assign(commit=c))
+    versions = ["1: old"] * len(results.cells) + ["9: a quick run's"] * 6 + ["1: old"] * len(results.cells)
+    detail = pd_concat(results.detail, results.detail.head(6), results.detail).assign(version=versions)
+    rows = trend_rows(dataclasses.replace(results, cells=cells, detail=detail), cells, [a, d, c])
+    assert not rows["changed"].any()  # as measurement_changes says: nothing measured differently
+    half = len(results.cells) // 2  # two commits, no cell timed at both: no history section
+    apart = pd_concat(results.cells.head(half).assign(commit=a), results.cells.tail(half).assign(commit=c))
+    page = render_report(
+        dataclasses.replace(
+            results, cells=apart, detail=pd_concat(results.detail.head(half), results.detail.tail(half))
+        )
+    )
+    assert f"{MACHINE} across commits" not in page
+
+
+def test_a_compared_row_without_a_class_or_an_interval_says_so():
+    import math
+
+    import pandas as pd
+
+    from fusedbench.report.tables import compared_rows
+
+    rows = pd.DataFrame(
+        {
+            "epilog": [math.nan, "RELU", "GELU"],
+            "dtype": [math.nan, "fp16", "fp16"],
+            "m": [math.nan, 64, 64],
+            "k": [math.nan, 32, 32],
+            "n": [math.nan, 16, 16],
+            "provider": ["*", "fused", "fused"],
+            "group": ["Quick"] * 3,
+            "metric": ["time"] * 3,
+            "cell_class": [math.nan, "large", math.nan],
+            "verdict": ["same", "slower", "missing"],
+            "ratio": [1.01, 1.05, math.nan],
+            "ci_low": [1.0, math.nan, math.nan],
+            "ci_high": [1.02, math.nan, math.nan],
+            "threshold": [0.02, 0.075, math.nan],
+            "reason": [math.nan, "", "not run in the candidate"],
+        }
+    )
+    shown = compared_rows(rows)
+    assert list(shown["class"]) == ["gate", "large", "n/a"]
+    assert list(shown["change [95% interval]"]) == ["+1.0% [+0.0%, +2.0%]", "+5.0%", "n/a"]
+    assert list(shown["threshold"]) == ["2.0%", "7.5%", "n/a"] and shown["cell or gate"].iloc[0] == "group Quick"

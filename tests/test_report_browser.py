@@ -188,6 +188,7 @@ def test_a_long_table_is_sorted_by_keyboard_on_a_number_column_and_filtered_by_w
             "epilog": [("RELU", "GELU_BIAS", "DRELU_BGRAD")[i % 3] for i in range(rows)],
             "change": [f"{(-1) ** i * i * 1.5:+.1f}%" for i in range(rows)],  # +0.0%, -1.5%, +3.0%, ...
             "median (ms)": [f"{1000 / (i + 1):.4g}" for i in range(rows)],  # 1000, 500, 333.3, ...: 4 digits, as shown
+            "shape": [("(16384,256)x(256,16384)", "(8192,256)x(256,65536)", "")[i % 3] for i in range(rows)],
         }
     )
     frame.loc[3, "change"] = "n/a"
@@ -210,6 +211,8 @@ def test_a_long_table_is_sorted_by_keyboard_on_a_number_column_and_filtered_by_w
         sort = page.evaluate("() => document.querySelectorAll('th')[1].getAttribute('aria-sort')")
         page.keyboard.press("Enter")
         descending = page.evaluate(column)
+        page.click("th:nth-child(4) button")  # text, numbers in it by their value: 8192 before 16384, an empty one last
+        shapes = page.evaluate("() => [...document.querySelectorAll('tbody tr')].map(r => r.cells[3].textContent)")
         page.focus("input[type=search]")
         page.keyboard.type("gelu")
         kept = page.evaluate("() => [...document.querySelectorAll('tbody tr')].filter(r => !r.hidden).length")
@@ -218,6 +221,7 @@ def test_a_long_table_is_sorted_by_keyboard_on_a_number_column_and_filtered_by_w
     assert sort == "ascending" and ascending[:-1] == [f"{v:+.1f}%" for v in sorted(values)] and ascending[-1] == "n/a"
     assert descending[:-1] == [f"{v:+.1f}%" for v in sorted(values, reverse=True)] and descending[-1] == "n/a"
     assert kept == sum(e == "GELU_BIAS" for e in frame["epilog"]) and errors == []
+    assert shapes == sorted(frame["shape"], key=lambda s: (s == "", s.startswith("(16384")))
 
 
 def test_only_a_table_longer_than_the_fold_is_sortable():

@@ -272,11 +272,12 @@ def measurement_changes(cells: pd.DataFrame, detail: pd.DataFrame, commits: list
 
 def trend_rows(results: ResultSet, cells: pd.DataFrame, commits: list[str]) -> pd.DataFrame:
     """A machine's ladder cells at every commit that timed them, oldest run first, with their group's benchmark
-    version and whether it differs from the cell's run before (`changed`)."""
+    version and whether it differs from the cell's run before in the same group (`changed`: the rule of
+    `measurement_changes`, so a quick run between two default ones marks nothing)."""
     rows = with_shape(ladder_cells(cells)).dropna(subset=["time_s"])
     rows = rows.assign(version=results.detail.loc[rows.index, "version"], _order=rows["commit"].map(commits.index))
     rows = rows.sort_values("_order", kind="stable")
-    before = rows.groupby(["epilog", "dtype", "shape", "provider"], sort=False)["version"].shift()
+    before = rows.groupby(["epilog", "dtype", "shape", "provider", "group"], sort=False)["version"].shift()
     return rows.assign(changed=before.notna() & (before != rows["version"])).drop(columns="_order")
 
 
@@ -459,6 +460,9 @@ def history_section(
         return
     rows = trend_rows(results, cells, commits)
     series = trend_series(rows, trend_cells(table, verdict), verdict)
+    history = history_table(rows, commits)
+    if not len(series) and not history:  # no cell timed at two commits
+        return
     changes = measurement_changes(cells, results.detail, commits)
     listed = "".join(f"<li>{c[:8]}: {html.escape(what)}</li>" for c, what in changes.items())
     page.add(
@@ -467,7 +471,7 @@ def history_section(
         if len(series)
         else "",
         f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "",
-        history_table(rows, commits),
+        history,
     )
 
 
@@ -504,14 +508,14 @@ def comparison_page(verdict) -> str:
             if group.judged is None:
                 continue
             comparison = group.judged.comparison
-            rows = pd.concat([frame for frame in (comparison.groups, comparison.cells) if not frame.empty])
+            found = [frame for frame in (comparison.groups, comparison.cells) if not frame.empty]
             page.add(
                 page.heading(
                     3,
                     anchor(verdict.machine, suite.suite, group.group),
                     f"{group.group}: {comparison.candidate.label} against {comparison.baseline.label}",
                 ),
-                table_html(compared_rows(rows)),
+                table_html(compared_rows(pd.concat(found))) if found else "<p>Nothing compared.</p>",
             )
     above = status_strip([verdict]) + alerts_html(page, verdict) + "<h2 id='rows'>Every compared row</h2>"
     return page_html(page, above, title=f"fusedbench compare: {verdict.machine}")

@@ -5,6 +5,7 @@ few lines of script (`TABLE_SCRIPT`: plotly draws no HTML table; without the scr
 from __future__ import annotations
 
 import html
+import math
 import re
 import urllib.parse
 
@@ -55,14 +56,14 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
       head.setAttribute('aria-sort', up ? 'ascending' : 'descending');
       var key = function (row) {
         var text = row.cells[column].textContent.replace(/\u2212/g, '-');
-        if (!head.classList.contains('n')) return text;
+        if (!head.classList.contains('n')) return text.trim() === '' ? null : text;
         var found = text.replace(/,/g, '').match(/[+-]?[0-9]+[.]?[0-9]*(e[+-]?[0-9]+)?/i);
         return found ? parseFloat(found[0]) : null;
       };
       rows.sort(function (a, b) {
         var x = key(a), y = key(b);
         if (x === null || y === null) return (x === null) - (y === null);
-        var order = typeof x === 'number' ? x - y : x.localeCompare(y);
+        var order = typeof x === 'number' ? x - y : x.localeCompare(y, undefined, {numeric: true});
         return up ? order : -order;
       });
       rows.forEach(function (row) { table.tBodies[0].appendChild(row); });
@@ -78,6 +79,7 @@ def anchor(*parts) -> str:
     return re.sub(r"[^a-z0-9]+", "-", "-".join(str(part) for part in parts).lower()).strip("-")
 
 
+NOBR_LENGTH = 24  # a hyphenated name up to this long is kept on one line (fused-autotuned); a longer label may wrap
 _BREAK_AFTER = re.compile(r"([_,:;/=(]+)")  # where a kernel name or a config may wrap: they have no spaces
 
 
@@ -89,7 +91,8 @@ def _cell_html(value, breakable: bool):
     text = html.escape(value, quote=False)
     if breakable:
         return _BREAK_AFTER.sub(r"\1<wbr>", text)
-    return f"<span class=nobr>{text}</span>" if "-" in text and " " not in text and text[:1].isalpha() else text
+    short = len(text) <= NOBR_LENGTH and " " not in text and text[:1].isalpha()
+    return f"<span class=nobr>{text}</span>" if "-" in text and short else text
 
 
 # A number as the tables write one: a sign, a count, a ratio, a share or a time, maybe its interval after it
@@ -359,25 +362,36 @@ def verdict_section(verdict: MachineVerdict) -> str:
 
 
 def compared_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """A comparison's rows (its gates and cells) as a page shows them, the largest rise first: the verdict, the cell
-    or gate, the metric and cell class, the change with its 95% interval, the threshold, and why."""
-    rows = rows.sort_values("ratio", ascending=False, na_position="last", kind="stable")
-    klass = rows["cell_class"] if "cell_class" in rows else pd.Series("", index=rows.index)
+    """A comparison's rows (its gates, then its cells worst first, as the comparison orders them) as a page shows
+    them: the verdict, the cell or gate, the metric and cell class, the change with its 95% interval, the threshold,
+    and why."""
+    gate = rows["epilog"].isna() if "epilog" in rows else pd.Series(True, index=rows.index)
+    klass = rows["cell_class"] if "cell_class" in rows else pd.Series(math.nan, index=rows.index)
     reason = rows["reason"] if "reason" in rows else pd.Series("", index=rows.index)
     return pd.DataFrame(
         {
             "verdict": [getattr(v, "value", v) for v in rows["verdict"]],
             "cell or gate": [where(row) for _, row in rows.iterrows()],
             "metric": rows["metric"],
-            "class": klass.fillna("gate").replace("", "gate"),
+            "class": [
+                "gate" if g else (k if isinstance(k, str) and k else "n/a") for g, k in zip(gate, klass, strict=True)
+            ],
             "change [95% interval]": [
-                f"{r - 1:+.1%} [{lo - 1:+.1%}, {hi - 1:+.1%}]" if r == r else "n/a"
+                _change_with_interval(r, lo, hi)
                 for r, lo, hi in zip(rows["ratio"], rows["ci_low"], rows["ci_high"], strict=True)
             ],
             "threshold": [f"{t:.1%}" if t == t else "n/a" for t in rows["threshold"]],
             "why": reason.fillna(""),
         }
     )
+
+
+def _change_with_interval(ratio, low, high) -> str:
+    """'+2.1% [+1.0%, +3.2%]'; the change alone where there is no interval; n/a where nothing was compared."""
+    if pd.isna(ratio):
+        return "n/a"
+    interval = f" [{low - 1:+.1%}, {high - 1:+.1%}]" if pd.notna(low) and pd.notna(high) else ""
+    return f"{ratio - 1:+.1%}{interval}"
 
 
 def status_strip(verdicts) -> str:
