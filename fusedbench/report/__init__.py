@@ -255,9 +255,12 @@ def measurement_changes(cells: pd.DataFrame, detail: pd.DataFrame, commits: list
     commit's groups only names them."""
     versions = cells[["commit", "group"]].assign(version=detail.loc[cells.index, "version"]).dropna()
     versions = versions.drop_duplicates(["commit", "group"])
+    by_commit = {
+        commit: dict(zip(mine["group"], mine["version"], strict=True)) for commit, mine in versions.groupby("commit")
+    }
     changes, before = {}, {}
     for commit in commits:
-        mine = dict(zip(*versions.loc[versions["commit"] == commit, ["group", "version"]].T.values, strict=True))
+        mine = by_commit.get(commit, {})
         changed = {group: v for group, v in mine.items() if group in before and before[group] != v}
         if changed:
             said = sorted(
