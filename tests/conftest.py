@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 
 import pytest
 
@@ -17,6 +19,11 @@ def _gpu_stack_or_reason():
         return load_gpu_stack("running the gpu tests"), None
     except GpuUnavailable as exc:
         return None, str(exc)
+
+
+def pytest_configure(config):
+    """Parsed results are cached in a folder of this session's own, never the user's cache."""
+    os.environ["FUSEDBENCH_CACHE"] = tempfile.mkdtemp(prefix="fusedbench-cache-")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -112,7 +112,7 @@ def test_pairing_stays_within_a_group(results):
     assert over_textbook.at[quick_fused.name, "ratio"] < 0.8  # fused over the Quick group's textbook
 
 
-def test_unfused_pass_bandwidth_comes_from_its_own_kernels_and_the_runs_copy_ceiling(results):
+def test_unfused_pass_bandwidth_comes_from_its_own_kernels_and_its_own_runs_copy_ceiling(results):
     cells, ceilings = results.cells, results.ceilings
     copy = ceilings[ceilings["machine"] == MACHINE]["copy_tbps"].iloc[0]
     bias = row(cells, "Quick", "BIAS", "unfused")

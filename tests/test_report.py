@@ -214,18 +214,18 @@ SHAPES = ["(8192,256)x(256,65536)", "(16384,256)x(256,16384)", "(16384,512)x(512
 
 
 def _synthetic_floors(results):
-    """Floors and ceilings for the ladder tests only: 0.1 ms per workload, 0.05 ms for the GEMM alone."""
+    """Floors and roofs for the ladder tests only: 0.1 ms per workload, 0.05 ms for the GEMM alone."""
     import pandas as pd
 
     cells = results.cells.assign(floor_s=np.where(results.cells["provider"] == "gemm", 0.05e-3, 0.1e-3))
-    (commit,) = set(cells["commit"])
     roof = {
         "machine": MACHINE,
-        "commit": commit,
         "dtype": "fp16",
         "gemm_tflops": 700.0,
         "gemm_at": "x",
         "copy_tbps": 4.0,
+        "copy_at": "c0ffee12",
+        "runs": 3,
     }
     return cells, pd.DataFrame([roof])
 
@@ -260,8 +260,8 @@ def test_the_ladder_marks_the_workloads_floor_under_each_epilog_and_names_the_ce
     assert list(floor.y) == [1] * 16 and list(floor.customdata) == [0.1] * 16  # the workload's, not the gemm's
     marks = figure.layout.shapes
     assert len(marks) == 16 and all(m.y0 == m.y1 == 1 and m.x1 - m.x0 < 1 for m in marks)  # no overlap
-    assert "GEMM, 700 TFLOP/s, and copy, 4.00 TB/s" in figure.layout.title.text
-    other = ceilings.assign(commit="0" * 40)  # another run's ceilings are not this run's
+    assert "GEMM, 700 TFLOP/s by x, and copy, 4.00 TB/s, of its 3 runs with ceilings" in figure.layout.title.text
+    other = ceilings.assign(machine="another-gpu")  # another machine's roofs are not this one's
     assert "no ceilings measured" in ladder_figure(cells, other, machine=MACHINE, dtypes=["fp16"]).layout.title.text
     unmeasured = ladder_figure(
         results.cells, ceilings, machine=MACHINE, dtypes=["fp16"]
@@ -275,6 +275,24 @@ def test_the_ladder_marks_the_workloads_floor_under_each_epilog_and_names_the_ce
     mixed = ladder_figure(pd.concat([cells, other_shape]), ceilings, machine=MACHINE, dtypes=["fp16"])
     assert mixed.layout.yaxis.title.text.startswith("ms") and not mixed.layout.shapes
     assert len(mixed.layout.updatemenus[0].buttons) == 2 * len(figure.layout.updatemenus[0].buttons)
+
+
+def test_a_point_below_its_workloads_floor_is_drawn_open_and_its_hover_says_why(results):
+    cells, roofs = _synthetic_floors(results)
+    shape = (cells["m"] == 8192) & (cells["k"] == 256) & (cells["epilog"] == "GELU_AUX")
+    cells.loc[shape & (cells["provider"] == "gemm"), "time_s"] = 0.07e-3  # the GEMM alone writes no aux: under
+    cells.loc[shape & (cells["provider"] == "fused"), "time_s"] = 0.09e-3  # faster than the floor's copy allows
+    figure = ladder_figure(cells, roofs, machine=MACHINE, dtypes=["fp16"])
+    traces = {trace.name: trace for trace in figure.data}
+    gelu = list(traces["gemm"].x).index("GELU_AUX")
+    for name, reason in (("gemm", "skips the epilog's reads and writes"), ("fused", "faster than the best copy")):
+        trace = traces[name]
+        assert trace.marker.symbol[gelu] == PROVIDERS[name].symbol + "-open" and reason in trace.hovertext[gelu]
+        assert "%{hovertext}" in trace.hovertemplate
+        assert [s for i, s in enumerate(trace.marker.symbol) if i != gelu] == [PROVIDERS[name].symbol] * 15
+    assert not any(traces["unfused"].hovertext)  # above its floor: nothing to say
+    unmeasured = ladder_figure(results.cells, results.roofs, machine=MACHINE, dtypes=["fp16"])  # in ms: no floor
+    assert not any(text for trace in unmeasured.data for text in trace.hovertext or ())
 
 
 def test_a_textbook_far_above_the_rest_is_drawn_at_the_top_with_its_value_written(results):
@@ -621,7 +639,7 @@ def test_the_palettes_are_told_apart_under_colour_vision_deficiencies_and_by_mar
 
 
 def test_every_view_of_a_ladder_keeps_each_providers_shape(results):
-    figure = ladder_figure(results.cells, results.ceilings, machine=MACHINE, dtypes=["fp16"])  # four shapes
+    figure = ladder_figure(results.cells, results.roofs, machine=MACHINE, dtypes=["fp16"])  # four shapes
     providers = [trace.name for trace in figure.data if trace.name in PROVIDERS]
     (menu,) = figure.layout.updatemenus
     assert len(menu.buttons) == 4 and providers

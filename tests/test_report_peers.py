@@ -87,7 +87,7 @@ def test_a_peer_has_a_heatmap_view_of_fused_over_it_only_where_the_run_timed_it(
 
 def test_the_peers_ladder_draws_the_peer_beside_the_ladders_providers(results, peers):
     cells, _ = peers
-    figure = ladder_figure(ladder_cells(cells), results.ceilings, machine=MACHINE, dtypes=["fp16"])
+    figure = ladder_figure(ladder_cells(cells), results.roofs, machine=MACHINE, dtypes=["fp16"])
     assert {"triton", "fused", "unfused", "textbook"} <= {trace.name for trace in figure.data}
 
 
@@ -236,7 +236,7 @@ def test_the_walkthrough_rungs_are_drawn_capped_and_their_skips_explained(walkth
     cells = walkthrough.cells[in_peers_suite(walkthrough.cells)]
     ladder = ladder_cells(cells)
     ladder = pd.concat([ladder, peers_beside(ladder, cells[cells["group"].isin(PEER_ONLY_GROUPS)])])
-    fp16 = ladder_figure(ladder, walkthrough.ceilings, machine=MACHINE, dtypes=["fp16"])
+    fp16 = ladder_figure(ladder, walkthrough.roofs, machine=MACHINE, dtypes=["fp16"])
     traces = {trace.name: trace for trace in fp16.data}
     assert traces["numba-naive"].mode == "markers+text" and traces["fused"].mode == "markers"
     top = fp16.layout.yaxis.range[1]

@@ -143,32 +143,43 @@ def _cell(provider, m, k, n, time_s, flops, bytes_, commit="c1"):
     }  # fmt: skip
 
 
-def test_the_roof_is_the_fastest_gemm_the_run_measured_and_floors_follow_it():
+def test_the_roof_is_the_fastest_gemm_the_machine_measured_and_floors_follow_it():
     import pandas as pd
 
-    from fusedbench.results.loader import CEILING_COLUMNS, best_gemm_rates, with_floors
+    from fusedbench.results.loader import CEILING_COLUMNS, machine_roofs, with_floors
 
-    ceiling = pd.DataFrame(
-        [[MACHINE, "c1", "fp16", 700.0, "(8192,8192)x(8192,8192) ceiling", 3.0]], columns=CEILING_COLUMNS
+    ceilings = pd.DataFrame(
+        [
+            [MACHINE, "c1", "fp16", 700.0, "(8192,8192)x(8192,8192) ceiling", 3.0],
+            [MACHINE, "c3", "fp16", 690.0, "(8192,8192)x(8192,8192) ceiling", 3.2],  # another run: a faster copy
+            ["another-gpu", "c1", "fp16", 900.0, "(8192,8192)x(8192,8192) ceiling", 5.0],  # not this machine's
+        ],
+        columns=CEILING_COLUMNS,
     )
     work = pd.DataFrame(
         [
             _cell("gemm", 8192, 8192, 65536, 1e-3, 750e9, 1e9),
             _cell("gemm", 16384, 256, 16384, 1e-3, 100e9, 1e9),  # slow, memory-bound: no roof
-            _cell("fused", 8192, 8192, 65536, 1e-3, 760e9, 3e9),  # 760 TFLOP/s: beats the ceiling GEMM
-            _cell("gemm", 8192, 8192, 65536, 1e-4, 750e9, 1e9, commit="c2"),  # another run: not this roof
+            _cell("fused", 8192, 8192, 65536, 1e-3, 760e9, 3.2e9),  # 760 TFLOP/s: beats the ceiling GEMMs
+            _cell("gemm", 8192, 8192, 65536, 2e-3, 750e9, 1e9, commit="c2"),  # a run without ceilings: same floors
         ]
     )
-    roofs = best_gemm_rates(work, ceiling)
-    assert roofs.loc[0, "gemm_tflops"] == pytest.approx(760.0)
-    assert roofs.loc[0, "gemm_at"] == "(8192,8192)x(8192,65536) BIAS fused"
+    roofs = machine_roofs(work, ceilings)
+    mine = roofs[roofs["machine"] == MACHINE].iloc[0]
+    assert mine["gemm_tflops"] == pytest.approx(760.0)
+    assert mine["gemm_at"] == "(8192,8192)x(8192,65536) BIAS fused at c1"
+    assert mine["copy_tbps"] == 3.2 and mine["copy_at"] == "c3" and mine["runs"] == 2
     floors = with_floors(work, roofs)["floor_s"]
     assert floors[0] == pytest.approx(750e9 / 760e12)
-    assert floors[2] == pytest.approx(1e-3)  # max(1 ms of FLOPs, 3 GB / 3 TB/s = 1 ms): the cell is at its floor
-    assert floors[1] == pytest.approx(1e9 / 3e12)  # memory-bound: bytes over bandwidth
-    assert math.isnan(floors[3])  # run c2 measured no ceilings
-    slower = best_gemm_rates(work[work["provider"] == "gemm"].assign(time_s=2e-3), ceiling)
-    assert slower.loc[0, "gemm_tflops"] == 700.0 and slower.loc[0, "gemm_at"].endswith("ceiling")
+    assert floors[2] == pytest.approx(1e-3)  # max(1 ms of FLOPs, 3.2 GB / 3.2 TB/s = 1 ms): the cell is at its floor
+    assert floors[1] == pytest.approx(1e9 / 3.2e12)  # memory-bound: bytes over the best bandwidth
+    assert floors[3] == floors[0]  # one floor per workload and machine, whichever run timed it
+    slower = machine_roofs(work[work["provider"] == "gemm"].assign(time_s=2e-3), ceilings)
+    assert slower.loc[slower["machine"] == MACHINE, "gemm_at"].item() == "(8192,8192)x(8192,8192) ceiling at c1"
+    assert (
+        machine_roofs(work, ceilings.iloc[:0]).empty
+        and with_floors(work, machine_roofs(work, ceilings.iloc[:0]))["floor_s"].isna().all()
+    )  # no ceilings measured anywhere: no floors
 
 
 def _raw_samples(results_dir, epilog, shape, provider):

@@ -112,13 +112,20 @@ def peer_only_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
     return cells[cells["group"].isin(PEER_ONLY_GROUPS)]
 
 
-def _series(cells: pd.DataFrame, numerator: str, denominator: str) -> list[np.ndarray]:
-    """Per shape of the class where both were timed in rounds of equal length: numerator / denominator per round,
-    shapes in (m, k, n) order (the bootstrap's draws are per series)."""
-    timed = cells[(cells["status"] == OK) & cells["provider"].isin([numerator, denominator])]
-    by_shape: dict[tuple, dict[str, tuple]] = {}  # read once: a DataFrame per shape cost seconds a report
-    for m, k, n, provider, raw, paired in timed[["m", "k", "n", "provider", "raw", "paired"]].itertuples(index=False):
-        by_shape.setdefault((m, k, n), {}).setdefault(provider, (raw, paired))
+def _timed(cells: pd.DataFrame) -> list[tuple]:
+    """A class's ok cells as (group, m, k, n, provider, raw, paired), in the frame's order: read from the frame
+    once, as the advice takes a dozen series from them (a DataFrame per series cost seconds a report)."""
+    ok = cells[cells["status"] == OK]
+    return list(ok[["group", "m", "k", "n", "provider", "raw", "paired"]].itertuples(index=False, name=None))
+
+
+def _series(timed: list[tuple], numerator: str, denominator: str, groups=None) -> list[np.ndarray]:
+    """Per shape of the class where both were timed in rounds of equal length (of `groups` only, where named):
+    numerator / denominator per round, shapes in (m, k, n) order (the bootstrap's draws are per series)."""
+    by_shape: dict[tuple, dict[str, tuple]] = {}
+    for group, m, k, n, provider, raw, paired in timed:
+        if provider in (numerator, denominator) and (groups is None or group in groups):
+            by_shape.setdefault((m, k, n), {}).setdefault(provider, (raw, paired))
     out = []
     for shape in sorted(by_shape):
         both = by_shape[shape]
@@ -154,15 +161,16 @@ def _not_timed(cells: pd.DataFrame) -> str:
 def advise_class(cells: pd.DataFrame, draws: np.ndarray, alone: pd.DataFrame | None = None) -> dict:
     """The advice for one (machine, dtype, epilog, shape class) from its ladder cells (all shapes of the class), and
     the class's cells of the groups that time peers alone (`alone`), where there are any."""
-    fused = _class_ratio(_series(cells, UNFUSED, FUSED), draws)
-    tuned = _class_ratio(_series(cells, UNFUSED, AUTOTUNED), draws)
-    regret = _class_ratio(_series(cells, FUSED, AUTOTUNED), draws)
+    timed = _timed(cells)
+    fused = _class_ratio(_series(timed, UNFUSED, FUSED), draws)
+    tuned = _class_ratio(_series(timed, UNFUSED, AUTOTUNED), draws)
+    regret = _class_ratio(_series(timed, FUSED, AUTOTUNED), draws)
     if math.isnan(fused[0]) and math.isnan(tuned[0]):
         return {"advice": Advice.UNFUSED, "ratio": (math.nan,) * 3, "shapes": 0, "why": _not_timed(cells)}
     beaten = not math.isnan(regret[1]) and regret[1] > REGRET
     autotuned = not math.isnan(tuned[0]) and (beaten or math.isnan(fused[0]))
     judged, provider = (tuned, AUTOTUNED) if autotuned else (fused, FUSED)
-    shapes = len(_series(cells, UNFUSED, provider))
+    shapes = len(_series(timed, UNFUSED, provider))
     kernels = cells[(cells["provider"] == provider) & (cells["status"] == OK)]["kernels"].max()
     kernels = math.nan if pd.isna(kernels) else int(kernels)  # runs before kernel records have none
     notes = []
@@ -193,20 +201,22 @@ def _faster_peer(cells: pd.DataFrame, draws: np.ndarray, advised: str, notes: li
     equals (its name becomes the advice, unfused over it the ratio); else the ladder's advice as it stands. Each
     peer is paired within the groups that timed it."""
     best = None
+    timed = _timed(cells)
     for peer in PEERS:
-        mine = cells[cells["group"].isin(cells.loc[cells["provider"] == peer, "group"])]
-        over_peer = _class_ratio(_series(mine, advised, peer), draws)
+        groups = set(cells.loc[cells["provider"] == peer, "group"])
+        over_peer = _class_ratio(_series(timed, advised, peer, groups), draws)
         if not math.isnan(over_peer[1]) and over_peer[1] > 1 / LOSS and (best is None or over_peer[0] > best[2][0]):
-            best = (peer, mine, over_peer)
+            best = (peer, groups, over_peer)
     if best is None:
         return {"why": "; ".join(notes)}
-    peer, mine, over_peer = best
+    peer, groups, over_peer = best
     notes.insert(0, f"{peer} is {over_peer[0] - 1:.0%} faster than {advised} (the ladder's advice)")
+    mine = cells[cells["group"].isin(groups)]
     kernels = mine[(mine["provider"] == peer) & (mine["status"] == OK)]["kernels"].max()
     return {
         "advice": peer,  # its evidence is the peer's own: unfused over it, its shapes and kernels
-        "ratio": _class_ratio(_series(mine, UNFUSED, peer), draws),
-        "shapes": len(_series(mine, UNFUSED, peer)),
+        "ratio": _class_ratio(_series(timed, UNFUSED, peer, groups), draws),
+        "shapes": len(_series(timed, UNFUSED, peer, groups)),
         "kernels": math.nan if pd.isna(kernels) else int(kernels),
         "commits": set(mine["commit"]),
         "why": "; ".join(notes),

@@ -144,17 +144,22 @@ def _workload_table(ok: pd.DataFrame, detail: pd.DataFrame | None) -> pd.DataFra
         for provider in (*LADDER, *PEERS)
         for value in PROVIDER_COLUMNS
     }
-    if detail is not None:
-        raw, paired = list(detail.loc[ok.index, "raw"]), detail.loc[ok.index, "paired"].astype(bool)
     ratios = {speedup_column(other): (FUSED, other) for other in (*BASELINES, *PEERS)}
     ratios |= {peer_ratio_column(peer): (UNFUSED, peer) for peer in PEERS}
+    if detail is not None:  # every cell over each denominator at once, indexed by its workload
+        raw, paired = list(detail.loc[ok.index, "raw"]), detail.loc[ok.index, "paired"].astype(bool)
+        workloads = pd.MultiIndex.from_frame(ok[keys])
+        over = {
+            denominator: paired_ratios(ok, raw, paired, denominator).set_axis(workloads)
+            for denominator in {denominator for denominator, _ in ratios.values()}
+        }
+        providers = ok["provider"].to_numpy()
     for name, (denominator, numerator) in ratios.items():
         low, high = interval_columns(name)
         table[name] = table[numerator] / table[denominator]
         table[low] = table[high] = nothing
         if detail is not None:
-            paired_ratio = paired_ratios(ok, raw, paired, denominator, numerator).dropna(subset=["low"])
-            intervals = paired_ratio.set_index(pd.MultiIndex.from_frame(ok.loc[paired_ratio.index, keys]))
+            intervals = over[denominator][providers == numerator].dropna(subset=["low"])
             table[low] = intervals["low"].reindex(wide.index)
             table[high] = intervals["high"].reindex(wide.index)
     table[EPILOG_COST] = table[provider_column(FUSED, "gemm_ratio")] - 1

@@ -149,7 +149,14 @@ def metric_series(run: Run) -> Series:
 
 
 def medians(values: list[np.ndarray]) -> np.ndarray:
-    return np.array([np.median(v) for v in values]) if values else np.empty(0)
+    """Each series' median, the series of one length at once (a call per series cost seconds a report)."""
+    out = np.empty(len(values))
+    by_length: dict[int, list[int]] = {}
+    for index, series in enumerate(values):
+        by_length.setdefault(len(series), []).append(index)
+    for indices in by_length.values():
+        out[indices] = np.median(np.stack([values[i] for i in indices]), axis=1)
+    return out
 
 
 @dataclass(frozen=True)
@@ -254,27 +261,29 @@ def measured_rows(paired: Paired, preset: Preset) -> pd.DataFrame:
 
 def status_rows(base: Run, cand: Run) -> pd.DataFrame:
     """Cells that cannot be compared by time: not run, incomparable, missing, new, failed (metric: time)."""
-    b = base.cells.set_index(CELL)
-    c = cand.cells.set_index(CELL)
+    b = base.cells.set_index(CELL)[["status", "reason"]]
+    c = cand.cells.set_index(CELL)[["status", "reason"]]
+    keys = b.index.union(c.index)
+    both = b.reindex(keys).join(c.reindex(keys), lsuffix="_b", rsuffix="_c")  # read in one pass, not a cell at a time
+    both = both.astype(object).where(both.notna(), None)  # a side without the cell: None
     cand_groups, base_groups = cand.groups, base.groups
     rows = []
-    for key in b.index.union(c.index):
-        in_b, in_c = key in b.index, key in c.index
+    for key, b_status, b_reason, c_status, c_reason in zip(
+        keys, both["status_b"], both["reason_b"], both["status_c"], both["reason_c"], strict=True
+    ):
         group = key[-1]
-        b_status = b.at[key, "status"] if in_b else None
-        c_status = c.at[key, "status"] if in_c else None
         if group not in cand_groups:
             verdict, reason = Verdict.NOT_RUN, f"the candidate did not run group {group}"
         elif group in base_groups and base_groups[group] != cand_groups[group]:
             verdict, reason = Verdict.INCOMPARABLE, f"group {group}'s benchmark version changed"
         elif c_status == Status.FAILED.value:
             too = " (it failed in the baseline too)" if b_status == Status.FAILED.value else ""
-            verdict, reason = Verdict.FAILED, f"{c.at[key, 'reason']}{too}"
+            verdict, reason = Verdict.FAILED, f"{c_reason}{too}"
         elif b_status == OK and c_status != OK:
-            why = c.at[key, "reason"] if in_c else "absent from the candidate's results"
+            why = c_reason if c_status is not None else "absent from the candidate's results"
             verdict, reason = Verdict.MISSING, f"{c_status or 'absent'}: {why}"
         elif c_status == OK and b_status != OK and group in base_groups:
-            why = b.at[key, "reason"] if in_b else "absent from the baseline's results"
+            why = b_reason if b_status is not None else "absent from the baseline's results"
             verdict, reason = Verdict.NEW, f"the baseline's cell was {b_status or 'absent'}: {why}"
         else:
             continue

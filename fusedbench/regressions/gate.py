@@ -21,6 +21,7 @@ baseline, groups not run or at another benchmark version. Pure: pandas over load
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -221,7 +222,7 @@ class GroupJudgement:
     judged: Judged | None = None
     not_judged: str = ""  # why it was not compared, the group unnamed ('' where it was)
 
-    @property
+    @functools.cached_property
     def compared(self) -> int:
         """How many of the candidate's cells the baseline also holds: each compared by time, or by status (a cell
         refused in both runs is judged unchanged, one that stopped running is missing)."""

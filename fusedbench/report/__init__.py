@@ -91,7 +91,8 @@ GLOSSARY = {
     "grey cell": "a speedup's paired 95% interval includes 1x, or an epilog cost's includes 0%: the two timings are "
     "not told apart",
     "epilog cost": "fused / gemm - 1: what the epilog adds to the plain GEMM",
-    "floor": "max(FLOPs / the run's GEMM rate, bytes / the run's copy bandwidth): the least time the work can take",
+    "floor": "max(FLOPs / GEMM rate, bytes / copy bandwidth), the best the machine's runs saw for the dtype: the least "
+    "time the work can take; a ladder point below it is drawn open (the GEMM alone skips the epilog's bytes)",
     "arithmetic intensity": "the GEMM's FLOPs per element of A, B and D it moves, 2MNK / (MK + KN + MN)",
     "multi-kernel (*)": "a fused cell whose call launched more than one kernel: the fused API, run unfused",
     "n/a": "a cell that was not timed: its reason is in the machine's 'cells that did not run'",
@@ -373,7 +374,7 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
             page, results, cells[cells["machine"] == machine], runs, machine, tables[machine], verdicts.get(machine)
         )
     newest_peers = {machine: newest_by_group(peers, runs, machine) for machine in dict.fromkeys(peers["machine"])}
-    page.add(*peers_section(peers, results.detail, results.ceilings, newest_peers, page.heading, page.div))
+    page.add(*peers_section(peers, results.detail, results.roofs, newest_peers, page.heading, page.div))
     page.add(*mlp_section(mlp, page.heading, page.div))
     for machine, verdict in verdicts.items():
         if machine not in tables:  # a machine with only peers or mlp runs: its verdicts still shown
@@ -430,7 +431,7 @@ def machine_section(page: _Page, results: ResultSet, current: pd.DataFrame, verd
             page.heading(3, anchor(machine, *dtypes), f"{machine} {' and '.join(dtypes)}"),
             page.div(heatmap_views(table, machine=machine, dtypes=dtypes), anchor(machine, *dtypes, "heatmap")),
             page.div(
-                ladder_figure(ladder, results.ceilings, machine=machine, dtypes=dtypes),
+                ladder_figure(ladder, results.roofs, machine=machine, dtypes=dtypes),
                 anchor(machine, *dtypes, "ladder"),
             ),
         )
@@ -458,7 +459,8 @@ def history_section(
 ) -> None:
     """A machine's cells over commits: the chosen cells as lines against the gate's threshold (`trend_figure`), the
     commits where the measurement changed, and every cell's history as a sortable table."""
-    commits = [c for c in commits_in_order(runs, machine) if c in set(cells["commit"])]
+    timed = set(cells["commit"])
+    commits = [c for c in commits_in_order(runs, machine) if c in timed]
     if len(commits) <= 1:
         return
     rows = trend_rows(results, cells, commits)

@@ -31,7 +31,7 @@ from fusedbench.analysis.speedups import (
 from fusedbench.catalog.dtypes import DTYPES
 from fusedbench.catalog.epilogs import EPILOGS
 from fusedbench.catalog.model import Status
-from fusedbench.catalog.providers import BASELINES, FUSED, LADDER, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
+from fusedbench.catalog.providers import BASELINES, FUSED, GEMM, LADDER, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value
@@ -54,7 +54,9 @@ SPEEDUP_COLORBAR = {
     "tickvals": [-1, -0.5, 0, 0.5, 1],
     "ticktext": ["0.5x or less", "0.71x", "1x", "1.41x", "2x or more"],
 }
-INDISTINCT_GREY = "rgb(175, 175, 175)"
+# Not told apart: a light grey, no heavier than the palest significant cells (a heavier one drew the eye to the
+# cells that say least), yet apart from the plot's background, where a cell was not timed (n/a).
+INDISTINCT_GREY = "rgb(221, 221, 221)"
 GREY_NAME = "interval includes 1x"
 MULTI_KERNEL_MARK = "*"  # after a cell's value: the fused call launched more than one kernel
 # The epilog's cost over the plain GEMM, in %: sequential, 0 (free) to COST_RANGE_PCT, every cost beyond drawn in
@@ -79,6 +81,11 @@ TEXTBOOK = "textbook"
 # walkthrough's rungs (tens to hundreds of times fused's time), which would otherwise flatten every other point.
 CAPPED = (TEXTBOOK, *WALKTHROUGH)
 CAPPED_STEP = 0.07  # of the axis, between the capped providers' rows of numbers
+# Why a ladder point (drawn open) sits below its workload's floor: {is the gemm provider: reason}, for its hover
+BELOW_FLOOR = {
+    True: "; below the floor: the GEMM alone skips the epilog's reads and writes (its own floor is lower)",
+    False: "; below the floor: it moved its bytes faster than the best copy measured",
+}
 UNPAIRED = " (this run did not pair samples by round: no interval)"
 TREND_BAND_REACH = 1.25  # a trend's y axis reaches past its cell's points this far at most, for the grey band
 LADDER_HEADROOM = 1.15  # the ladder's axis ends this far above the highest non-textbook interval
@@ -333,37 +340,44 @@ def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], lay
     figure.update_layout(updatemenus=[{"buttons": buttons, "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"}])
 
 
-def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, level: int | None, symbol: str) -> dict:
+def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, provider: str, measured: bool) -> dict:
     """One provider's points at one shape: time over the floor, its 99% CI as error bars, its time in ms for the
-    hover. A provider that is drawn capped (the textbook or a walkthrough rung, often far above the rest; `level`:
-    its place in CAPPED) has a point above `top` drawn near the top as an up-triangle with its value written, each
-    such provider a step lower than the one before, so that their numbers do not overwrite each other; its hover
-    reads (ms, ratio)."""
+    hover. A provider that is drawn capped (the textbook or a walkthrough rung, often far above the rest; its place
+    in CAPPED sets its level) has a point above `top` drawn near the top as an up-triangle with its value written,
+    each such provider a step lower than the one before, so that their numbers do not overwrite each other; its
+    hover reads (ms, ratio). A point below its floor (where there is one) is drawn open and its hover says why."""
     over = (part["time_s"] / floor).to_numpy()
-    capped = level is not None
-    beyond = (over > top) if capped else np.zeros(len(over), dtype=bool)
+    level = CAPPED.index(provider) if provider in CAPPED else None
+    beyond = (over > top) if level is not None else np.zeros(len(over), dtype=bool)
+    below = (over < 1 - 1e-9) if measured else np.zeros(len(over), dtype=bool)  # the roof's own cell is at 1
+    symbol = PROVIDERS[provider].symbol
     return {
         "y": rounded(np.where(beyond, top * (0.97 - CAPPED_STEP * (level or 0)), over), 3),
         "error_y.array": rounded(np.where(beyond, np.nan, part["ci_high_s"] / floor - over), 2),
         "error_y.arrayminus": rounded(np.where(beyond, np.nan, over - part["ci_low_s"] / floor), 2),
         "customdata": [rounded(pair) for pair in zip(part["time_s"] * 1e3, over, strict=True)]
-        if capped
+        if level is not None
         else rounded(part["time_s"] * 1e3),
-        "text": [f"{v:.3g}x" if b else "" for v, b in zip(over, beyond, strict=True)] if capped else None,
+        "text": [f"{v:.3g}x" if b else "" for v, b in zip(over, beyond, strict=True)] if level is not None else None,
         # every view names each trace's shape: a restyle without it would draw the default circle
-        "marker.symbol": ["triangle-up" if b else symbol for b in beyond] if capped else symbol,
+        "marker.symbol": [
+            "triangle-up" if high else f"{symbol}-open" if low else symbol
+            for high, low in zip(beyond, below, strict=True)
+        ],
+        "hovertext": [BELOW_FLOOR[provider == GEMM] if low else "" for low in below],
     }
 
 
-def ladder_figure(cells: pd.DataFrame, ceilings: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
+def ladder_figure(cells: pd.DataFrame, roofs: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
     """Every provider's time over its workload's floor per epilog, one shape (of one of `dtypes`) at a time, a
-    dropdown picking it, on a linear axis: 1 is the floor, marked under each epilog (in ms where the run
-    measured no ceilings). A textbook or walkthrough rung far above the rest is drawn at the axis' top with its
-    value written; the hover gives each provider's time and the floor's.
+    dropdown picking it, on a linear axis: 1 is the floor, marked under each epilog (in ms where no run of the
+    machine measured ceilings: `roofs`, `results.machine_roofs`). A textbook or walkthrough rung far above the rest
+    is drawn at the axis' top with its value written; a point below its floor is drawn open, its hover saying why;
+    the hover gives each provider's time and the floor's.
 
     The traces are drawn once; each shape is a restyle of their numbers (no per-shape copies of the traces)."""
     rows = with_shape(cells[(cells["machine"] == machine) & cells["dtype"].isin(dtypes) & (cells["status"] == OK)])
-    ladder = _Ladder.of(rows, ceilings, machine, dtypes)
+    ladder = _Ladder.of(rows, roofs, machine, dtypes)
     figure = go.Figure()
     _ladder_traces(figure, ladder)
     figure.update_layout(**_ladder_layout(ladder, machine, dtypes))
@@ -381,14 +395,14 @@ class _Ladder:
     epilogs: list[str]
     providers: list[str]
     choices: list[tuple[str, str]]
-    measured: bool  # whether the runs measured their ceilings (a floor to divide by) for every shape
+    measured: bool  # whether the machine's runs measured ceilings (a floor to divide by) for every shape
     restyles: list[dict]
     layouts: list[dict]
 
     @classmethod
-    def of(cls, rows: pd.DataFrame, ceilings: pd.DataFrame, machine: str, dtypes: list[str]) -> _Ladder:
+    def of(cls, rows: pd.DataFrame, roofs: pd.DataFrame, machine: str, dtypes: list[str]) -> _Ladder:
         epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
-        # The workload's floor (the epilog's FLOPs and bytes under the run's ceilings); the gemm cell's own is lower.
+        # The workload's floor (the epilog's FLOPs and bytes under the machine's roofs); the gemm cell's own is lower.
         floors = rows[rows["provider"] != "gemm"].dropna(subset=["floor_s"])
         floors = floors.groupby(["dtype", "shape", "epilog"])["floor_s"].first()
         choices = [
@@ -396,10 +410,10 @@ class _Ladder:
             for dtype in dtypes
             for shape in dict.fromkeys(rows[rows["dtype"] == dtype].sort_values(["intensity", "size"])["shape"])
         ]
-        # over floors where every shape has one; in ms where any shape's runs measured no ceilings (A/A runs skip them)
+        # over floors where every shape has one; in ms where the machine measured no ceilings for a dtype
         measured = bool(choices) and set(choices) <= {(dtype, shape) for dtype, shape, _ in floors.index}
         providers = [p for p in (*LADDER, *PEERS) if p in set(rows["provider"])]
-        under = {dtype: _ceilings(ceilings, rows, machine, dtype) for dtype in dtypes}
+        under = {dtype: _roof(roofs, machine, dtype) for dtype in dtypes}
         restyles, layouts = [], []
         for dtype, shape in choices:
             unit = floors.loc[(dtype, shape)].reindex(epilogs).to_numpy() if measured else np.full(len(epilogs), 1e-3)
@@ -419,10 +433,7 @@ def _ladder_restyle(mine, providers, epilogs, unit, measured: bool) -> tuple[dic
         if p not in CAPPED and part["ci_high_s"].notna().any()
     ]
     top = max([2.0 if measured else 0.0, *highest])
-    points = [
-        _ladder_points(parts[p], unit, top, CAPPED.index(p) if p in CAPPED else None, PROVIDERS[p].symbol)
-        for p in providers
-    ]
+    points = [_ladder_points(parts[p], unit, top, p, measured) for p in providers]
     restyle = {key: [point[key] for point in points] for key in points[0]}
     if measured:  # the floor's trace comes first: at 1, its time in ms for the hover
         floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3)}
@@ -468,7 +479,8 @@ def _ladder_traces(figure: go.Figure, ladder: _Ladder) -> None:
                 "thickness": 1.5,
             },
             customdata=first.get("customdata"),
-            hovertemplate=provider + hover + ratio + "<extra></extra>",
+            hovertext=first.get("hovertext"),
+            hovertemplate=provider + hover + ratio + "%{hovertext}<extra></extra>",
         )
 
 
@@ -497,15 +509,16 @@ def _ladder_layout(ladder: _Ladder, machine: str, dtypes: list[str]) -> dict:
     }
 
 
-def _ceilings(ceilings: pd.DataFrame, rows: pd.DataFrame, machine: str, dtype: str) -> str:
-    """What a run's floors stand on: its best GEMM rate and copy bandwidth for the dtype."""
-    roof = ceilings[
-        (ceilings["machine"] == machine) & (ceilings["dtype"] == dtype) & ceilings["commit"].isin(set(rows["commit"]))
-    ]
+def _roof(roofs: pd.DataFrame, machine: str, dtype: str) -> str:
+    """What the machine's floors stand on for the dtype: the best GEMM rate and copy bandwidth any of its runs saw."""
+    roof = roofs[(roofs["machine"] == machine) & (roofs["dtype"] == dtype)]
     if roof.empty:
-        return "no ceilings measured in this run: no floor"
-    best = roof.iloc[-1]
-    return f"the run's best GEMM, {best['gemm_tflops']:.0f} TFLOP/s, and copy, {best['copy_tbps']:.2f} TB/s"
+        return "no ceilings measured on this machine: no floor"
+    best = roof.iloc[0]
+    return (
+        f"the best GEMM, {best['gemm_tflops']:.0f} TFLOP/s by {best['gemm_at']}, and copy, {best['copy_tbps']:.2f} "
+        f"TB/s, of its {best['runs']} runs with ceilings"
+    )
 
 
 def _ladder_title(machine: str, dtype: str, shape: str, under: str) -> str:
@@ -664,9 +677,7 @@ def trend_figure(series: pd.DataFrame, *, machine: str, commits: list[str]) -> g
         threshold = float(part["threshold"].iloc[0])
         if threshold == threshold:  # drawn after the line: plotly skips a shape on a subplot with no trace yet
             low, high = median * (1 - threshold), median * (1 + threshold)
-            figure.add_hrect(
-                y0=low, y1=high, row=row, col=1, fillcolor=INDISTINCT_GREY, opacity=0.35, line_width=0, layer="below"
-            )
+            figure.add_hrect(y0=low, y1=high, row=row, col=1, fillcolor=INDISTINCT_GREY, line_width=0, layer="below")
             # the band shown up to TREND_BAND_REACH beyond the cell's points: a wider one fills the plot
             bottom, top = max(min(bottom, low), bottom / TREND_BAND_REACH), min(max(top, high), top * TREND_BAND_REACH)
         for commit in part.loc[part["changed"], "commit"]:

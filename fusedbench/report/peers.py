@@ -140,7 +140,7 @@ def _peer_tables(table: pd.DataFrame, ladder: pd.DataFrame) -> list[str]:
     return parts
 
 
-def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFrame,
+def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame,
                   commits: dict[str, dict[str, str]], heading, figure_div) -> list[str]:  # fmt: skip
     """The report's peers section: per machine (`commits`: machine -> group -> its newest run) the heatmaps and
     ladders with the peers, the peers' table and the TwoPass control. `heading(level, ident, text)` and
@@ -181,7 +181,7 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, ceilings: pd.DataFr
         for dtype in dict.fromkeys(table["dtype"]):
             parts.append(figure_div(heatmap_views(table, machine=machine, dtypes=[dtype], suite="peers"),
                                     anchor(machine, "peers", dtype, "heatmap")))  # fmt: skip
-            parts.append(figure_div(ladder_figure(ladder, ceilings, machine=machine, dtypes=[dtype]),
+            parts.append(figure_div(ladder_figure(ladder, roofs, machine=machine, dtypes=[dtype]),
                                     anchor(machine, "peers", dtype, "ladder")))  # fmt: skip
         parts += _peer_tables(table, ladder)
         parts.append(

@@ -44,22 +44,22 @@ def paired_ratios(
     ratios = np.full((len(work), 3), math.nan)  # by position: a row at a time through pandas took seconds
     providers, times = work["provider"].to_numpy(), work["time_s"].to_numpy()
     pairs = paired.reindex(work.index).to_numpy()
-    positions = pd.Series(np.arange(len(work)), index=work.index)
-    for _, indices in work[work["status"] == OK].groupby([*RUN_WORKLOAD, "group"]).groups.items():
-        at = positions[indices].to_numpy()
-        base = [p for p in at if providers[p] == denominator]
-        if not base:
+    groups = work.groupby([*RUN_WORKLOAD, "group"], sort=False).ngroup().to_numpy()  # -1: a key is missing
+    ok = (work["status"] == OK).to_numpy() & (groups >= 0)
+    bases: dict[int, int] = {}  # group -> the position of its first ok denominator cell
+    for p in np.flatnonzero(ok & (providers == denominator)):
+        bases.setdefault(groups[p], p)
+    chosen = ok if numerator is None else ok & (providers == numerator)
+    for p in np.flatnonzero(chosen):
+        base = bases.get(groups[p])
+        if base is None:
             continue
-        reference = raw_samples[base[0]]
-        for p in at:
-            if numerator is not None and providers[p] != numerator:
-                continue
-            mine = raw_samples[p]
-            if pairs[p] and len(mine) == len(reference) and len(mine):
-                per_round = [a / b for a, b in zip(mine, reference, strict=True)]
-                ratios[p] = (statistics.median(per_round), *median_interval(per_round))
-            else:
-                ratios[p] = (times[p] / times[base[0]], math.nan, math.nan)
+        mine, reference = raw_samples[p], raw_samples[base]
+        if pairs[p] and len(mine) == len(reference) and len(mine):
+            per_round = [a / b for a, b in zip(mine, reference, strict=True)]
+            ratios[p] = (statistics.median(per_round), *median_interval(per_round))
+        else:
+            ratios[p] = (times[p] / times[base], math.nan, math.nan)
     return pd.DataFrame(ratios, index=work.index, columns=["ratio", "low", "high"])
 
 

@@ -3,11 +3,12 @@
 asv's own loader parses each results file; fusedbench adds what asv does not keep: each cell's
 dtype and shape (from its benchmark class and parameters), the status and reason of cells asv
 skipped and the environment (from the records beside asv's results, `fusedbench.measure.records`), and,
-from the ceilings measured in the same run, each cell's TFLOP/s and floor,
-max(FLOPs / rate, bytes / bandwidth). The rate is the best the run measured: the ceiling GEMM's,
-or the fastest cell's FLOP/s where one ran faster (large LLM shapes beat the 8192^3 ceiling GEMM
-by a few per cent, an autotuned algorithm beats the default one), so no cell's floor is above a
-time the GPU was seen to reach.
+each cell's TFLOP/s and floor, max(FLOPs / rate, bytes / bandwidth), from the best its machine
+was seen to reach for the dtype over every run read (`machine_roofs`): the rate is the ceiling
+GEMM's or the fastest cell's FLOP/s where one ran faster (large LLM shapes beat the 8192^3 ceiling
+GEMM by a few per cent, an autotuned algorithm beats the default one), the bandwidth the best
+copy's. So a workload has one floor per machine, whichever run (ladder or peers) timed it, and no
+floor of the work is above a time the GPU was seen to reach.
 
 What cannot be read is never dropped silently: each unreadable file, missing record or empty
 folder becomes a line in `ResultSet.problems` that names the file and what was lost.
@@ -50,6 +51,7 @@ from fusedbench.errors import DataProblem, FusedbenchError
 from fusedbench.measure.records import GroupRecord, load_records
 from fusedbench.measure.sampling import PAIRED_SAMPLINGS
 from fusedbench.measure.telemetry import sample_clocks, sample_watts
+from fusedbench.results.cache import cached
 from fusedbench.results.derived import flags, paired_metrics, pass_bandwidths
 from fusedbench.stats import clock_explains, relative_iqr
 
@@ -105,7 +107,8 @@ COLUMNS = [
     "same_size_copy_tbps",  # a plain copy moving the passes' bytes, timed alike: what a pass of that size can reach
     "flags",  # what deserves a look: multi-kernel fused cells, heuristic regret, slow unfused passes
 ]
-CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]
+CEILING_COLUMNS = ["machine", "commit", "dtype", "gemm_tflops", "gemm_at", "copy_tbps"]  # as each run measured them
+ROOF_COLUMNS = ["machine", "dtype", "gemm_tflops", "gemm_at", "copy_tbps", "copy_at", "runs"]  # each machine's best
 # Per cell, beside the table (same index): what comparing two runs needs and the table does not show.
 DETAIL_COLUMNS = [
     "version",  # asv's version of that benchmark: runs of different versions are incomparable
@@ -148,13 +151,15 @@ class ResultSet:
     """Everything under a results folder: the cells, the ceilings of each run, its records, and what was lost."""
 
     cells: pd.DataFrame  # COLUMNS, a row per cell and run
-    ceilings: pd.DataFrame  # CEILING_COLUMNS: the best GEMM rate (and where it was reached), copy bandwidth
+    ceilings: pd.DataFrame  # CEILING_COLUMNS: each run's ceiling GEMM rate and copy bandwidth
     records: list[GroupRecord]  # oldest first
     problems: list[DataProblem]  # a line per file or folder that could not be read fully, naming what was lost
     detail: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DETAIL_COLUMNS))  # per cell
     mlp: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MLP_COLUMNS))  # the mlp suite's cells
     # each mlp cell's raw samples by clock (catalog.suites: WALL or EPOCH_TIME, and GPU_TIME), indexed as `mlp`
     mlp_raw: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
+    # ROOF_COLUMNS: per machine and dtype the best GEMM rate and copy bandwidth seen, what every floor stands on
+    roofs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ROOF_COLUMNS))
 
     def runs(self) -> pd.DataFrame:
         """The machine and commit of every cell, epilog or mlp: what --machine and --commit may name."""
@@ -456,12 +461,17 @@ def machine_names(results_dir: str) -> list[str]:
 
 def load_results(results_dir: str, machines: Collection[str] | None = None) -> ResultSet:
     """Read every asv results file (and every fusedbench record) under `results_dir`, of `machines` only where named
-    (a verdict on two machines need not read a long history of every other)."""
+    (a verdict on two machines need not read a long history of every other); the parse of the same files by the
+    same code is kept (`results.cache`)."""
     if not os.path.isdir(results_dir):
         raise FusedbenchError(f"no results folder at {results_dir!r}; pass the folder asv writes (results/)")
     if os.path.isfile(os.path.join(results_dir, "machine.json")):
         parent = os.path.dirname(os.path.abspath(results_dir))
         raise FusedbenchError(f"{results_dir} is one machine's folder; pass the results folder above it ({parent})")
+    return cached(results_dir, machines, _parse_results)
+
+
+def _parse_results(results_dir: str, machines: Collection[str] | None) -> ResultSet:
     records, problems = load_records(results_dir)
     if machines is not None:
         records = [r for r in records if r.machine in machines]
@@ -508,13 +518,18 @@ def _result_set(rows: list, detail: list, ceiling_rows: list, mlp: list, records
     work = pd.DataFrame(rows, columns=COLUMNS)
     details = pd.DataFrame(detail, columns=DETAIL_COLUMNS, index=work.index)
     work = paired_metrics(work, list(details["raw"]), details["paired"].astype(bool))
-    roofs = best_gemm_rates(work, pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS))
+    ceilings = pd.DataFrame(ceiling_rows, columns=CEILING_COLUMNS)
+    roofs = machine_roofs(work, ceilings)
     floored = with_floors(work, roofs)
-    floored = pass_bandwidths(floored, details["kernel_times"], floored["copy_tbps"], details["version"])
+    copies = work[["machine", "commit"]].merge(  # a pass is held to its own run's copy
+        ceilings[["machine", "commit", "copy_tbps"]].drop_duplicates(["machine", "commit"]), how="left"
+    )["copy_tbps"]
+    floored = pass_bandwidths(floored, details["kernel_times"], copies.set_axis(work.index), details["version"])
     cells = floored.assign(flags=flags(floored), kernels=floored["kernels"].astype("Int64"))[COLUMNS]
     return ResultSet(
         cells=cells,
-        ceilings=roofs,
+        ceilings=ceilings,
+        roofs=roofs,
         records=records,
         problems=problems,
         detail=details.set_index(cells.index),
@@ -536,32 +551,47 @@ def refuse_second_environment(seen: dict[tuple[str, str], str], path: str, resul
     seen[key] = path
 
 
-def best_gemm_rates(work: pd.DataFrame, ceiling_rows: pd.DataFrame) -> pd.DataFrame:
-    """Each run's ceilings, the GEMM rate raised to the fastest cell's FLOP/s where one beat the ceiling GEMM."""
-    roofs = ceiling_rows.copy()
-    run = ["machine", "commit", "dtype"]
+def machine_roofs(work: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
+    """Per machine and dtype whose runs measured ceilings, the best it was seen to reach over all of them: the GEMM
+    rate (a ceiling GEMM's, or the fastest cell's FLOP/s where one beat it; the ceiling wins a tie) and the copy
+    bandwidth, each with where it was reached, and how many runs measured ceilings (ROOF_COLUMNS)."""
+    measured = ceilings.dropna(subset=["gemm_tflops"])
+    if measured.empty:
+        return pd.DataFrame(columns=ROOF_COLUMNS)
     timed = work[work["status"] == Status.OK.value]
-    rates = (timed["flops"] / timed["time_s"] / 1e12).dropna()
-    keys = [timed.loc[rates.index, column] for column in run]
-    fastest = rates.groupby(keys, sort=False).idxmax()  # each run's first fastest cell
-    for index, roof in roofs.iterrows():
-        best = fastest.get(tuple(roof[run]))
-        if best is not None and rates[best] > roof["gemm_tflops"]:
-            cell = timed.loc[best]
-            at = f"{shape_label(cell['m'], cell['k'], cell['n'])} {cell['epilog']} {cell['provider']}"
-            roofs.loc[index, ["gemm_tflops", "gemm_at"]] = rates[best], at
-    return roofs
+    rates = timed.assign(gemm_tflops=timed["flops"] / timed["time_s"] / 1e12).dropna(subset=["gemm_tflops"])
+    rates = rates.assign(
+        gemm_at=[
+            f"{shape_label(m, k, n)} {epilog} {provider} at {commit[:8]}"
+            for m, k, n, epilog, provider, commit in rates[["m", "k", "n", "epilog", "provider", "commit"]].itertuples(
+                index=False
+            )
+        ]
+    )
+    keys = ["machine", "dtype"]
+    candidates = pd.concat(
+        [measured.assign(gemm_at=measured["gemm_at"] + " at " + measured["commit"].str[:8]), rates],
+        ignore_index=True,
+    )[[*keys, "gemm_tflops", "gemm_at"]]
+    candidates = candidates.merge(measured[keys].drop_duplicates(), on=keys)  # dtypes with ceilings only
+    gemm = candidates.loc[candidates.groupby(keys, sort=False)["gemm_tflops"].idxmax()]
+    copies = measured.dropna(subset=["copy_tbps"])
+    copy = copies.loc[copies.groupby(keys, sort=False)["copy_tbps"].idxmax(), [*keys, "copy_tbps", "commit"]]
+    runs = measured.groupby(keys, sort=False)["commit"].nunique().rename("runs").reset_index()
+    roofs = gemm.merge(copy.rename(columns={"commit": "copy_at"}), on=keys, how="left").merge(runs, on=keys)
+    return roofs.assign(copy_at=roofs["copy_at"].str[:8])[ROOF_COLUMNS].reset_index(drop=True)
 
 
 def with_floors(work: pd.DataFrame, roofs: pd.DataFrame) -> pd.DataFrame:
-    """`floor_s` = max(flops / GEMM rate, bytes / copy bandwidth) of the cell's run; NaN without its ceilings."""
+    """`floor_s` = max(flops / the machine's best GEMM rate, bytes / its best copy bandwidth) for the cell's dtype;
+    NaN where no run of the machine measured ceilings for the dtype."""
     keyed = work.drop(columns="floor_s").merge(
-        roofs[["machine", "commit", "dtype", "gemm_tflops", "copy_tbps"]], how="left", on=["machine", "commit", "dtype"]
+        roofs[["machine", "dtype", "gemm_tflops", "copy_tbps"]], how="left", on=["machine", "dtype"]
     )
     floors = pd.concat(
         [keyed["flops"] / (keyed["gemm_tflops"] * 1e12), keyed["bytes"] / (keyed["copy_tbps"] * 1e12)], axis=1
     ).max(axis=1, skipna=False)
-    return keyed.assign(floor_s=floors.to_numpy())
+    return work.assign(floor_s=floors.to_numpy())
 
 
 def select_cells(
@@ -635,7 +665,7 @@ def _row(cell: Cell, group: str, time: float, stat) -> dict:
         "rel_iqr": relative_iqr(cell.samples) if cell.samples else math.nan,
         **power_state(cell),
         "tflops": flops / time / 1e12 if cell.ok and time > 0 else math.nan,
-        "floor_s": math.nan,  # with_floors() fills it from the run's ceilings
+        "floor_s": math.nan,  # with_floors() fills it from the machine's roofs
         "flops": flops,
         "bytes": spec.fused_bytes(key.m, key.k, key.n, *itemsizes),
         "gemm_ratio": math.nan,  # analysis.paired_metrics() fills it from the workload's gemm cell

@@ -1,0 +1,85 @@
+"""The cache of parsed results: the same files read by the same code give the kept parse; any change reads again."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fusedbench.results import cache, loader
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "results-provenance")
+
+
+@pytest.fixture
+def parses(monkeypatch, tmp_path):
+    """The results folder (a copy to edit) and a list that grows by one at every real parse."""
+    monkeypatch.setenv("FUSEDBENCH_CACHE", str(tmp_path / "cache"))
+    calls = []
+    real = loader._parse_results
+
+    def counted(results_dir, machines):
+        calls.append(results_dir)
+        return real(results_dir, machines)
+
+    monkeypatch.setattr(loader, "_parse_results", counted)
+    folder = tmp_path / "results"
+    shutil.copytree(FIXTURE, folder)
+    return str(folder), calls
+
+
+def test_the_same_files_read_twice_are_parsed_once_and_give_the_same_tables(parses):
+    folder, calls = parses
+    first = loader.load_results(folder)
+    second = loader.load_results(folder)
+    assert len(calls) == 1
+    pd.testing.assert_frame_equal(first.cells, second.cells)
+    pd.testing.assert_frame_equal(first.roofs, second.roofs)
+    assert [p.text for p in first.problems] == [p.text for p in second.problems]
+    loader.load_results(folder, machines=["h200-141gb"])  # another choice of machines: its own parse
+    assert len(calls) == 2
+
+
+def test_an_edited_added_or_removed_file_is_read_again(parses):
+    folder, calls = parses
+    before = loader.load_results(folder)
+    (path,) = [p for p in sorted(os.listdir(os.path.join(folder, "h200-141gb"))) if p.endswith(".json") and "-" in p]
+    target = os.path.join(folder, "h200-141gb", path)
+    text = Path(target).read_text(encoding="utf-8")
+    stat = os.stat(target)
+    assert '": ' in text  # the same JSON, one space moved: same size, same modification time, other bytes
+    Path(target).write_text(text.replace('": ', '":', 1) + " ", encoding="utf-8")
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert os.stat(target).st_size == stat.st_size
+    loader.load_results(folder)
+    assert len(calls) == 2
+    with open(os.path.join(folder, "notes.txt"), "w", encoding="utf-8") as stream:
+        stream.write("a file more")
+    loader.load_results(folder)
+    os.remove(os.path.join(folder, "notes.txt"))
+    after = loader.load_results(folder)
+    assert len(calls) == 4
+    assert len(after.cells) == len(before.cells)
+
+
+def test_a_broken_or_unwritable_cache_only_costs_a_parse(parses, monkeypatch, tmp_path):
+    folder, calls = parses
+    loader.load_results(folder)
+    for kept in (tmp_path / "cache").iterdir():
+        kept.write_bytes(b"not a pickle")
+    assert not loader.load_results(folder).cells.empty and len(calls) == 2
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("FUSEDBENCH_CACHE", str(blocked / "cache"))  # a folder that cannot be made
+    assert not loader.load_results(folder).cells.empty and len(calls) == 3
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("FUSEDBENCH_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_folder() == tmp_path / "fusedbench"
+    monkeypatch.setenv("FUSEDBENCH_CACHE", str(tmp_path / "mine"))
+    assert cache.cache_folder() == tmp_path / "mine"
