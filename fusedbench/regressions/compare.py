@@ -264,7 +264,7 @@ def status_rows(base: Run, cand: Run) -> pd.DataFrame:
     b = base.cells.set_index(CELL)[["status", "reason"]]
     c = cand.cells.set_index(CELL)[["status", "reason"]]
     keys = b.index.union(c.index)
-    both = b.reindex(keys).join(c.reindex(keys), lsuffix="_b", rsuffix="_c")  # read in one pass, not a cell at a time
+    both = b.reindex(keys).add_suffix("_b").join(c.reindex(keys).add_suffix("_c"))  # one pass, not a cell at a time
     both = both.astype(object).where(both.notna(), None)  # a side without the cell: None
     cand_groups, base_groups = cand.groups, base.groups
     rows = []
