@@ -422,7 +422,7 @@ def machine_section(page: _Page, results: ResultSet, current: pd.DataFrame, verd
         page.heading(2, anchor(machine), machine, note),
         "<div class='card'><h3>Environment</h3>"
         + environment_card(results.records, machine, newest_commit)
-        + f"<p>These runs' cells as CSV: {csv_link(current, machine, newest_commit)}</p></div>",
+        + f"<p>These runs' cells as gzipped CSV: {csv_link(current, machine, newest_commit)}</p></div>",
     )
     if verdict is not None:
         page.add(alerts_html(page, verdict))

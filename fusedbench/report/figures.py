@@ -359,12 +359,15 @@ def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, provider: 
         if level is not None
         else rounded(part["time_s"] * 1e3),
         "text": [f"{v:.3g}x" if b else "" for v, b in zip(over, beyond, strict=True)] if level is not None else None,
-        # every view names each trace's shape: a restyle without it would draw the default circle
+        # every view names each trace's shape: a restyle without it would draw the default circle (one name for
+        # every point, as one hover note, where no point differs: a list per trace and view weighed 100 KB a page)
         "marker.symbol": [
             "triangle-up" if high else f"{symbol}-open" if low else symbol
             for high, low in zip(beyond, below, strict=True)
-        ],
-        "hovertext": [BELOW_FLOOR[provider == GEMM] if low else "" for low in below],
+        ]
+        if beyond.any() or below.any()
+        else symbol,
+        "hovertext": [BELOW_FLOOR[provider == GEMM] if low else "" for low in below] if below.any() else "",
     }
 
 

@@ -4,10 +4,11 @@ few lines of script (`TABLE_SCRIPT`: plotly draws no HTML table; without the scr
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import math
 import re
-import urllib.parse
 
 import pandas as pd
 
@@ -426,8 +427,10 @@ def _run_name(run, machine: str) -> str:
 
 
 def csv_link(cells: pd.DataFrame, machine: str, commit: str) -> str:
-    """The run's cells as a CSV in a `data:` link, downloaded as MACHINE-COMMIT.csv (no request, no script)."""
+    """The run's cells as a gzipped CSV in a `data:` link, downloaded as MACHINE-COMMIT.csv.gz (no request, no
+    script; gzip weighs a sixth of the plain CSV, which was a sixth of the page; pandas reads it as it is)."""
     text = cells[CSV_COLUMNS].to_csv(index=False, float_format="%.4g")
-    name = re.sub(r"[^A-Za-z0-9._-]", "-", f"{machine}-{commit[:8]}.csv")
-    href = "data:text/csv;charset=utf-8," + urllib.parse.quote(text, safe=",.()-_:")
-    return f"<a download='{name}' href='{href}'>{html.escape(name)}</a> ({len(cells)} cells)"
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", f"{machine}-{commit[:8]}.csv.gz")
+    packed = base64.b64encode(gzip.compress(text.encode(), mtime=0)).decode()  # mtime 0: the same page each time
+    link = f"<a download='{name}' href='data:application/gzip;base64,{packed}'>{html.escape(name)}</a>"
+    return f"{link} ({len(cells)} cells)"
