@@ -148,6 +148,14 @@ def test_missing_and_newly_failing_cells_fail_known_failures_warn():
     )
     assert kinds[("RELU", "unfused")] == AlertKind.MISSING.value
     assert kinds[("GELU", "fused")] == AlertKind.FAILED.value
+    alerts = verdicts.alerts
+    reasons = {(row.epilog, row.provider): row.reason for row in alerts.itertuples()}
+    reason_of = {  # each says the candidate's own reason, as its record gave it
+        key: cand.cells.set_index(["epilog", "provider"]).loc[key, "reason"]
+        for key in (("RELU", "unfused"), ("GELU", "fused"))
+    }
+    assert reasons[("RELU", "unfused")] == f"skipped: {reason_of[('RELU', 'unfused')]}"
+    assert reasons[("GELU", "fused")] == reason_of[("GELU", "fused")]
     assert ("BIAS", "textbook") not in kinds
     assert any("BIAS/fp16" in w and "still fails" in w for w in verdicts.warnings)
 
@@ -307,6 +315,12 @@ def test_each_metric_is_one_registry_entry_with_its_series_direction_alert_and_t
     assert np.allclose(found[("fused", "epilog-cost")], 1.1) and np.allclose(
         found[("fused", "fusion-speedup")], 1.5 / 1.1
     )
+    # the seconds each row's threshold class is read from: its own median for time, the GEMM's for the others
+    scales = {(provider, metric): scale for provider, metric, _, scale in metric_rows(samples)}
+    assert scales[("fused", "time")] == pytest.approx(2.2) and scales[("unfused", "time")] == pytest.approx(3.0)
+    assert scales[("unfused", "epilog-cost")] == scales[("fused", "fusion-speedup")] == 2.0
+    no_gemm = {(p, m): scale for p, m, _, scale in metric_rows({"fused": rounds, "unfused": rounds * 1.5})}
+    assert no_gemm[("fused", "fusion-speedup")] == 2.0  # fused's median where no GEMM was timed
     assert [m for m in METRICS if METRICS[m].worse_when_lower] == ["fusion-speedup"]
     assert {m.alert for m in METRICS.values()} == {AlertKind.REGRESSION, AlertKind.FUSION_LOSS}
     for preset in presets().values():  # every metric has a threshold for every class in every committed preset

@@ -112,11 +112,24 @@ def peer_only_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
     return cells[cells["group"].isin(PEER_ONLY_GROUPS)]
 
 
-def _timed(cells: pd.DataFrame) -> list[tuple]:
-    """A class's ok cells as (group, m, k, n, provider, raw, paired), in the frame's order: read from the frame
-    once, as the advice takes a dozen series from them (a DataFrame per series cost seconds a report)."""
-    ok = cells[cells["status"] == OK]
-    return list(ok[["group", "m", "k", "n", "provider", "raw", "paired"]].itertuples(index=False, name=None))
+ROW = ["group", "m", "k", "n", "provider", "status", "raw", "paired", "kernels", "commit", "reason"]
+
+
+def _rows(cells: pd.DataFrame) -> list[tuple]:
+    """Cells as plain tuples (ROW's fields): the advice reads each class's cells a dozen ways, and a DataFrame per
+    reading cost seconds a report."""
+    return list(cells[ROW].itertuples(index=False, name="Row"))
+
+
+def _timed(rows: list) -> list[tuple]:
+    """The ok rows as (group, m, k, n, provider, raw, paired), in their order."""
+    return [(r.group, r.m, r.k, r.n, r.provider, r.raw, r.paired) for r in rows if r.status == OK]
+
+
+def _most_kernels(rows: list, provider: str) -> float | int:
+    """The most kernels an ok cell of `provider` launched; NaN where none recorded them (runs before records)."""
+    counts = [r.kernels for r in rows if r.provider == provider and r.status == OK and not pd.isna(r.kernels)]
+    return int(max(counts)) if counts else math.nan
 
 
 def _series(timed: list[tuple], numerator: str, denominator: str, groups=None) -> list[np.ndarray]:
@@ -148,19 +161,18 @@ def _class_ratio(series: list[np.ndarray], draws: np.ndarray) -> tuple[float, fl
     return point, float(np.percentile(replicates, tail)), float(np.percentile(replicates, 100 - tail))
 
 
-def _not_timed(cells: pd.DataFrame) -> str:
+def _not_timed(rows: list) -> str:
     """Why a class has no fused / unfused pair to judge: the first reason a fused or unfused cell gives."""
     for provider in (FUSED, AUTOTUNED, UNFUSED):
-        mine = cells[(cells["provider"] == provider) & (cells["status"] != OK)]
-        reasons = [r for r in mine["reason"] if r]
+        reasons = [r.reason for r in rows if r.provider == provider and r.status != OK and r.reason]
         if reasons:
             return f"{provider}: {reasons[0]}"
     return "no fused and unfused cells were timed together"
 
 
-def advise_class(cells: pd.DataFrame, draws: np.ndarray, alone: pd.DataFrame | None = None) -> dict:
+def advise_class(cells: list, draws: np.ndarray, alone: list) -> dict:
     """The advice for one (machine, dtype, epilog, shape class) from its ladder cells (all shapes of the class), and
-    the class's cells of the groups that time peers alone (`alone`), where there are any."""
+    the class's cells of the groups that time peers alone (`alone`), where there are any; each as `_rows`."""
     timed = _timed(cells)
     fused = _class_ratio(_series(timed, UNFUSED, FUSED), draws)
     tuned = _class_ratio(_series(timed, UNFUSED, AUTOTUNED), draws)
@@ -171,8 +183,7 @@ def advise_class(cells: pd.DataFrame, draws: np.ndarray, alone: pd.DataFrame | N
     autotuned = not math.isnan(tuned[0]) and (beaten or math.isnan(fused[0]))
     judged, provider = (tuned, AUTOTUNED) if autotuned else (fused, FUSED)
     shapes = len(_series(timed, UNFUSED, provider))
-    kernels = cells[(cells["provider"] == provider) & (cells["status"] == OK)]["kernels"].max()
-    kernels = math.nan if pd.isna(kernels) else int(kernels)  # runs before kernel records have none
+    kernels = _most_kernels(cells, provider)
     notes = []
     if beaten and autotuned:
         notes.append(f"the heuristic's algorithm costs {regret[0] - 1:.0%} (autotune wins)")
@@ -193,17 +204,17 @@ def advise_class(cells: pd.DataFrame, draws: np.ndarray, alone: pd.DataFrame | N
         notes.insert(0, f"fusion {gain}")
     found = {"advice": advice, "ratio": judged, "shapes": shapes, "kernels": kernels, "regret": regret}
     advised = UNFUSED if advice is Advice.UNFUSED else provider
-    return found | _faster_peer(cells if alone is None else pd.concat([cells, alone]), draws, advised, notes)
+    return found | _faster_peer(cells + alone, draws, advised, notes)
 
 
-def _faster_peer(cells: pd.DataFrame, draws: np.ndarray, advised: str, notes: list[str]) -> dict:
+def _faster_peer(cells: list, draws: np.ndarray, advised: str, notes: list[str]) -> dict:
     """The advice's last step: the fastest peer that beats the `advised` provider by more than the noise between
     equals (its name becomes the advice, unfused over it the ratio); else the ladder's advice as it stands. Each
     peer is paired within the groups that timed it."""
     best = None
     timed = _timed(cells)
     for peer in PEERS:
-        groups = set(cells.loc[cells["provider"] == peer, "group"])
+        groups = {r.group for r in cells if r.provider == peer}
         over_peer = _class_ratio(_series(timed, advised, peer, groups), draws)
         if not math.isnan(over_peer[1]) and over_peer[1] > 1 / LOSS and (best is None or over_peer[0] > best[2][0]):
             best = (peer, groups, over_peer)
@@ -211,14 +222,13 @@ def _faster_peer(cells: pd.DataFrame, draws: np.ndarray, advised: str, notes: li
         return {"why": "; ".join(notes)}
     peer, groups, over_peer = best
     notes.insert(0, f"{peer} is {over_peer[0] - 1:.0%} faster than {advised} (the ladder's advice)")
-    mine = cells[cells["group"].isin(groups)]
-    kernels = mine[(mine["provider"] == peer) & (mine["status"] == OK)]["kernels"].max()
+    mine = [r for r in cells if r.group in groups]
     return {
         "advice": peer,  # its evidence is the peer's own: unfused over it, its shapes and kernels
         "ratio": _class_ratio(_series(timed, UNFUSED, peer, groups), draws),
         "shapes": len(_series(timed, UNFUSED, peer, groups)),
-        "kernels": math.nan if pd.isna(kernels) else int(kernels),
-        "commits": set(mine["commit"]),
+        "kernels": _most_kernels(mine, peer),
+        "commits": {r.commit for r in mine},
         "why": "; ".join(notes),
     }
 
@@ -240,11 +250,17 @@ def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd
     cells = cells.sort_values(
         order, key=lambda column: column.map(catalog[column.name].index) if column.name in catalog else column
     )
-    for (machine, dtype, epilog, shape_class), part in cells.groupby(order, sort=False):
-        key = (machine, dtype, epilog, shape_class)
-        found = advise_class(part, draws, alone.loc[[key]].reset_index() if key in alone.index else None)
+    classes: dict[tuple, list] = {}  # each class's rows, in the sorted order
+    for key, row in zip(cells[order].itertuples(index=False, name=None), _rows(cells), strict=True):
+        classes.setdefault(key, []).append(row)
+    alone = alone.reset_index()
+    peers_alone: dict[tuple, list] = {}
+    for key, row in zip(alone[order].itertuples(index=False, name=None), _rows(alone), strict=True):
+        peers_alone.setdefault(key, []).append(row)
+    for (machine, dtype, epilog, shape_class), part in classes.items():
+        found = advise_class(part, draws, peers_alone.get((machine, dtype, epilog, shape_class), []))
         ratio, regret = found["ratio"], found.get("regret", (math.nan,) * 3)
-        commits = sorted(set(part["commit"]) | found.get("commits", set()))
+        commits = sorted({r.commit for r in part} | found.get("commits", set()))
         rows.append(
             {
                 "machine": machine,

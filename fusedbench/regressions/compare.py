@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fusedbench.bootstrap import BOOTSTRAP, bootstrap_medians, percentile_interval
+from fusedbench.bootstrap import BOOTSTRAP, bootstrap_medians, last_axis_medians, percentile_interval
 from fusedbench.catalog.model import KEY, WORKLOAD, Status
 from fusedbench.catalog.suites import GPU_TIME, MLP_GROUPS
 from fusedbench.errors import FusedbenchError
@@ -155,7 +155,7 @@ def medians(values: list[np.ndarray]) -> np.ndarray:
     for index, series in enumerate(values):
         by_length.setdefault(len(series), []).append(index)
     for indices in by_length.values():
-        out[indices] = np.median(np.stack([values[i] for i in indices]), axis=1)
+        out[indices] = last_axis_medians(np.stack([values[i] for i in indices]))
     return out
 
 

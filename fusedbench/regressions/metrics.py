@@ -9,6 +9,7 @@ each saw the same clock, and a ratio taken round by round cancels much of the po
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from fusedbench.catalog.model import Status
 from fusedbench.catalog.providers import FUSED, GEMM, UNFUSED
 
 Samples = Mapping[str, np.ndarray]  # a workload's raw samples in one group, by provider, round by round
+Medians = Mapping[str, float]  # each provider's median of those samples
 
 
 class AlertKind(enum.Enum):
@@ -38,8 +40,9 @@ class Metric:
     # (the workload's samples, a provider) -> the provider's per-round series of this metric, or None where the
     # metric does not apply (rounds of unequal length cannot be paired)
     series: Callable[[Samples, str], np.ndarray | None]
-    # (the workload's samples, a provider) -> the seconds whose class (large, medium, small) sets its threshold
-    scale: Callable[[Samples, str], float]
+    # (each provider's median seconds, a provider) -> the seconds whose class (large, medium, small) sets its
+    # threshold
+    scale: Callable[[Medians, str], float]
     alert: AlertKind  # what a change worse than its threshold fails the build as
     worse_when_lower: bool = False  # fusion paying less is the regression; for the others a rise is
     # a value below which the candidate counts as a fusion inversion (a new one is its own alert kind)
@@ -66,8 +69,8 @@ def _fusion_speedup(samples: Samples, provider: str) -> np.ndarray | None:
     return _paired(samples, UNFUSED, FUSED) if provider == FUSED else None
 
 
-def _gemm_or_fused(samples: Samples, provider: str) -> float:
-    return _median(samples[GEMM]) if GEMM in samples else _median(samples.get(FUSED))
+def _gemm_or_fused(medians: Medians, provider: str) -> float:
+    return medians[GEMM] if GEMM in medians else medians.get(FUSED, math.nan)
 
 
 TIME, EPILOG_COST, FUSION_SPEEDUP = "time", "epilog-cost", "fusion-speedup"
@@ -78,7 +81,7 @@ METRICS: dict[str, Metric] = {
             TIME,
             "the cell's samples",
             lambda samples, provider: samples[provider] if len(samples[provider]) else None,
-            lambda samples, provider: _median(samples[provider]),
+            lambda medians, provider: medians[provider],
             AlertKind.REGRESSION,
         ),
         Metric(
@@ -86,7 +89,7 @@ METRICS: dict[str, Metric] = {
             "the cell over its workload's plain GEMM, round by round (the ratio shown is candidate (1 + cost) over "
             "baseline (1 + cost): 1.10 means the cell got 10% slower against its GEMM)",
             _epilog_cost,
-            lambda samples, provider: _median(samples.get(GEMM)),
+            lambda medians, provider: medians.get(GEMM, math.nan),
             AlertKind.REGRESSION,
         ),
         Metric(
@@ -109,8 +112,9 @@ def metric_rows(samples: Samples) -> list[tuple[str, str, np.ndarray, float]]:
     provider by provider, then the workload's own."""
     ordered = [(p, m) for p in samples for m in METRICS.values() if not m.of_workload]
     ordered += [(p, m) for m in METRICS.values() if m.of_workload for p in samples]
+    medians = {provider: _median(series) for provider, series in samples.items()}  # each once: scales repeat them
     return [
-        (provider, metric.name, series, metric.scale(samples, provider))
+        (provider, metric.name, series, metric.scale(medians, provider))
         for provider, metric in ordered
         if (series := metric.series(samples, provider)) is not None
     ]

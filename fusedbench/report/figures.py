@@ -309,13 +309,9 @@ def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str], suite
     }
     if timed(EPILOG_COST):
         views["epilog cost"] = epilog_cost_figure(table, machine=machine, dtypes=dtypes, suite=suite)
-    figure = go.Figure(views["fused over unfused"])
-    figure.data = []
-    owner = []
-    for index, view in enumerate(views.values()):
-        for trace in view.data:
-            figure.add_trace(trace.update(visible=index == 0))
-            owner.append(index)
+    owner = [index for index, view in enumerate(views.values()) for _ in view.data]
+    traces = [trace.update(visible=index == 0) for index, view in enumerate(views.values()) for trace in view.data]
+    figure = go.Figure(data=traces, layout=views["fused over unfused"].layout)  # one copy of the traces, not two
     restyles = [{"visible": [o == index for o in owner]} for index in range(len(views))]
     layouts = [{"title.text": view.layout.title.text} for view in views.values()]
     add_dropdown(figure, list(views), restyles, layouts)
