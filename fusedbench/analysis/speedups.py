@@ -146,22 +146,23 @@ def _workload_table(ok: pd.DataFrame, detail: pd.DataFrame | None) -> pd.DataFra
     }
     ratios = {speedup_column(other): (FUSED, other) for other in (*BASELINES, *PEERS)}
     ratios |= {peer_ratio_column(peer): (UNFUSED, peer) for peer in PEERS}
-    if detail is not None:  # every cell over each denominator at once, indexed by its workload
+    if detail is not None:  # every cell over each denominator at once: (low|high, provider) columns by workload
         raw, paired = list(detail.loc[ok.index, "raw"]), detail.loc[ok.index, "paired"].astype(bool)
-        workloads = pd.MultiIndex.from_frame(ok[keys])
+        workloads = pd.MultiIndex.from_frame(ok[[*keys, "provider"]])
         over = {
-            denominator: paired_ratios(ok, raw, paired, denominator).set_axis(workloads)
+            denominator: paired_ratios(ok, raw, paired, denominator)[["low", "high"]]
+            .set_axis(workloads)
+            .unstack("provider")
+            .reindex(wide.index)
             for denominator in {denominator for denominator, _ in ratios.values()}
         }
-        providers = ok["provider"].to_numpy()
     for name, (denominator, numerator) in ratios.items():
         low, high = interval_columns(name)
         table[name] = table[numerator] / table[denominator]
         table[low] = table[high] = nothing
-        if detail is not None:
-            intervals = over[denominator][providers == numerator].dropna(subset=["low"])
-            table[low] = intervals["low"].reindex(wide.index)
-            table[high] = intervals["high"].reindex(wide.index)
+        if detail is not None and ("low", numerator) in over[denominator].columns:
+            table[low] = over[denominator][("low", numerator)]
+            table[high] = over[denominator][("high", numerator)]
     table[EPILOG_COST] = table[provider_column(FUSED, "gemm_ratio")] - 1
     return pd.DataFrame(table, index=wide.index).reset_index()
 

@@ -82,10 +82,9 @@ def select_run(results: ResultSet, machine: str, commit: str | None, origin: str
 
 def cells_run(results: ResultSet, machine: str, commit: str, origin: str = "", groups=None) -> Run:
     """The Run of `machine`'s cells at `commit`, epilog and mlp (of `groups` only, where given)."""
-    rows = (results.cells["machine"] == machine) & (results.cells["commit"] == commit)
+    cells = results.cells.loc[results.run_rows(machine, commit)]
     if groups is not None:
-        rows &= results.cells["group"].isin(list(groups))
-    cells = results.cells[rows]
+        cells = cells[cells["group"].isin(list(groups))]
     cells = cells.join(results.detail.loc[cells.index])
     mlp = mlp_as_cells(results, machine, commit, groups)
     return Run(machine, commit, pd.concat([cells, mlp], ignore_index=True) if len(mlp) else cells, origin)
@@ -138,9 +137,14 @@ def metric_series(run: Run) -> Series:
     """The run's metrics (`regressions.metrics`) for every timed cell, each workload's cells of a group together
     (they share rounds)."""
     ok = run.cells[run.cells["status"] == OK]
+    workloads: dict[tuple, dict[str, np.ndarray]] = {}  # each workload's samples by provider, in the cells' order
+    keys = ok[[*WORKLOAD, "group"]].itertuples(index=False, name=None)
+    for workload, provider, raw in zip(keys, ok["provider"], ok["raw"], strict=True):
+        samples = workloads.setdefault(workload, {})
+        if len(raw):
+            samples[provider] = np.asarray(raw, dtype=float)
     rows, values = [], []
-    for workload, cells in ok.groupby([*WORKLOAD, "group"], sort=False):
-        raw = {p: np.asarray(r, dtype=float) for p, r in zip(cells["provider"], cells["raw"], strict=True) if len(r)}
+    for workload, raw in workloads.items():
         where = dict(zip([*WORKLOAD, "group"], workload, strict=True))
         for provider, metric, series, scale in metric_rows(raw):
             rows.append(where | {"provider": provider, "metric": metric, "scale_s": scale})

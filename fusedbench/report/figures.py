@@ -414,25 +414,34 @@ class _Ladder:
         providers = [p for p in (*LADDER, *PEERS) if p in set(rows["provider"])]
         under = {dtype: _roof(roofs, machine, dtype) for dtype in dtypes}
         restyles, layouts = [], []
-        for dtype, shape in choices:
+        # every choice's providers' epilogs in one reindex, each (choice, provider) a block of len(epilogs) rows
+        blocks = [(*choice, p, e) for choice in choices for p in providers for e in epilogs]
+        grid = rows.set_index(["dtype", "shape", "provider", "epilog"])[["time_s", "ci_low_s", "ci_high_s"]]
+        if blocks:
+            full = pd.MultiIndex.from_tuples(blocks, names=["dtype", "shape", "provider", "epilog"])
+            grid = grid.reindex(full).set_axis(full.get_level_values(3))
+        for number, (dtype, shape) in enumerate(choices):
             unit = floors.loc[(dtype, shape)].reindex(epilogs).to_numpy() if measured else np.full(len(epilogs), 1e-3)
-            mine = rows[(rows["dtype"] == dtype) & (rows["shape"] == shape)]
-            restyle, top = _ladder_restyle(mine, providers, epilogs, unit, measured)
+            first = number * len(providers) * len(epilogs)
+            parts = {
+                p: grid.iloc[first + i * len(epilogs) : first + (i + 1) * len(epilogs)] for i, p in enumerate(providers)
+            }
+            restyle, top = _ladder_restyle(parts, epilogs, unit, measured)
             restyles.append(restyle)
             layouts.append({"yaxis.range": [0, top], "title.text": _ladder_title(machine, dtype, shape, under[dtype])})
         return cls(epilogs, providers, choices, measured, restyles, layouts)
 
 
-def _ladder_restyle(mine, providers, epilogs, unit, measured: bool) -> tuple[dict, float]:
-    """One shape's numbers for every trace (the floor's first, where there is one), and the axis' top."""
-    parts = {p: mine[mine["provider"] == p].set_index("epilog").reindex(epilogs) for p in providers}
+def _ladder_restyle(parts: dict, epilogs, unit, measured: bool) -> tuple[dict, float]:
+    """One shape's numbers for every trace (the floor's first, where there is one), and the axis' top; `parts`: each
+    provider's cells by epilog, in `epilogs`' order."""
     highest = [
         float(np.nanmax(part["ci_high_s"] / unit)) * LADDER_HEADROOM
         for p, part in parts.items()
         if p not in CAPPED and part["ci_high_s"].notna().any()
     ]
     top = max([2.0 if measured else 0.0, *highest])
-    points = [_ladder_points(parts[p], unit, top, p, measured) for p in providers]
+    points = [_ladder_points(part, unit, top, p, measured) for p, part in parts.items()]
     restyle = {key: [point[key] for point in points] for key in points[0]}
     if measured:  # the floor's trace comes first: at 1, its time in ms for the hover
         floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3)}

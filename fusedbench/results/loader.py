@@ -17,6 +17,7 @@ folder becomes a line in `ResultSet.problems` that names the file and what was l
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import json
 import math
@@ -160,6 +161,15 @@ class ResultSet:
     mlp_raw: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
     # ROOF_COLUMNS: per machine and dtype the best GEMM rate and copy bandwidth seen, what every floor stands on
     roofs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ROOF_COLUMNS))
+
+    def run_rows(self, machine: str, commit: str) -> pd.Index:
+        """The index of one run's cells, in table order: a verdict looks runs up dozens of times, and a mask over
+        every cell each time cost a second a report."""
+        return self._rows_by_run.get((machine, commit), self.cells.index[:0])
+
+    @functools.cached_property
+    def _rows_by_run(self) -> dict:
+        return self.cells.groupby(["machine", "commit"], sort=False).groups
 
     def runs(self) -> pd.DataFrame:
         """The machine and commit of every cell, epilog or mlp: what --machine and --commit may name."""
