@@ -741,3 +741,11 @@ def test_a_compared_row_without_a_class_or_an_interval_says_so():
     assert list(shown["class"]) == ["gate", "large", "n/a"]
     assert list(shown["change [95% interval]"]) == ["+1.0% [+0.0%, +2.0%]", "+5.0%", "n/a"]
     assert list(shown["threshold"]) == ["2.0%", "7.5%", "n/a"] and shown["cell or gate"].iloc[0] == "group Quick"
+
+
+def test_the_committed_report_stays_within_its_weight_budget():
+    """3 MiB: plotly.js is half of it; the rest grows with the results (the CSVs are gzipped for it)."""
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "reports" / "index.html"
+    assert page.stat().st_size <= 3 << 20, f"{page} weighs {page.stat().st_size / (1 << 20):.2f} MiB"
