@@ -260,7 +260,10 @@ def test_the_ladder_marks_the_workloads_floor_under_each_epilog_and_names_the_ce
     assert list(floor.y) == [1] * 16 and list(floor.customdata) == [0.1] * 16  # the workload's, not the gemm's
     marks = figure.layout.shapes
     assert len(marks) == 16 and all(m.y0 == m.y1 == 1 and m.x1 - m.x0 < 1 for m in marks)  # no overlap
-    assert "GEMM, 700 TFLOP/s by x, and copy, 4.00 TB/s, of its 3 runs with ceilings" in figure.layout.title.text
+    assert (
+        "max(FLOPs / 700 TFLOP/s, bytes / 4.00 TB/s), the best GEMM and copy of the machine's 3 runs with ceilings"
+        in (figure.layout.title.text)
+    )
     other = ceilings.assign(machine="another-gpu")  # another machine's roofs are not this one's
     assert "no ceilings measured" in ladder_figure(cells, other, machine=MACHINE, dtypes=["fp16"]).layout.title.text
     unmeasured = ladder_figure(
@@ -277,7 +280,7 @@ def test_the_ladder_marks_the_workloads_floor_under_each_epilog_and_names_the_ce
     assert len(mixed.layout.updatemenus[0].buttons) == 2 * len(figure.layout.updatemenus[0].buttons)
 
 
-def test_a_point_below_its_workloads_floor_is_drawn_open_and_its_hover_says_why(results):
+def test_a_point_below_its_workloads_floor_is_drawn_open_and_the_title_says_why(results):
     cells, roofs = _synthetic_floors(results)
     shape = (cells["m"] == 8192) & (cells["k"] == 256) & (cells["epilog"] == "GELU_AUX")
     cells.loc[shape & (cells["provider"] == "gemm"), "time_s"] = 0.07e-3  # the GEMM alone writes no aux: under
@@ -285,14 +288,14 @@ def test_a_point_below_its_workloads_floor_is_drawn_open_and_its_hover_says_why(
     figure = ladder_figure(cells, roofs, machine=MACHINE, dtypes=["fp16"])
     traces = {trace.name: trace for trace in figure.data}
     gelu = list(traces["gemm"].x).index("GELU_AUX")
-    for name, reason in (("gemm", "skips the epilog's reads and writes"), ("fused", "faster than the best copy")):
-        trace = traces[name]
-        assert trace.marker.symbol[gelu] == PROVIDERS[name].symbol + "-open" and reason in trace.hovertext[gelu]
-        assert "%{hovertext}" in trace.hovertemplate
-        assert [s for i, s in enumerate(trace.marker.symbol) if i != gelu] == [PROVIDERS[name].symbol] * 15
-    assert not any(traces["unfused"].hovertext)  # above its floor: nothing to say
+    for name in ("gemm", "fused"):
+        symbols = traces[name].marker.symbol
+        assert symbols[gelu] == PROVIDERS[name].symbol + "-open"
+        assert [s for i, s in enumerate(symbols) if i != gelu] == [PROVIDERS[name].symbol] * 15
+    assert traces["unfused"].marker.symbol == PROVIDERS["unfused"].symbol  # above its floor everywhere: one name
+    assert "open marker: below its floor" in figure.layout.title.text
     unmeasured = ladder_figure(results.cells, results.roofs, machine=MACHINE, dtypes=["fp16"])  # in ms: no floor
-    assert not any(text for trace in unmeasured.data for text in trace.hovertext or ())
+    assert not any("open" in str(trace.marker.symbol) for trace in unmeasured.data)
 
 
 def test_a_textbook_far_above_the_rest_is_drawn_at_the_top_with_its_value_written(results):
@@ -456,6 +459,11 @@ def test_the_trend_draws_the_best_and_worst_cells_over_commits_with_the_gates_ba
     ]
     median = judged.loc[judged["cell"] == first, "time_s"].median() * 1e3
     assert (band.y0, band.y1, band.yref) == (pytest.approx(median * 0.95), pytest.approx(median * 1.05), "y")
+    titles = [note.text for note in trend_figure(judged, machine=MACHINE, commits=[a, b, c]).layout.annotations]
+    assert titles == [f"{first} (gate: ±5.0%)", f"{series['cell'].iloc[-1]} (not judged)"]  # the band's width, said
+    wide = judged.assign(threshold=np.where(series["cell"] == first, 4.6, np.nan))  # a small cell's default gate
+    (band,) = [s for s in trend_figure(wide, machine=MACHINE, commits=[a, b, c]).layout.shapes if s.type == "rect"]
+    assert band.y0 == 0 and band.y1 == pytest.approx(median * 5.6)  # never below zero: a time cannot be
     history = page[page.index(f"id='{MACHINE}-history'") :]
     rows = re.findall(r"<tr>\s*<td>([A-Z_]+)</td>.*?<td class=n>([+\-][0-9.]+%|n/a)</td>", history, re.S)
     assert rows[0][0] == "RELU" and rows[0][1] == "+30.0%"  # the largest change first

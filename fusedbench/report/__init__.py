@@ -114,7 +114,8 @@ th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; 
 .toc { columns: 3; font-size: 0.9rem; } .toc .level-3 { margin-left: 1rem; }
 .glossary dt { font-weight: 600; } .glossary dd { margin: 0 0 0.4rem 1rem; }
 details summary { cursor: pointer; margin: 0.3rem 0; }
-.views { margin: 0.5rem 0 -0.5rem; } .views select { font-size: 0.95rem; padding: 0.15rem; margin-right: 1rem; }
+.views { margin: 0.5rem 0 -0.5rem; position: relative; z-index: 1; }  /* above the plot's top margin, not under */
+.views select { font-size: 0.95rem; padding: 0.15rem; margin-right: 1rem; }
 #status { display: flex; flex-wrap: wrap; gap: 0.5rem; margin: 1rem 0; }
 #status a { display: block; padding: 0.4rem 0.7rem; border: 2px solid #999; border-radius: 4px; color: #222;
   text-decoration: none; min-width: 9.5rem; font-size: 0.9rem; background: #f5f5f5; }

@@ -31,7 +31,7 @@ from fusedbench.analysis.speedups import (
 from fusedbench.catalog.dtypes import DTYPES
 from fusedbench.catalog.epilogs import EPILOGS
 from fusedbench.catalog.model import Status
-from fusedbench.catalog.providers import BASELINES, FUSED, GEMM, LADDER, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
+from fusedbench.catalog.providers import BASELINES, FUSED, LADDER, PEERS, PROVIDERS, UNFUSED, WALKTHROUGH
 
 EPILOG_ORDER = [spec.name for spec in EPILOGS.values()]
 OK = Status.OK.value
@@ -56,7 +56,7 @@ SPEEDUP_COLORBAR = {
 }
 # Not told apart: a light grey, no heavier than the palest significant cells (a heavier one drew the eye to the
 # cells that say least), yet apart from the plot's background, where a cell was not timed (n/a).
-INDISTINCT_GREY = "rgb(221, 221, 221)"
+INDISTINCT_GREY = "rgb(228, 228, 228)"
 GREY_NAME = "interval includes 1x"
 MULTI_KERNEL_MARK = "*"  # after a cell's value: the fused call launched more than one kernel
 # The epilog's cost over the plain GEMM, in %: sequential, 0 (free) to COST_RANGE_PCT, every cost beyond drawn in
@@ -81,11 +81,6 @@ TEXTBOOK = "textbook"
 # walkthrough's rungs (tens to hundreds of times fused's time), which would otherwise flatten every other point.
 CAPPED = (TEXTBOOK, *WALKTHROUGH)
 CAPPED_STEP = 0.07  # of the axis, between the capped providers' rows of numbers
-# Why a ladder point (drawn open) sits below its workload's floor: {is the gemm provider: reason}, for its hover
-BELOW_FLOOR = {
-    True: "; below the floor: the GEMM alone skips the epilog's reads and writes (its own floor is lower)",
-    False: "; below the floor: it moved its bytes faster than the best copy measured",
-}
 UNPAIRED = " (this run did not pair samples by round: no interval)"
 TREND_BAND_REACH = 1.25  # a trend's y axis reaches past its cell's points this far at most, for the grey band
 LADDER_HEADROOM = 1.15  # the ladder's axis ends this far above the highest non-textbook interval
@@ -341,7 +336,7 @@ def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, provider: 
     hover. A provider that is drawn capped (the textbook or a walkthrough rung, often far above the rest; its place
     in CAPPED sets its level) has a point above `top` drawn near the top as an up-triangle with its value written,
     each such provider a step lower than the one before, so that their numbers do not overwrite each other; its
-    hover reads (ms, ratio). A point below its floor (where there is one) is drawn open and its hover says why."""
+    hover reads (ms, ratio). A point below its floor (where there is one) is drawn open, as the title says."""
     over = (part["time_s"] / floor).to_numpy()
     level = CAPPED.index(provider) if provider in CAPPED else None
     beyond = (over > top) if level is not None else np.zeros(len(over), dtype=bool)
@@ -356,14 +351,13 @@ def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, provider: 
         else rounded(part["time_s"] * 1e3),
         "text": [f"{v:.3g}x" if b else "" for v, b in zip(over, beyond, strict=True)] if level is not None else None,
         # every view names each trace's shape: a restyle without it would draw the default circle (one name for
-        # every point, as one hover note, where no point differs: a list per trace and view weighed 100 KB a page)
+        # every point where no point differs: a list per trace and view weighed 100 KB a page)
         "marker.symbol": [
             "triangle-up" if high else f"{symbol}-open" if low else symbol
             for high, low in zip(beyond, below, strict=True)
         ]
         if beyond.any() or below.any()
         else symbol,
-        "hovertext": [BELOW_FLOOR[provider == GEMM] if low else "" for low in below] if below.any() else "",
     }
 
 
@@ -487,8 +481,7 @@ def _ladder_traces(figure: go.Figure, ladder: _Ladder) -> None:
                 "thickness": 1.5,
             },
             customdata=first.get("customdata"),
-            hovertext=first.get("hovertext"),
-            hovertemplate=provider + hover + ratio + "%{hovertext}<extra></extra>",
+            hovertemplate=provider + hover + ratio + "<extra></extra>",
         )
 
 
@@ -521,18 +514,18 @@ def _roof(roofs: pd.DataFrame, machine: str, dtype: str) -> str:
     """What the machine's floors stand on for the dtype: the best GEMM rate and copy bandwidth any of its runs saw."""
     roof = roofs[(roofs["machine"] == machine) & (roofs["dtype"] == dtype)]
     if roof.empty:
-        return "no ceilings measured on this machine: no floor"
+        return "none: no ceilings measured on this machine"
     best = roof.iloc[0]
     return (
-        f"the best GEMM, {best['gemm_tflops']:.0f} TFLOP/s by {best['gemm_at']}, and copy, {best['copy_tbps']:.2f} "
-        f"TB/s, of its {best['runs']} runs with ceilings"
+        f"max(FLOPs / {best['gemm_tflops']:.0f} TFLOP/s, bytes / {best['copy_tbps']:.2f} TB/s), the best GEMM and copy "
+        f"of the machine's {best['runs']} runs with ceilings"
     )
 
 
 def _ladder_title(machine: str, dtype: str, shape: str, under: str) -> str:
     return (
-        f"{machine} {dtype} {shape}: each provider's time over its floor<br><sup>floor (black dash): max(FLOPs / "
-        f"GEMM rate, bytes / copy bandwidth) under {under}<br>error bars: 99% CI; pick the shape above the plot</sup>"
+        f"{machine} {dtype} {shape}: each provider's time over its floor<br><sup>floor (black line): {under}<br>"
+        "open marker: below its floor (the GEMM alone skips the epilog's reads and writes); error bars: 99% CI</sup>"
     )
 
 
@@ -661,8 +654,12 @@ def trend_figure(series: pd.DataFrame, *, machine: str, commits: list[str]) -> g
     cell (its label), commit, time_s, changed (bool: its benchmark version differs from its run before), threshold
     (a fraction; NaN where no preset judges the cell)."""
     cells = list(dict.fromkeys(series["cell"]))
+    gates = series.groupby("cell", sort=False)["threshold"].first()
+    titles = [
+        cell + (f" (gate: ±{gates[cell]:.1%})" if gates[cell] == gates[cell] else " (not judged)") for cell in cells
+    ]
     figure = make_subplots(
-        rows=len(cells), cols=1, shared_xaxes=True, subplot_titles=cells, vertical_spacing=0.5 / len(cells)
+        rows=len(cells), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.5 / len(cells)
     )
     for row, cell in enumerate(cells, start=1):
         part = series[series["cell"] == cell]
@@ -684,7 +681,7 @@ def trend_figure(series: pd.DataFrame, *, machine: str, commits: list[str]) -> g
         bottom, top = times.min() * 0.97, times.max() * 1.03
         threshold = float(part["threshold"].iloc[0])
         if threshold == threshold:  # drawn after the line: plotly skips a shape on a subplot with no trace yet
-            low, high = median * (1 - threshold), median * (1 + threshold)
+            low, high = max(median * (1 - threshold), 0.0), median * (1 + threshold)  # a time is never negative
             figure.add_hrect(y0=low, y1=high, row=row, col=1, fillcolor=INDISTINCT_GREY, line_width=0, layer="below")
             # the band shown up to TREND_BAND_REACH beyond the cell's points: a wider one fills the plot
             bottom, top = max(min(bottom, low), bottom / TREND_BAND_REACH), min(max(top, high), top * TREND_BAND_REACH)
