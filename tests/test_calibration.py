@@ -279,3 +279,20 @@ def test_the_h100s_peers_preset_comes_from_part_of_the_suite_and_judges_only_the
         assert preset_for("h100-80gb-hbm3", "peers", versions={"TwoPass": peers.versions["TwoPass"]})[0] is narrow
     finally:
         del presets()[narrow.name]
+
+
+def test_the_h200s_default_suite_is_judged_by_its_own_preset_on_the_groups_it_was_earned_on(results):
+    """Session 17's runs on two more cards join 32f0587 and session 16's pair: seven groups have A/A pairs on the
+    H200; Tf32Seed and Fp8Seed have one run, nothing to compare it with; the README says so."""
+    from fusedbench.regressions.gate import Choice, Outcome, judge
+
+    (verdict,) = judge(results, Choice("h200-141gb", ("default",))).suites
+    assert verdict.preset.name == "h200-141gb/default@32f0587" and verdict.preset.calibrated_on == "h200-141gb"
+    assert verdict.preset.pairs == 7 and verdict.outcome == Outcome.GREEN
+    judged = {g.group for g in verdict.groups if g.judged is not None and not g.not_judged}
+    assert judged == {"Fp16Seed", "Fp16Llm", "Fp16Membound", "Blog", "Bf16Seed", "Bf16Llm", "Bf16Membound"}
+    unjudged = {g.group: g.not_judged for g in verdict.groups if g.group not in judged}
+    assert set(unjudged) == {"Tf32Seed", "Fp8Seed"} and all("no earlier run" in why for why in unjudged.values())
+    assert set(verdict.preset.versions) == judged  # and were it compared, no calibration would judge it
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "the H200's default suite is judged green by its own preset, `h200-141gb/default@32f0587`" in readme
