@@ -5,8 +5,8 @@ The cache holds one ResultSet per results folder and choice of machines, under t
 (`$FUSEDBENCH_CACHE`, else `$XDG_CACHE_HOME/fusedbench`, else `~/.cache/fusedbench`). It is used only where its
 fingerprint matches: the path and content of every file under the folder and of fusedbench's own code (content,
 not modification times, which are coarser than an edit), so a new run, an edited record or an upgraded
-fusedbench reads everything again. A cache that cannot be read or
-written is skipped silently: it only ever saves time.
+fusedbench reads everything again. A cache that cannot be read or written is skipped silently: it only ever saves
+time.
 """
 
 from __future__ import annotations

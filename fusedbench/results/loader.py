@@ -568,23 +568,23 @@ def machine_roofs(work: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
     measured = ceilings.dropna(subset=["gemm_tflops"])
     if measured.empty:
         return pd.DataFrame(columns=ROOF_COLUMNS)
-    timed = work[work["status"] == Status.OK.value]
-    rates = timed.assign(gemm_tflops=timed["flops"] / timed["time_s"] / 1e12).dropna(subset=["gemm_tflops"])
-    rates = rates.assign(
-        gemm_at=[
-            f"{shape_label(m, k, n)} {epilog} {provider} at {commit[:8]}"
-            for m, k, n, epilog, provider, commit in rates[["m", "k", "n", "epilog", "provider", "commit"]].itertuples(
-                index=False
-            )
-        ]
-    )
+    timed = work.loc[
+        work["status"] == Status.OK.value, ["machine", "dtype", "m", "k", "n", "epilog", "provider", "commit"]
+    ]
+    rates = timed.assign(gemm_tflops=work["flops"] / work["time_s"] / 1e12).dropna(subset=["gemm_tflops"])
     keys = ["machine", "dtype"]
-    candidates = pd.concat(
-        [measured.assign(gemm_at=measured["gemm_at"] + " at " + measured["commit"].str[:8]), rates],
-        ignore_index=True,
-    )[[*keys, "gemm_tflops", "gemm_at"]]
+    candidates = pd.concat([measured[[*keys, "gemm_tflops", "gemm_at", "commit"]], rates], ignore_index=True)
     candidates = candidates.merge(measured[keys].drop_duplicates(), on=keys)  # dtypes with ceilings only
     gemm = candidates.loc[candidates.groupby(keys, sort=False)["gemm_tflops"].idxmax()]
+    gemm = gemm.assign(  # where each best was reached, labelled for the winners only (not for every cell)
+        gemm_at=[
+            (at if isinstance(at, str) else f"{shape_label(int(m), int(k), int(n))} {epilog} {provider}")
+            + f" at {commit[:8]}"
+            for at, m, k, n, epilog, provider, commit in gemm[
+                ["gemm_at", "m", "k", "n", "epilog", "provider", "commit"]
+            ].itertuples(index=False)
+        ]
+    )[[*keys, "gemm_tflops", "gemm_at"]]
     copies = measured.dropna(subset=["copy_tbps"])
     copy = copies.loc[copies.groupby(keys, sort=False)["copy_tbps"].idxmax(), [*keys, "copy_tbps", "commit"]]
     runs = measured.groupby(keys, sort=False)["commit"].nunique().rename("runs").reset_index()
