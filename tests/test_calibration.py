@@ -281,18 +281,40 @@ def test_the_h100s_peers_preset_comes_from_part_of_the_suite_and_judges_only_the
         del presets()[narrow.name]
 
 
-def test_the_h200s_default_suite_is_judged_by_its_own_preset_on_the_groups_it_was_earned_on(results):
-    """Session 17's runs on two more cards join 32f0587 and session 16's pair: seven groups have A/A pairs on the
-    H200; Tf32Seed and Fp8Seed have one run, nothing to compare it with; the README says so."""
+def test_the_h200s_default_suite_is_judged_by_its_own_preset_on_all_nine_groups(results):
+    """Session 18's 57d8a23 gives Tf32Seed and Fp8Seed their pair with 32f0587: the H200's default preset, earned again
+    on eight pairs, judges all nine groups (session 17's seven judged, those two "no earlier run")."""
+    from fusedbench.catalog.suites import SUITES
     from fusedbench.regressions.gate import Choice, Outcome, judge
 
     (verdict,) = judge(results, Choice("h200-141gb", ("default",))).suites
     assert verdict.preset.name == "h200-141gb/default@32f0587" and verdict.preset.calibrated_on == "h200-141gb"
-    assert verdict.preset.pairs == 7 and verdict.outcome == Outcome.GREEN
+    assert verdict.preset.pairs == 8 and verdict.outcome == Outcome.GREEN
     judged = {g.group for g in verdict.groups if g.judged is not None and not g.not_judged}
-    assert judged == {"Fp16Seed", "Fp16Llm", "Fp16Membound", "Blog", "Bf16Seed", "Bf16Llm", "Bf16Membound"}
-    unjudged = {g.group: g.not_judged for g in verdict.groups if g.group not in judged}
-    assert set(unjudged) == {"Tf32Seed", "Fp8Seed"} and all("no earlier run" in why for why in unjudged.values())
-    assert set(verdict.preset.versions) == judged  # and were it compared, no calibration would judge it
+    assert judged == set(SUITES["default"]) == set(verdict.preset.versions)
+    latest = {g.group: (g.candidate.commit[:7], g.baseline.commit[:7]) for g in verdict.groups}
+    assert latest["Tf32Seed"] == latest["Fp8Seed"] == ("57d8a23", "32f0587")
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert "the H200's default suite is judged green by its own preset, `h200-141gb/default@32f0587`" in readme
+    assert (
+        "the H200's default suite is judged green by its own preset, `h200-141gb/default@32f0587`, earned on "
+        f"{verdict.preset.pairs} A/A pairs of six runs" in readme
+    )
+
+
+def test_the_h200s_peers_suite_is_judged_by_its_own_preset_on_the_ten_groups_it_was_earned_on(results):
+    """One cross-session pair (fcf16cf, the whole suite; 57d8a23, ten groups): the H200's peers preset is in force,
+    judges those ten and leaves the seven groups with one H200 run compared, not judged; the README says so."""
+    from fusedbench.catalog.suites import SUITES
+    from fusedbench.regressions.gate import Choice, Outcome, judge
+
+    (verdict,) = judge(results, Choice("h200-141gb", ("peers",))).suites
+    assert verdict.preset.name == "h200-141gb/peers@fcf16cf" and verdict.preset.calibrated_on == "h200-141gb"
+    assert verdict.preset.pairs == 1 and verdict.outcome == Outcome.GREEN
+    judged = {g.group for g in verdict.groups if g.judged is not None and not g.not_judged}
+    paired = {"Fp16SeedPeers", "Fp16MemboundPeers", "Bf16SeedPeers", "Bf16MemboundPeers", "TwoPass"}
+    paired |= {f"{d}{s}Cutlass" for d in ("Fp16", "Bf16") for s in ("Seed", "Membound")} | {"Fp16SeedWalkthrough"}
+    assert judged == paired == set(verdict.preset.versions)
+    unjudged = {g.group: g.not_judged for g in verdict.groups if g.group not in judged}
+    assert set(unjudged) | judged == set(SUITES["peers"]) and all(unjudged.values())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "the H200's, `h200-141gb/peers@fcf16cf`, on 10 (57d8a23 against fcf16cf, in-sample), both green" in readme
