@@ -21,6 +21,7 @@ from fusedbench.results.loader import load_results
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "fcf16cf0"
 AA_RUN = "7479c6f4"  # run 2 of the H100's peers A/A pair: nine of the suite's groups
+H200_AA_RUN = "57d8a237"  # run 2 of the H200's peers A/A pair: ten of the suite's groups
 GPUS = {"H100": "h100-80gb-hbm3", "H200": "h200-141gb"}
 DERIVATIVES = ("DRELU", "DGELU", "DRELU_BGRAD", "DGELU_BGRAD")
 SEED = "(65536,16384)x(16384,8192)"
@@ -387,22 +388,35 @@ def test_the_docs_table_of_quieter_cells_is_the_runs(committed, gpu):
 def test_the_advice_names_the_peers_the_readme_names(committed):
     policy = advise(committed, list(GPUS.values())).assign(gpu=lambda p: p["machine"].map(_gpu_of))
     named = policy[~policy["advice"].isin([advice.value for advice in Advice])]
-    # the newest runs: on the H100 the peers' own groups from its A/A pair (AA_RUN), the Compiled ones from RUN
-    assert set(named["shape_class"]) == {"membound"} and set(",".join(named["commit"]).split(",")) == {RUN, AA_RUN}
-    faster = {(r.gpu, r.dtype, r.epilog, r.advice): round((r.ratio - 1) * 100) for r in named.itertuples()}
+    # the newest runs: on the H100 the peers' own groups from its A/A pair (AA_RUN), the Compiled ones from RUN; on
+    # the H200 ten groups from its A/A run H200_AA_RUN, the Compiled ones from RUN
+    assert set(",".join(named["commit"]).split(",")) == {RUN, AA_RUN, H200_AA_RUN}
+    membound, seed = named[named["shape_class"] == "membound"], named[named["shape_class"] == "seed"]
+    assert len(membound) + len(seed) == len(named)
+    faster = {(r.gpu, r.dtype, r.epilog, r.advice): round((r.ratio - 1) * 100) for r in membound.itertuples()}
     assert set(faster) == {
         (gpu, dtype, "DRELU_BGRAD", "torch-compile") for gpu in GPUS for dtype in ("fp16", "bf16")
     } | {("H100", "bf16", "DRELU", "triton"), ("H200", "fp16", "DGELU", "cutlass-evt")}
     compiled = {gpu: sorted(v for k, v in faster.items() if k[0] == gpu and k[3] == "torch-compile") for gpu in GPUS}
+    (at_seed,) = seed.itertuples()
+    assert (at_seed.gpu, at_seed.dtype, at_seed.epilog, at_seed.advice) == (
+        "H200",
+        "bf16",
+        "RELU_AUX_BIAS",
+        "torch-compile",
+    )
+    over_fused = re.search(r"is (\d+%) faster than fused \(the ladder's advice\); fusion within the noise", at_seed.why)
     text = " ".join(_readme().split())
     assert (
-        f"names a peer in six classes, all at the memory-bound shapes, each where the ladder's advice is unfused: "
+        "names a peer in seven classes. Six are at the memory-bound shapes, each where the ladder's advice is "
+        "unfused: "
         f"torch-compile for DRELU_BGRAD at fp16 and bf16 on both GPUs ({compiled['H100'][0]}-{compiled['H100'][1]}% "
         f"faster than unfused on the H100, {compiled['H200'][0]}-{compiled['H200'][1]}% on the H200), triton for bf16 "
         f"DRELU on the H100 ({faster['H100', 'bf16', 'DRELU', 'triton']}%), cutlass-evt for fp16 DGELU on the H200 "
-        f"({faster['H200', 'fp16', 'DGELU', 'cutlass-evt']}%)"
+        f"({faster['H200', 'fp16', 'DGELU', 'cutlass-evt']}%). One is at the seed shape, where the advice is fuse: "
+        f"torch-compile for bf16 RELU_AUX_BIAS on the H200 ({over_fused[1]} faster than fused"
     ) in text
-    assert set(named["why"].str.contains("faster than unfused \\(the ladder's advice\\)")) == {True}
+    assert set(membound["why"].str.contains("faster than unfused \\(the ladder's advice\\)")) == {True}
     dgelu = policy[(policy["dtype"] == "fp16") & (policy["epilog"] == "DGELU") & (policy["shape_class"] == "membound")]
     why = dgelu.set_index("gpu")["why"]
     assert dgelu.set_index("gpu")["advice"].to_dict() == {"H100": "fuse-autotuned", "H200": "cutlass-evt"}
