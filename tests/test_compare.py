@@ -321,6 +321,11 @@ def test_each_metric_is_one_registry_entry_with_its_series_direction_alert_and_t
     assert scales[("unfused", "epilog-cost")] == scales[("fused", "fusion-speedup")] == 2.0
     no_gemm = {(p, m): scale for p, m, _, scale in metric_rows({"fused": rounds, "unfused": rounds * 1.5})}
     assert no_gemm[("fused", "fusion-speedup")] == 2.0  # fused's median where no GEMM was timed
+    # the scales are np.median's numbers: odd and even rounds, ties, a NaN round
+    rng = np.random.default_rng(3)
+    for series in (rng.random(7), rng.random(10), np.array([2.0, 1.0, 2.0, 5.0]), np.array([1.0, np.nan, 3.0])):
+        ((_, _, _, scale),) = metric_rows({"gemm": series})
+        assert scale == np.median(series) or (np.isnan(scale) and np.isnan(np.median(series)))
     assert [m for m in METRICS if METRICS[m].worse_when_lower] == ["fusion-speedup"]
     assert {m.alert for m in METRICS.values()} == {AlertKind.REGRESSION, AlertKind.FUSION_LOSS}
     for preset in presets().values():  # every metric has a threshold for every class in every committed preset

@@ -86,6 +86,8 @@ def cells_run(results: ResultSet, machine: str, commit: str, origin: str = "", g
     if groups is not None:
         cells = cells[cells["group"].isin(list(groups))]
     cells = cells.join(results.detail.loc[cells.index])
+    if groups is not None and not any(group in MLP_GROUPS for group in groups):  # an epilog group's run: no mlp
+        return Run(machine, commit, cells, origin)
     mlp = mlp_as_cells(results, machine, commit, groups)
     return Run(machine, commit, pd.concat([cells, mlp], ignore_index=True) if len(mlp) else cells, origin)
 

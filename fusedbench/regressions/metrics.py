@@ -51,7 +51,14 @@ class Metric:
 
 
 def _median(samples: np.ndarray | None) -> float:
-    return float(np.median(samples)) if samples is not None and len(samples) else float("nan")
+    """np.median's number, from one sort: np.median's own overhead was a tenth of a verdict's time."""
+    if samples is None or not len(samples):
+        return float("nan")
+    ordered = np.sort(samples)
+    if np.isnan(ordered[-1]):  # NaN sorts last; np.median's is NaN
+        return float("nan")
+    middle = len(ordered) // 2
+    return float(ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2)
 
 
 def _paired(samples: Samples, numerator: str, denominator: str) -> np.ndarray | None:

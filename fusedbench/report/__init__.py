@@ -46,8 +46,9 @@ from fusedbench.report.figures import (
     speedup_heatmap,
     trend_figure,
 )
+from fusedbench.report.forked import in_child
 from fusedbench.report.mlp import mlp_section, step_png_figure, step_table
-from fusedbench.report.peers import in_peers_suite, peers_section
+from fusedbench.report.peers import in_peers_suite, machine_peers, peers_intro
 from fusedbench.report.tables import (
     SORTABLE,
     TABLE_SCRIPT,
@@ -353,6 +354,13 @@ class _Page:
     def add(self, *parts: str) -> None:
         self.sections.extend(parts)
 
+    def extend(self, other: _Page) -> None:
+        """Append a part written on a page of its own (in a child process, or before what goes above it)."""
+        self.sections.extend(other.sections)
+        self.contents.extend(other.contents)
+        self.div.count += other.div.count
+        self.div.selects += other.div.selects
+
 
 def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     """The whole report as one HTML string: the answer, the headline tables, contents and glossary above the
@@ -363,20 +371,35 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     cells = shown[~in_peers_suite(shown)]  # a machine's sections: its newest runs of the other suites
     runs = group_runs(results)
     mlp = shown_mlp(results, machines=machines, commits=commits)
-    verdicts = {v.machine: v for v in judge_every_suite(results, shown_machines(shown, mlp, machines))}
-    page, headlines, tables = _Page(), {}, {}
+    pending_verdicts = [in_child(judge_every_suite, results, [m]) for m in shown_machines(shown, mlp, machines)]
+    newest_peers = {machine: newest_by_group(peers, runs, machine) for machine in dict.fromkeys(peers["machine"])}
+    pending_peers = [
+        in_child(peers_page, peers, results.detail, results.roofs, machine, newest)
+        for machine, newest in newest_peers.items()
+    ]
+    pending_mlp = in_child(mlp_page, mlp)
+    page, headlines, tables, parts = _Page(), {}, {}, {}
     if shown.empty and mlp.empty:
         page.add("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
     chosen = replace(results, cells=shown, detail=results.detail.loc[shown.index])  # what `advise` reads
     for machine in dict.fromkeys(cells["machine"]):
+        parts[machine] = (_Page(), _Page())  # above and below the machine's gate verdicts
         current = newest_cells(cells, runs, machine)
-        tables[machine], headlines[machine] = machine_section(page, chosen, current, verdicts.get(machine))
+        tables[machine], headlines[machine] = machine_section(*parts[machine], chosen, current)
+    verdicts = {v.machine: v for pending in pending_verdicts for v in pending()}
+    for machine, (above, below) in parts.items():
+        page.extend(above)
+        if machine in verdicts:
+            page.add(alerts_html(page, verdicts[machine]))
+        page.extend(below)
         history_section(
             page, results, cells[cells["machine"] == machine], runs, machine, tables[machine], verdicts.get(machine)
         )
-    newest_peers = {machine: newest_by_group(peers, runs, machine) for machine in dict.fromkeys(peers["machine"])}
-    page.add(*peers_section(peers, results.detail, results.roofs, newest_peers, page.heading, page.div))
-    page.add(*mlp_section(mlp, page.heading, page.div))
+    if pending_peers:
+        page.add(*peers_intro(page.heading))
+    for pending in pending_peers:
+        page.extend(pending())
+    page.extend(pending_mlp())
     for machine, verdict in verdicts.items():
         if machine not in tables:  # a machine with only peers or mlp runs: its verdicts still shown
             page.add(page.heading(2, anchor(machine), machine), alerts_html(page, verdict))
@@ -410,40 +433,53 @@ def shown_machines(cells: pd.DataFrame, mlp: pd.DataFrame, machines) -> list[str
     return found if machines else gpu_machines(found)
 
 
-def machine_section(page: _Page, results: ResultSet, current: pd.DataFrame, verdict) -> tuple:
+def mlp_page(mlp: pd.DataFrame) -> _Page:
+    """The MLP section on a page of its own (`report.forked` computes it beside the rest)."""
+    page = _Page()
+    page.add(*mlp_section(mlp, page.heading, page.div))
+    return page
+
+
+def peers_page(peers: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame, machine: str, newest: dict) -> _Page:
+    """A machine's part of the peers section on a page of its own (`report.forked` computes it beside the rest)."""
+    page = _Page()
+    page.add(*machine_peers(peers, detail, roofs, machine, newest, page.heading, page.div))
+    return page
+
+
+def machine_section(above: _Page, below: _Page, results: ResultSet, current: pd.DataFrame) -> tuple:
     """One machine's section from its newest runs (`current`; `results`: every cell shown, which `advise` reads):
-    environment, gate verdicts, per dtype the heatmap and ladder, the kernels, advice, what did not run, noise.
+    on `above` the environment, on `below` (after the gate's verdicts, which a child process computes meanwhile)
+    per dtype the heatmap and ladder, the kernels, advice, what did not run, noise.
     Returns its speedups table and headline."""
     machine = current["machine"].iloc[0]
     newest_commit = current.loc[current.join(results.detail["started_ms"])["started_ms"].idxmax(), "commit"]
     ladder = ladder_cells(current, across_commits=True)  # each workload's providers once
     table = speedups(ladder, results.detail.loc[ladder.index])
     note = f" <span class='muted'>{html.escape(commit_note(current))}</span>"
-    page.add(
-        page.heading(2, anchor(machine), machine, note),
+    above.add(
+        above.heading(2, anchor(machine), machine, note),
         "<div class='card'><h3>Environment</h3>"
         + environment_card(results.records, machine, newest_commit)
         + f"<p>These runs' cells as gzipped CSV: {csv_link(current, machine, newest_commit)}</p></div>",
     )
-    if verdict is not None:
-        page.add(alerts_html(page, verdict))
     for dtypes in dtype_views(table):
-        page.add(
-            page.heading(3, anchor(machine, *dtypes), f"{machine} {' and '.join(dtypes)}"),
-            page.div(heatmap_views(table, machine=machine, dtypes=dtypes), anchor(machine, *dtypes, "heatmap")),
-            page.div(
+        below.add(
+            below.heading(3, anchor(machine, *dtypes), f"{machine} {' and '.join(dtypes)}"),
+            below.div(heatmap_views(table, machine=machine, dtypes=dtypes), anchor(machine, *dtypes, "heatmap")),
+            below.div(
                 ladder_figure(ladder, results.roofs, machine=machine, dtypes=dtypes),
                 anchor(machine, *dtypes, "ladder"),
             ),
         )
-    page.add(
-        page.heading(3, anchor(machine, "kernels"), f"{machine}: fused cells that launch more than one kernel"),
+    below.add(
+        below.heading(3, anchor(machine, "kernels"), f"{machine}: fused cells that launch more than one kernel"),
         multi_kernel_table(current),
-        page.heading(3, anchor(machine, "advice"), f"{machine}: when to fuse (fusedbench advise)"),
+        below.heading(3, anchor(machine, "advice"), f"{machine}: when to fuse (fusedbench advise)"),
         advice_section(results, machine),
-        page.heading(3, anchor(machine, "not-run"), f"{machine}: cells that did not run"),
+        below.heading(3, anchor(machine, "not-run"), f"{machine}: cells that did not run"),
         not_run_table(current),
-        page.heading(3, anchor(machine, "noisy"), f"{machine}: noisy cells"),
+        below.heading(3, anchor(machine, "noisy"), f"{machine}: noisy cells"),
         noisy_table(current),
     )
     return table, in_dtype_order(headline(ladder, table, machine)).assign(_note=note)

@@ -140,14 +140,9 @@ def _peer_tables(table: pd.DataFrame, ladder: pd.DataFrame) -> list[str]:
     return parts
 
 
-def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame,
-                  commits: dict[str, dict[str, str]], heading, figure_div) -> list[str]:  # fmt: skip
-    """The report's peers section: per machine (`commits`: machine -> group -> its newest run) the heatmaps and
-    ladders with the peers, the peers' table and the TwoPass control. `heading(level, ident, text)` and
-    `figure_div(figure, ident)` are the report's own."""
-    if not commits:
-        return []
-    parts = [
+def peers_intro(heading) -> list[str]:
+    """The peers section's heading and what each peer is (`heading(level, ident, text)` is the report's own)."""
+    return [
         heading(2, "peers", "Peers: other ways to fuse the epilog, on the same cells"),
         "<p>The peers suite times each peer on the blog's shape and the memory-bound ones, at fp16 and bf16 (the "
         "seed walkthrough's rungs at fp16 and fp32), every result verified against float64 first. "
@@ -169,27 +164,31 @@ def peers_section(cells: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame
         "and reducing the bias gradient; the TwoPass control times it against the two passes it replaced. A "
         "heatmap's peer view is fused over the peer: above 1x cuBLASLt's epilog is faster, below 1x the peer is.</p>",
     ]
-    for machine, newest in commits.items():
-        current = cells[(cells["machine"] == machine) & (cells["commit"] == cells["group"].map(newest))]
-        table = peers_speedups(current, detail.loc[current.index])
-        ladder = ladder_cells(current)
-        ladder = pd.concat([ladder, peers_beside(ladder, current[current["group"].isin(PEER_ONLY_GROUPS)])])
-        runs = ", ".join(f"{html.escape(commit[:8])} ({', '.join(groups)})" for commit, groups in _runs(newest).items())
-        parts.append(
-            heading(3, anchor(machine, "peers"), f"{machine}: the peers") + f"<p class='muted'>commits {runs}</p>"
-        )
-        for dtype in dict.fromkeys(table["dtype"]):
-            parts.append(figure_div(heatmap_views(table, machine=machine, dtypes=[dtype], suite="peers"),
-                                    anchor(machine, "peers", dtype, "heatmap")))  # fmt: skip
-            parts.append(figure_div(ladder_figure(ladder, roofs, machine=machine, dtypes=[dtype]),
-                                    anchor(machine, "peers", dtype, "ladder")))  # fmt: skip
-        parts += _peer_tables(table, ladder)
-        parts.append(
-            "<p>The cells of these groups that did not run, and why (a numba cell past half a second a "
-            "call is skipped with the time its probe measured):</p>" + not_run_table(current)
-        )
-        control = two_pass_rows(current, detail)
-        if not control.empty:
-            summary = "the one-pass backward (unfused) against the two passes it replaced (the TwoPass control)"
-            parts.append(folded(summary, table_html(control), len(control)))
+
+
+def machine_peers(cells: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame, machine: str,
+                  newest: dict[str, str], heading, figure_div) -> list[str]:  # fmt: skip
+    """One machine's part of the peers section (`newest`: group -> its newest run): the heatmaps and ladders with
+    the peers, the peers' tables and the TwoPass control. `heading(level, ident, text)` and `figure_div(figure,
+    ident)` are the report's own."""
+    current = cells[(cells["machine"] == machine) & (cells["commit"] == cells["group"].map(newest))]
+    table = peers_speedups(current, detail.loc[current.index])
+    ladder = ladder_cells(current)
+    ladder = pd.concat([ladder, peers_beside(ladder, current[current["group"].isin(PEER_ONLY_GROUPS)])])
+    runs = ", ".join(f"{html.escape(commit[:8])} ({', '.join(groups)})" for commit, groups in _runs(newest).items())
+    parts = [heading(3, anchor(machine, "peers"), f"{machine}: the peers") + f"<p class='muted'>commits {runs}</p>"]
+    for dtype in dict.fromkeys(table["dtype"]):
+        parts.append(figure_div(heatmap_views(table, machine=machine, dtypes=[dtype], suite="peers"),
+                                anchor(machine, "peers", dtype, "heatmap")))  # fmt: skip
+        parts.append(figure_div(ladder_figure(ladder, roofs, machine=machine, dtypes=[dtype]),
+                                anchor(machine, "peers", dtype, "ladder")))  # fmt: skip
+    parts += _peer_tables(table, ladder)
+    parts.append(
+        "<p>The cells of these groups that did not run, and why (a numba cell past half a second a "
+        "call is skipped with the time its probe measured):</p>" + not_run_table(current)
+    )
+    control = two_pass_rows(current, detail)
+    if not control.empty:
+        summary = "the one-pass backward (unfused) against the two passes it replaced (the TwoPass control)"
+        parts.append(folded(summary, table_html(control), len(control)))
     return parts
