@@ -1,5 +1,6 @@
 """The HTML report's structure, from the real H200 results kept in tests/fixtures (no GPU)."""
 
+import dataclasses
 import html
 import json
 import math
@@ -468,6 +469,8 @@ def test_the_trend_draws_the_best_and_worst_cells_over_commits_with_the_gates_ba
     rows = re.findall(r"<tr>\s*<td>([A-Z_]+)</td>.*?<td class=n>([+\-][0-9.]+%|n/a)</td>", history, re.S)
     assert rows[0][0] == "RELU" and rows[0][1] == "+30.0%"  # the largest change first
     assert 'class="dataframe sortable"' in history
+    newest = re.findall(r"<td class=n>\d+</td>\s*<td class=n>([0-9.]+)</td>", history)  # runs, newest (ms)
+    assert newest and {len(ms.split(".")[1]) for ms in newest} == {3}  # one number of decimals: they align
 
 
 def test_key_figures_are_the_fused_over_unfused_heatmaps(results):
@@ -627,6 +630,13 @@ def test_the_environment_card_shows_the_newest_record_of_the_commit():
     assert "<td>newer GPU</td>" in card and "older GPU" not in card
     assert "<th>run started</th><td>2026-11-22 02:00</td>" in card
     assert "No environment recorded" in environment_card(records, MACHINE, "d" * 40)
+    versions = {"cublaslt": 130100, "cuda_runtime": 13000, "triton": None, "nvmath-python": "0.6.0"}
+    record = dataclasses.replace(records[1], environment={"versions": versions})
+    card = environment_card([record], MACHINE, "c" * 40)
+    assert "<th>cublaslt</th><td>13.1.0</td>" in card and "<th>cuda_runtime</th><td>13.0</td>" in card
+    assert "<th>triton</th><td>not loaded by this run</td>" in card and "<td>0.6.0</td>" in card
+    assert "None" not in card and "<th>GPU</th><td>not recorded</td>" in card
+    assert "<th>SM clock under load (MHz)</th><td>not recorded</td>" in card
 
 
 def test_the_palettes_are_told_apart_under_colour_vision_deficiencies_and_by_marker_shape():

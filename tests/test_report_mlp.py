@@ -51,6 +51,9 @@ def test_a_speedup_is_the_baselines_median_over_fuseds_by_both_clocks_and_apart_
     assert only.fused_overhead_ms == pytest.approx(2)
     assert only.unfused_distinct and not only.textbook_distinct and only.torch_distinct  # 10.05 +-1% meets 10 +-1%
     assert only.over_torch == pytest.approx(0.9)
+    # the kernels' median above the wall's (medians of different calls): no host share, rather than a negative one
+    (above,) = step_table(frame(row("fused", 10, gpu_ms=10.5), row("unfused", 12))).itertuples()
+    assert math.isnan(above.fused_overhead_ms) and above.fused_gpu_ms == pytest.approx(10.5)
 
 
 def test_the_newest_run_of_each_machine_is_shown_whichever_group_asv_started_last():

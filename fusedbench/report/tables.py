@@ -163,6 +163,14 @@ def _version(number) -> str:
     return f"{number // 1000}.{number % 1000 // 10}"
 
 
+def _library_version(library: str, value) -> str:
+    """A recorded version as the card shows it: CUDA's and cuBLAS's integers dotted; a library the run never
+    imported (its groups did not use it) recorded as None, said in words."""
+    if value is None:
+        return "not loaded by this run"
+    return _version(value) if library.startswith(("cuda", "cublas")) else str(value)
+
+
 def environment_card(records: list[GroupRecord], machine: str, commit: str) -> str:
     """The newest record's GPU, versions and telemetry for one machine and commit."""
     runs = [r for r in records if r.machine == machine and r.commit == commit and r.environment]
@@ -177,8 +185,10 @@ def environment_card(records: list[GroupRecord], machine: str, commit: str) -> s
         "memory (GiB)": f"{memory / 2**30:.1f}" if memory else None,
         "max SM clock (MHz)": gpu.get("max_sm_clock_mhz"),
         "driver": gpu.get("driver"),
-        **{k: _version(v) if k.startswith(("cuda", "cublas")) else v for k, v in (env.get("versions") or {}).items()},
-        "SM clock under load (MHz)": f"{telemetry.get('min_sm_clock_mhz')}-{telemetry.get('max_sm_clock_mhz')}",
+        **{k: _library_version(k, v) for k, v in (env.get("versions") or {}).items()},
+        "SM clock under load (MHz)": f"{telemetry['min_sm_clock_mhz']}-{telemetry['max_sm_clock_mhz']}"
+        if telemetry.get("min_sm_clock_mhz") is not None and telemetry.get("max_sm_clock_mhz") is not None
+        else None,
         "max temperature (C)": telemetry.get("max_temperature_c"),
         "max power (W)": telemetry.get("max_power_w"),
         "throttled": ", ".join(telemetry.get("throttled", [])) or "no",
@@ -186,7 +196,10 @@ def environment_card(records: list[GroupRecord], machine: str, commit: str) -> s
         "measurement time (s)": f"{sum(r.seconds for r in latest.values()):.0f}",
         "run started": min(r.started for r in latest.values())[:16].replace("T", " "),
     }
-    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in facts.items())
+    rows = "".join(
+        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape('not recorded' if v is None else str(v))}</td></tr>"
+        for k, v in facts.items()
+    )
     return f"<table>{rows}</table>"
 
 
@@ -268,7 +281,7 @@ def history_table(rows: pd.DataFrame, commits: list[str]) -> str:
             "shape": summary["shape"],
             "provider": summary["provider"],
             "runs": summary["runs"],
-            "newest (ms)": [f"{v * 1e3:.4g}" for v in summary["newest"]],
+            "newest (ms)": [f"{v * 1e3:.3f}" for v in summary["newest"]],  # one number of decimals: they align
             "from the run before": [_change(n, b) for n, b in zip(summary["newest"], summary["before"], strict=True)],
             "from the first": [_change(n, f) for n, f in zip(summary["newest"], summary["first"], strict=True)],
             "newest commit": [c[:8] for c in summary["commit"]],
