@@ -76,6 +76,13 @@ MODEBAR_TITLES = """() => [...document.querySelectorAll('.plotly-graph-div')]
     .filter(titles => titles.length)"""
 
 
+# The headline tables (between the Headline and Contents headings) wider than the box they scroll in.
+HEADLINE_SCROLLED = """() => [...document.querySelectorAll('table')]
+    .filter(t => document.getElementById('headline').compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING)
+    .filter(t => t.compareDocumentPosition(document.getElementById('contents')) & Node.DOCUMENT_POSITION_FOLLOWING)
+    .filter(t => t.scrollWidth > t.clientWidth + 1).map(t => [t.scrollWidth, t.clientWidth])"""
+
+
 @pytest.mark.browser
 def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_and_every_anchor_resolves(
     tmp_path,
@@ -95,6 +102,7 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
         figures = page.evaluate("() => document.querySelectorAll('.plotly-graph-div').length")
         page.locator(".plotly-graph-div").first.hover()  # the toolbar is drawn on hover
         modebars = page.evaluate(MODEBAR_TITLES)
+        scrolled = page.evaluate(HEADLINE_SCROLLED)
         print(f"\nreport of {PAIRED}: every figure drawn in {load_seconds(browser, path):.2f} s (one load)")
         browser.close()
     assert errors == []
@@ -103,6 +111,7 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
     assert viewport == "width=device-width, initial-scale=1"  # a phone lays the page out at its own width
     assert modebars and not [title for titles in modebars for title in titles if "Share" in title or "Cloud" in title]
     assert all(titles == ["Download plot as a PNG", "Reset axes"] for titles in modebars)  # two tab stops a figure
+    assert scrolled == []  # at 1280 px the headline tables are read whole, without a sideways scroll
     assert len(labels) == figures and all(labels)  # a screen reader names every figure by its title
     assert any(label.startswith("What fusion buys") for label in labels)
     verdicts = judge_every_suite(results, ["h200-141gb"])  # the first thing on the page: the gate's verdicts

@@ -58,7 +58,7 @@ def test_a_peers_run_has_its_own_section_and_leaves_the_machines_newest_default_
     header = re.search(f"<h2 id='{MACHINE}'>.*?</h2>", page).group(0)
     assert f"commit {DEFAULT_RUN}" in header and PEERS_RUN not in header
     # the advice draws on each workload's newest run: the peers run's where it timed the workload
-    assert f"from commit {PEERS_RUN}, {DEFAULT_RUN}" in page
+    assert f"from commits {PEERS_RUN}, {DEFAULT_RUN}" in page
     peers_section = page[page.index("<h2 id='peers'>") :]
     assert f"<h3 id='{MACHINE}-peers'>" in peers_section and f"commits {PEERS_RUN} (Fp16SeedPeers" in peers_section
     for dtype in ("fp16", "bf16"):

@@ -129,7 +129,11 @@ def test_advice_comes_from_paired_runs_or_says_why_not():
     )  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("fusedbench.report.tables.advise", lambda results, machines: nothing)
-        assert "<td>n/a: not timed</td>" in advice_section(results, "h200-141gb")
+        section = advice_section(results, "h200-141gb")
+        assert "<td>n/a: not timed</td>" in section and "rules (1 unfused), from commit cccccccc<" in section
+        two = pd.concat([nothing, nothing.assign(epilog="BGRADB", commit="a" * 40 + "," + "b" * 40)])
+        patch.setattr("fusedbench.report.tables.advise", lambda results, machines: two)
+        assert "from commits aaaaaaaa, bbbbbbbb, cccccccc<" in advice_section(results, "h200-141gb")  # each named
     unpaired = load_results(os.path.join(os.path.dirname(__file__), "fixtures", "results-h200"))
     assert advice_section(unpaired, "h200-141gb").startswith("<p>No advice: no ladder results timed in paired")
 

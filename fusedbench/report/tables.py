@@ -335,8 +335,9 @@ def advice_section(results: ResultSet, machine: str) -> str:
         }
     )
     counts = ", ".join(f"{n} {what}" for what, n in sorted(advice["advice"].value_counts().items()))
-    commits = ", ".join(sorted({c[:8] for c in advice["commit"]}))
-    return folded(f"{len(advice)} rules ({counts}), from commit {commits}", table_html(shown), len(advice))
+    commits = sorted({commit[:8] for joined in advice["commit"] for commit in joined.split(",")})  # a rule: one or two
+    source = f"from {'commits' if len(commits) > 1 else 'commit'} {', '.join(commits)}"
+    return folded(f"{len(advice)} rules ({counts}), {source}", table_html(shown), len(advice))
 
 
 def verdict_section(verdict: MachineVerdict) -> str:
