@@ -43,6 +43,20 @@ def test_the_same_files_read_twice_are_parsed_once_and_give_the_same_tables(pars
     assert len(calls) == 2
 
 
+def test_a_kept_records_cells_are_unpickled_only_where_read_and_are_the_parsed_ones(parses):
+    folder, _ = parses
+    parsed = loader.load_results(folder).records
+    kept = loader.load_results(folder).records
+    assert [(r.machine, r.commit, r.group, r.environment) for r in kept] == [
+        (r.machine, r.commit, r.group, r.environment) for r in parsed
+    ]
+    cells = [r.cells for r in kept]
+    assert all(isinstance(c, cache.KeptCells) and c._cells is None for c in cells)  # nothing unpickled yet
+    assert kept == parsed and [tuple(c) for c in cells] == [r.cells for r in parsed]
+    assert kept[0].cells != parsed[0].cells[1:] and kept[0].cells != "cells"  # equal to its own cells only
+    assert [c.key for c in kept[0].cells[1:3]] == [c.key for c in parsed[0].cells[1:3]] and len(kept[0].cells) > 2
+
+
 def test_an_edited_added_or_removed_file_is_read_again(parses):
     folder, calls = parses
     before = loader.load_results(folder)

@@ -39,6 +39,7 @@ def in_child(function: Callable[..., Any], *args: Any) -> Callable[[], Any]:
         try:
             ok, value = receive.recv()
         except EOFError:
+            child.join()  # its exit code is known once it has ended
             raise FusedbenchError(
                 f"a report worker ({function.__name__}) ended without a result (exit code {child.exitcode}): "
                 "out of memory? run the report again"

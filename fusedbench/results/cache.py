@@ -6,7 +6,8 @@ The cache holds one ResultSet per results folder and choice of machines, under t
 fingerprint matches: the path and content of every file under the folder and of fusedbench's own code (content,
 not modification times, which are coarser than an edit), so a new run, an edited record or an upgraded
 fusedbench reads everything again. A cache that cannot be read or written is skipped silently: it only ever saves
-time.
+time. Each record's cells (the telemetry and provenance of every cell: most of the cache's bytes, and read by no
+report section or verdict) are kept as bytes of their own and unpickled where they are first read.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import contextlib
 import hashlib
 import os
 import pickle
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from fusedbench.files import write_bytes_atomically
@@ -62,6 +64,35 @@ def cached(results_dir: str, machines: Collection[str] | None, parse: Callable):
     except Exception:  # no cache, an old or broken one: parse
         pass
     results = parse(results_dir, machines)
+    light = replace(results, records=[replace(r, cells=KeptCells(pickle.dumps(r.cells))) for r in results.records])
     with contextlib.suppress(OSError):
-        write_bytes_atomically(str(place), pickle.dumps({"fingerprint": key, "results": results}, protocol=5))
+        write_bytes_atomically(str(place), pickle.dumps({"fingerprint": key, "results": light}, protocol=5))
     return results
+
+
+class KeptCells(Sequence):
+    """A record's cells as the cache keeps them: pickled bytes, unpickled on first read (a report reads a record's
+    environment, not its cells, and unpickling every cell cost more than a second of each report)."""
+
+    def __init__(self, pickled: bytes) -> None:
+        self._pickled, self._cells = pickled, None
+
+    def _loaded(self) -> tuple:
+        if self._cells is None:
+            self._cells = pickle.loads(self._pickled)
+        return self._cells
+
+    def __getitem__(self, index):
+        return self._loaded()[index]
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+    def __eq__(self, other) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, Sequence) else other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __reduce__(self):  # kept pickled as it came
+        return (KeptCells, (self._pickled,))
