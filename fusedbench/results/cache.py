@@ -88,6 +88,9 @@ class KeptCells(Sequence):
     def __len__(self) -> int:
         return len(self._loaded())
 
+    def __iter__(self):  # the tuple's own iterator, not Sequence's index after index
+        return iter(self._loaded())
+
     def __eq__(self, other) -> bool:
         return tuple(self) == (tuple(other) if isinstance(other, Sequence) else other)
 
