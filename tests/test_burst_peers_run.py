@@ -21,7 +21,7 @@ from fusedbench.results.loader import load_results
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "fcf16cf0"
 AA_RUN = "7479c6f4"  # run 2 of the H100's peers A/A pair: nine of the suite's groups
-H200_AA_RUN = "57d8a237"  # run 2 of the H200's peers A/A pair: ten of the suite's groups
+H200_AA_RUN = "57d8a237"  # run 2 of the H200's peers A/A pair: 15 of the suite's groups
 GPUS = {"H100": "h100-80gb-hbm3", "H200": "h200-141gb"}
 DERIVATIVES = ("DRELU", "DGELU", "DRELU_BGRAD", "DGELU_BGRAD")
 SEED = "(65536,16384)x(16384,8192)"
@@ -389,7 +389,7 @@ def test_the_advice_names_the_peers_the_readme_names(committed):
     policy = advise(committed, list(GPUS.values())).assign(gpu=lambda p: p["machine"].map(_gpu_of))
     named = policy[~policy["advice"].isin([advice.value for advice in Advice])]
     # the newest runs: on the H100 the peers' own groups from its A/A pair (AA_RUN), the Compiled ones from RUN; on
-    # the H200 ten groups from its A/A run H200_AA_RUN, the Compiled ones from RUN
+    # the H200 15 groups from its A/A run H200_AA_RUN, the membound Compiled ones from RUN
     assert set(",".join(named["commit"]).split(",")) == {RUN, AA_RUN, H200_AA_RUN}
     membound, seed = named[named["shape_class"] == "membound"], named[named["shape_class"] == "seed"]
     assert len(membound) + len(seed) == len(named)
