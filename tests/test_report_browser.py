@@ -76,6 +76,12 @@ MODEBAR_TITLES = """() => [...document.querySelectorAll('.plotly-graph-div')]
     .filter(titles => titles.length)"""
 
 
+# The figures whose margins plotly grew after drawing them (and so drew twice): each should have had what it needed
+# reserved (report.margins).
+GROWN = """() => [...document.querySelectorAll('.plotly-graph-div')].filter(d => ['l', 'r', 't', 'b']
+    .some(side => Math.abs(d._fullLayout._size[side] - d.layout.margin[side]) > 1)).map(d => d.id)"""
+
+
 # The headline tables (between the Headline and Contents headings) wider than the box they scroll in.
 HEADLINE_SCROLLED = """() => [...document.querySelectorAll('table')]
     .filter(t => document.getElementById('headline').compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING)
@@ -103,6 +109,7 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
         page.locator(".plotly-graph-div").first.hover()  # the toolbar is drawn on hover
         modebars = page.evaluate(MODEBAR_TITLES)
         scrolled = page.evaluate(HEADLINE_SCROLLED)
+        grown = page.evaluate(GROWN)
         print(f"\nreport of {PAIRED}: every figure drawn in {load_seconds(browser, path):.2f} s (one load)")
         browser.close()
     assert errors == []
@@ -112,6 +119,7 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
     assert modebars and not [title for titles in modebars for title in titles if "Share" in title or "Cloud" in title]
     assert all(titles == ["Download plot as a PNG", "Reset axes"] for titles in modebars)  # two tab stops a figure
     assert scrolled == []  # at 1280 px the headline tables are read whole, without a sideways scroll
+    assert grown == []  # every figure drawn once: its margins were reserved before plotly drew it
     assert len(labels) == figures and all(labels)  # a screen reader names every figure by its title
     assert any(label.startswith("What fusion buys") for label in labels)
     verdicts = judge_every_suite(results, ["h200-141gb"])  # the first thing on the page: the gate's verdicts
@@ -128,6 +136,26 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
         unclear = table[indistinct(table, trace["baseline"])]
         assert {tuple(cell) for cell in trace["greyed"]} == set(zip(unclear["epilog"], unclear["shape"], strict=True))
     assert sum(len(trace["greyed"]) for trace in drawn) == 4  # 3 over unfused, 1 over textbook
+
+
+@pytest.mark.browser
+def test_every_figure_of_the_committed_report_is_drawn_once_in_the_margins_reserved_for_it():
+    """Every kind of figure the report draws (peers, MLP steps, machines, trends as well): none has a margin plotly
+    grows after drawing it at the page's width, which would draw it a second time."""
+    sync_playwright = _playwright()
+    path = os.path.join(os.path.dirname(FIXTURES), os.pardir, "reports", "index.html")
+    errors, requests = [], []
+    with sync_playwright() as playwright:
+        browser, page = _open(playwright, os.path.abspath(path), errors, requests)
+        grown = page.evaluate(GROWN)
+        kinds = page.evaluate("() => [...document.querySelectorAll('.plotly-graph-div')].map(d => d.id)")
+        browser.close()
+    assert grown == [] and errors == []
+    assert {
+        kind
+        for kind in ("heatmap", "ladder", "trend", "peers", "mlp-step", "machines", "headline")
+        if any(kind in k for k in kinds)
+    } == {"heatmap", "ladder", "trend", "peers", "mlp-step", "machines", "headline"}
 
 
 @pytest.mark.browser

@@ -47,6 +47,7 @@ from fusedbench.report.figures import (
     trend_figure,
 )
 from fusedbench.report.forked import in_child
+from fusedbench.report.margins import reserve_margins
 from fusedbench.report.mlp import mlp_section, step_png_figure, step_table
 from fusedbench.report.peers import in_peers_suite, machine_peers, peers_intro
 from fusedbench.report.tables import (
@@ -182,6 +183,7 @@ class _Figures:
         label = figure_label(figure, div_id)
         selects = take_view_selects(figure, div_id)
         self.selects += bool(selects)
+        reserve_margins(figure)
         body = figure.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=FIGURE_CONFIG)
         return f"<div role='figure' aria-label='{html.escape(label)}'>{selects}{body}</div>"
 

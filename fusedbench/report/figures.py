@@ -39,8 +39,10 @@ LEAN_TEMPLATE = go.layout.Template(
     layout={
         "font": {"family": "system-ui, sans-serif", "size": 13},
         "plot_bgcolor": "#f7f7f9",
-        "xaxis": {"gridcolor": "#e2e2e6", "zeroline": False, "automargin": True},
-        "yaxis": {"gridcolor": "#e2e2e6", "zeroline": False, "automargin": True},
+        # "allow": plotly's default for a numeric axis hides a tick label past the figure's edge, and measures
+        # every label again as it places each one (its time grows with the square of the labels)
+        "xaxis": {"gridcolor": "#e2e2e6", "zeroline": False, "automargin": True, "ticklabeloverflow": "allow"},
+        "yaxis": {"gridcolor": "#e2e2e6", "zeroline": False, "automargin": True, "ticklabeloverflow": "allow"},
         "hoverlabel": {"align": "left"},
         "margin": {"t": 70, "r": 30},
     }

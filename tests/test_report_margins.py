@@ -1,0 +1,73 @@
+"""Margins reserved before plotly draws (report.margins): what each side gets from the labels, legend and colour bar
+the figure holds. Whether plotly then finds them enough is the browser test's (`GROWN`)."""
+
+import plotly.graph_objects as go
+import pytest
+
+from fusedbench.report.figures import LEAN_TEMPLATE, SPEEDUP_COLORBAR
+from fusedbench.report.margins import FIGURE_WIDTH, FONT_SIZE, reserve_margins, text_px
+
+
+def _margins(figure: go.Figure) -> tuple:
+    margin = reserve_margins(figure).layout.margin
+    return margin.l, margin.r, margin.t, margin.b
+
+
+def test_a_label_is_as_wide_as_its_widest_line_and_its_characters():
+    assert text_px("MMMM") > text_px("RELU") > text_px("iiii") > 0
+    assert text_px("ab") == pytest.approx(2 * text_px("a"))
+    assert text_px("tf32<br>(65536,16384)x(16384,8192)") == text_px("(65536,16384)x(16384,8192)")
+    assert text_px("<b>BIAS</b>") == text_px("BIAS") and text_px("BIAS", 26) == 2 * text_px("BIAS")
+
+
+def test_the_left_margin_fits_the_widest_y_label_and_the_axis_title():
+    def left(labels, title=None):
+        figure = go.Figure(go.Heatmap(z=[[1]] * len(labels), x=["a"], y=labels))
+        figure.update_layout(template=LEAN_TEMPLATE, margin={"l": 0}, yaxis={"title": title})
+        return _margins(figure)[0]
+
+    short, wide = left(["BIAS", "RELU"]), left(["BIAS", "RELU_AUX_BIAS"])
+    assert wide - short == pytest.approx(text_px("RELU_AUX_BIAS") - text_px("RELU"), abs=1)
+    assert left(["BIAS", "RELU_AUX_BIAS"], "epilog") > wide > text_px("RELU_AUX_BIAS")
+
+
+def test_a_given_margin_wider_than_needed_is_kept():
+    figure = go.Figure(go.Scatter(x=[1, 2], y=[1, 2]))
+    figure.update_layout(template=LEAN_TEMPLATE, margin={"l": 300, "b": 250})
+    left, right, top, bottom = _margins(figure)
+    assert (left, top, bottom) == (300, LEAN_TEMPLATE.layout.margin.t, 250) and right == LEAN_TEMPLATE.layout.margin.r
+
+
+def test_x_labels_too_wide_to_stand_side_by_side_are_turned_and_the_bottom_grows_for_them():
+    shape = "(65536,16384)x(16384,8192)"
+
+    def bottom(columns):
+        figure = go.Figure(go.Heatmap(z=[list(range(columns))], x=[f"{shape}{i}" for i in range(columns)], y=["a"]))
+        figure.update_layout(template=LEAN_TEMPLATE, margin={"b": 0}, xaxis={"type": "category"})
+        return _margins(figure)[3]
+
+    assert bottom(2) < 2 * FONT_SIZE + 20  # one line under the plot
+    assert bottom(14) > text_px(shape) / 2  # turned 30 degrees: half its width goes down
+    assert text_px(shape) * 14 > FIGURE_WIDTH > text_px(shape) * 2
+
+
+def test_a_colour_bar_and_a_legend_below_push_their_sides():
+    heatmap = go.Figure(go.Heatmap(z=[[1]], colorbar=SPEEDUP_COLORBAR))
+    heatmap.update_layout(template=LEAN_TEMPLATE, height=626)
+    assert _margins(heatmap)[1] > text_px("0.5x or less") + 30  # the bar, its widest tick label and its title
+
+    def legend_bottom(entries):
+        figure = go.Figure([go.Scatter(x=[1], y=[1], name=f"a provider of a long name {i}") for i in range(entries)])
+        figure.update_layout(
+            template=LEAN_TEMPLATE, height=520, margin={"b": 0}, legend={"orientation": "h", "y": -0.3}
+        )
+        return _margins(figure)[3]
+
+    one_row, rows = legend_bottom(2), legend_bottom(12)
+    assert 0.3 * (520 - 70) / 1.3 < one_row < rows  # the legend hangs 30% of the plot below it, more rows lower
+
+
+def test_a_legend_beside_the_plot_pushes_the_right_margin():
+    figure = go.Figure([go.Scatter(x=[1], y=[1], name=n) for n in ("fp16", "y = x: the machines agree")])
+    figure.update_layout(template=LEAN_TEMPLATE)
+    assert _margins(figure)[1] > text_px("y = x: the machines agree")
