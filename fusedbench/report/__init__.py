@@ -3,8 +3,8 @@
 The report only draws: every number comes from `fusedbench.analysis.speedups` on the tidy table of
 `fusedbench.results.loader`. Every section and figure has a stable HTML id named after what it shows
 (`#h100-80gb-hbm3-fp16-heatmap`), so links into a report keep working and the same results
-give the same bytes. plotly.js is embedded once: the partial cartesian bundle vendored beside this
-file (heatmap, scatter, bar: all the report draws), where plotly.py embeds the same version.
+give the same bytes. plotly.js is embedded once: a bundle of the trace types the report draws (scatter, heatmap,
+box), vendored beside this file, where plotly.py writes figures for the same version.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ from fusedbench.results.runs import cells_of_runs, commits_in_order, gpu_machine
 
 REPORT_NAME = "index.html"
 PNG_WIDTH, PNG_SCALE = 1100, 2  # sharp on HiDPI screens
-VENDORED_PLOTLY = Path(__file__).parent / "plotlyjs"  # plotly.js-cartesian-dist-min, its package.json and LICENSE
+# plotly.js built with only the trace types the report draws (plotly.js's custom bundle: its package.json, entry.js
+# and build.js are beside it, with plotly.js's LICENSE): it loads in a third of the time of the cartesian bundle
+VENDORED_PLOTLY = Path(__file__).parent / "plotlyjs"
 TREND_CELLS = 8  # at most this many cells drawn over commits per machine: where fusion pays most and least, alerted
 
 GLOSSARY = {
@@ -136,10 +138,11 @@ input[type=search] { font-size: 0.9rem; margin: 0.3rem 0 0; }
 def plotly_bundle() -> tuple[str, str]:
     """(plotly.js, which bundle): the vendored partial bundle where its version is the one plotly.py's figures
     are written for; else plotly.py's full bundle (heavier, never wrong)."""
-    vendored = json.loads((VENDORED_PLOTLY / "package.json").read_text())["version"]
+    vendored = json.loads((VENDORED_PLOTLY / "package.json").read_text())["dependencies"]["plotly.js"]
     if vendored == get_plotlyjs_version():
-        return (VENDORED_PLOTLY / "plotly-cartesian.min.js").read_text(), f"plotly.js {vendored} (cartesian)"
-    return get_plotlyjs(), f"plotly.js {get_plotlyjs_version()} (full: the vendored cartesian bundle is {vendored})"
+        bundle = (VENDORED_PLOTLY / "plotly-fusedbench.min.js").read_text()
+        return bundle, f"plotly.js {vendored} (scatter, heatmap, box)"
+    return get_plotlyjs(), f"plotly.js {get_plotlyjs_version()} (full: the vendored bundle is {vendored})"
 
 
 def newest_cells(cells: pd.DataFrame, runs: pd.DataFrame, machine: str) -> pd.DataFrame:
