@@ -77,7 +77,7 @@ MODEBAR_TITLES = """() => [...document.querySelectorAll('.plotly-graph-div')]
 
 
 # The figures whose margins plotly grew after drawing them (and so drew twice): each should have had what it needed
-# reserved (report.margins).
+# reserved (report.plot_margins).
 GROWN = """() => [...document.querySelectorAll('.plotly-graph-div')].filter(d => ['l', 'r', 't', 'b']
     .some(side => Math.abs(d._fullLayout._size[side] - d.layout.margin[side]) > 1)).map(d => d.id)"""
 

@@ -47,9 +47,9 @@ from fusedbench.report.figures import (
     trend_figure,
 )
 from fusedbench.report.forked import in_child
-from fusedbench.report.margins import reserve_margins
 from fusedbench.report.mlp import mlp_section, step_png_figure, step_table
 from fusedbench.report.peers import in_peers_suite, machine_peers, peers_intro
+from fusedbench.report.plot_margins import reserve_margins
 from fusedbench.report.tables import (
     SORTABLE,
     TABLE_SCRIPT,

@@ -1,11 +1,11 @@
-"""Margins reserved before plotly draws (report.margins): what each side gets from the labels, legend and colour bar
-the figure holds. Whether plotly then finds them enough is the browser test's (`GROWN`)."""
+"""Margins reserved before plotly draws (report.plot_margins): what each side gets from the labels, legend and
+colour bar the figure holds. Whether plotly then finds them enough is the browser test's (`GROWN`)."""
 
 import plotly.graph_objects as go
 import pytest
 
 from fusedbench.report.figures import LEAN_TEMPLATE, SPEEDUP_COLORBAR
-from fusedbench.report.margins import FIGURE_WIDTH, FONT_SIZE, reserve_margins, text_px
+from fusedbench.report.plot_margins import FIGURE_WIDTH, FONT_SIZE, reserve_margins, text_px
 
 
 def _margins(figure: go.Figure) -> tuple:
@@ -55,6 +55,9 @@ def test_a_colour_bar_and_a_legend_below_push_their_sides():
     heatmap = go.Figure(go.Heatmap(z=[[1]], colorbar=SPEEDUP_COLORBAR))
     heatmap.update_layout(template=LEAN_TEMPLATE, height=626)
     assert _margins(heatmap)[1] > text_px("0.5x or less") + 30  # the bar, its widest tick label and its title
+    short = go.Figure(go.Heatmap(z=[[1]], colorbar=SPEEDUP_COLORBAR))
+    short.update_layout(template=LEAN_TEMPLATE, height=300)  # a bar shorter than its title: plotly sets it apart
+    assert _margins(short)[1] > _margins(heatmap)[1]
 
     def legend_bottom(entries):
         figure = go.Figure([go.Scatter(x=[1], y=[1], name=f"a provider of a long name {i}") for i in range(entries)])
