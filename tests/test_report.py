@@ -215,6 +215,7 @@ def test_heatmap_values_are_the_tables_speedups(results):
     cells = results.cells.query("epilog == 'RELU_BIAS' and m == 16384 and k == 256 and n == 16384")
     times = dict(zip(cells["provider"], cells["time_s"], strict=True))
     assert heatmap.text[row][column] == f"{times['unfused'] / times['fused']:.2f}x"
+    assert heatmap.textfont.shadow == "auto"  # a halo: legible on the scale's mid tones, dark or light text
     assert heatmap.z[row][column] == pytest.approx(math.log2(times["unfused"] / times["fused"]), rel=1e-3)
 
 

@@ -100,6 +100,7 @@ def test_the_figure_greys_overlapping_intervals_and_offers_each_dtype_baseline_a
     assert [t.visible for t in figure.data] == buttons[0].args[0]["visible"]  # the first view shown
     (unfused,) = view[fp16[0]]  # every interval apart: no grey
     assert unfused.z[0][0] == pytest.approx(math.log2(1.2)) and unfused.text[0][0] == "1.20x"
+    assert unfused.textfont.shadow == "auto"  # the value legible on the scale's mid tones
     cover, torch = view["fp16, over torch, wall"]  # greyed: the intervals overlap; the grey drawn first, under the text
     assert cover.name == GREY_NAME and list(cover.z[0]) == [1, None]
     assert cover.customdata[0][0] == torch.customdata[0][0]  # the grey carries the cell's hover

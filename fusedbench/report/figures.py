@@ -60,6 +60,9 @@ SPEEDUP_COLORBAR = {
 # cells that say least), yet apart from the plot's background, where a cell was not timed (n/a).
 INDISTINCT_GREY = "rgb(228, 228, 228)"
 GREY_NAME = "interval includes 1x"
+# A heatmap cell's value with a halo of the opposite colour: plotly writes it dark or light by the cell's brightness,
+# and on the colour scale's mid tones (about 1.41x or 0.71x) either alone is under 3.5:1 against the cell.
+CELL_TEXT = {"shadow": "auto"}
 MULTI_KERNEL_MARK = "*"  # after a cell's value: the fused call launched more than one kernel
 # The epilog's cost over the plain GEMM, in %: sequential, 0 (free) to COST_RANGE_PCT, every cost beyond drawn in
 # the darkest colour (the colour bar says so, and each cell's number is its own: +712% reads +712%).
@@ -161,6 +164,7 @@ def _epilog_by_shape(
             y=epilogs,
             text=text,
             texttemplate="%{text}",
+            textfont=CELL_TEXT,
             customdata=customdata,
             hovertemplate=hovertemplate,
             hoverongaps=False,

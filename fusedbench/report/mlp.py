@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from fusedbench.catalog.model import Status
 from fusedbench.catalog.suites import MLP_DTYPES, MLP_EPOCH, MLP_LAYERS, MLP_STEP
 from fusedbench.report.figures import (
+    CELL_TEXT,
     LEAN_TEMPLATE,
     SPEEDUP_COLORBAR,
     SPEEDUP_LOG2_RANGE,
@@ -128,6 +129,7 @@ def _view(rows: pd.DataFrame, baseline: str, clock: str) -> list[go.Heatmap]:
         y=layers,
         text=text,
         texttemplate="%{text}",
+        textfont=CELL_TEXT,
         customdata=hover,
         hovertemplate=hovertemplate,
         colorscale="RdBu",
