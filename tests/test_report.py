@@ -775,3 +775,17 @@ def test_the_committed_report_stays_within_its_weight_budget():
 
     page = Path(__file__).resolve().parents[1] / "reports" / "index.html"
     assert page.stat().st_size <= 3 << 20, f"{page} weighs {page.stat().st_size / (1 << 20):.2f} MiB"
+
+
+def test_a_png_is_rendered_without_the_cells_halo_and_the_page_keeps_it(monkeypatch, results):
+    import plotly.graph_objects as go
+
+    from fusedbench.report import render_pngs
+
+    rendered = []
+    monkeypatch.setattr(go.Figure, "to_image", lambda figure, **kwargs: rendered.append(figure) or b"png")
+    figure = speedup_heatmap(speedups(results.cells), machine=MACHINE, dtypes=["fp16"], baseline="unfused")
+    assert render_pngs({"a.png": figure}) == {"a.png": b"png"}
+    (png,) = rendered
+    assert {t.textfont.shadow for t in png.data if t.type == "heatmap" and t.text is not None} == {"none"}
+    assert {t.textfont.shadow for t in figure.data if t.type == "heatmap" and t.text is not None} == {"auto"}

@@ -76,10 +76,10 @@ MODEBAR_TITLES = """() => [...document.querySelectorAll('.plotly-graph-div')]
     .filter(titles => titles.length)"""
 
 
-# The figures whose margins plotly grew after drawing them (and so drew twice): each should have had what it needed
-# reserved (report.plot_margins).
-GROWN = """() => [...document.querySelectorAll('.plotly-graph-div')].filter(d => ['l', 'r', 't', 'b']
-    .some(side => Math.abs(d._fullLayout._size[side] - d.layout.margin[side]) > 1)).map(d => d.id)"""
+# The figures whose margins plotly resized after drawing them (and so drew them twice): each should have had what it
+# needed reserved (report.plot_margins).
+RESIZED = """() => [...document.querySelectorAll('.plotly-graph-div')].filter(d => ['l', 'r', 't', 'b']
+    .some(side => Math.abs(d._fullLayout._size[side] - d._fullLayout.margin[side]) > 1)).map(d => d.id)"""
 
 
 # The headline tables (between the Headline and Contents headings) wider than the box they scroll in.
@@ -109,7 +109,7 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
         page.locator(".plotly-graph-div").first.hover()  # the toolbar is drawn on hover
         modebars = page.evaluate(MODEBAR_TITLES)
         scrolled = page.evaluate(HEADLINE_SCROLLED)
-        grown = page.evaluate(GROWN)
+        resized = page.evaluate(RESIZED)
         print(f"\nreport of {PAIRED}: every figure drawn in {load_seconds(browser, path):.2f} s (one load)")
         browser.close()
     assert errors == []
@@ -119,7 +119,7 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
     assert modebars and not [title for titles in modebars for title in titles if "Share" in title or "Cloud" in title]
     assert all(titles == ["Download plot as a PNG", "Reset axes"] for titles in modebars)  # two tab stops a figure
     assert scrolled == []  # at 1280 px the headline tables are read whole, without a sideways scroll
-    assert grown == []  # every figure drawn once: its margins were reserved before plotly drew it
+    assert resized == []  # every figure drawn once: its margins were reserved before plotly drew it
     assert len(labels) == figures and all(labels)  # a screen reader names every figure by its title
     assert any(label.startswith("What fusion buys") for label in labels)
     verdicts = judge_every_suite(results, ["h200-141gb"])  # the first thing on the page: the gate's verdicts
@@ -147,10 +147,10 @@ def test_every_figure_of_the_committed_report_is_drawn_once_in_the_margins_reser
     errors, requests = [], []
     with sync_playwright() as playwright:
         browser, page = _open(playwright, os.path.abspath(path), errors, requests)
-        grown = page.evaluate(GROWN)
+        resized = page.evaluate(RESIZED)
         kinds = page.evaluate("() => [...document.querySelectorAll('.plotly-graph-div')].map(d => d.id)")
         browser.close()
-    assert grown == [] and errors == []
+    assert resized == [] and errors == []
     assert {
         kind
         for kind in ("heatmap", "ladder", "trend", "peers", "mlp-step", "machines", "headline")

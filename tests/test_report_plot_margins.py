@@ -1,5 +1,5 @@
 """Margins reserved before plotly draws (report.plot_margins): what each side gets from the labels, legend and
-colour bar the figure holds. Whether plotly then finds them enough is the browser test's (`GROWN`)."""
+colour bar the figure holds. Whether plotly then finds them enough is the browser test's (`RESIZED`)."""
 
 import plotly.graph_objects as go
 import pytest
@@ -17,6 +17,7 @@ def test_a_label_is_as_wide_as_its_widest_line_and_its_characters():
     assert text_px("MMMM") > text_px("RELU") > text_px("iiii") > 0
     assert text_px("ab") == pytest.approx(2 * text_px("a"))
     assert text_px("tf32<br>(65536,16384)x(16384,8192)") == text_px("(65536,16384)x(16384,8192)")
+    assert text_px("a<br />bb") == text_px("a<br/>bb") == text_px("bb")
     assert text_px("<b>BIAS</b>") == text_px("BIAS") and text_px("BIAS", 26) == 2 * text_px("BIAS")
 
 
@@ -74,3 +75,37 @@ def test_a_legend_beside_the_plot_pushes_the_right_margin():
     figure = go.Figure([go.Scatter(x=[1], y=[1], name=n) for n in ("fp16", "y = x: the machines agree")])
     figure.update_layout(template=LEAN_TEMPLATE)
     assert _margins(figure)[1] > text_px("y = x: the machines agree")
+
+
+def test_many_labels_that_would_not_clear_each_other_at_30_degrees_are_reserved_upright():
+    two_lines = "tf32<br>(65536,16384)x(16384,8192)"
+
+    def bottom(columns):
+        figure = go.Figure(go.Heatmap(z=[list(range(columns))], x=[f"{two_lines}{i}" for i in range(columns)], y=["a"]))
+        figure.update_layout(template=LEAN_TEMPLATE, margin={"b": 0}, xaxis={"type": "category"})
+        return _margins(figure)[3]
+
+    assert bottom(6) < text_px(two_lines) < bottom(40)  # 30 degrees; 90: the label's whole width goes down
+
+
+def test_a_horizontal_legend_where_plotly_puts_it_by_default_is_below_the_plot_and_one_inside_pushes_nothing():
+    def bottom(**legend):
+        figure = go.Figure([go.Scatter(x=[1], y=[1], name=n) for n in ("fused", "unfused")])
+        figure.update_layout(template=LEAN_TEMPLATE, margin={"b": 0}, legend={"orientation": "h", **legend})
+        return _margins(figure)[3]
+
+    assert bottom() == bottom(y=-0.1) > bottom(y=1.05)  # y unset: plotly's -0.1, below the plot
+    inside = go.Figure([go.Scatter(x=[1], y=[1], name=n) for n in ("fused", "unfused")])
+    inside.update_layout(template=LEAN_TEMPLATE, legend={"x": 0.99, "xanchor": "right"})
+    assert _margins(inside)[1] == LEAN_TEMPLATE.layout.margin.r
+
+
+def test_boxes_at_their_names_count_hidden_axes_do_not_and_traces_of_no_axes_are_passed_over():
+    boxes = go.Figure([go.Box(x=[1, 2], name="a box of a long name"), go.Box(x=[1, 2], name="b")])
+    boxes.update_layout(template=LEAN_TEMPLATE, margin={"l": 0})
+    assert _margins(boxes)[0] > text_px("a box of a long name")
+    hidden = go.Figure(go.Heatmap(z=[[1]], x=["a"], y=["RELU_AUX_BIAS_AND_MORE"]))
+    hidden.update_layout(template=LEAN_TEMPLATE, margin={"l": 0}, yaxis={"visible": False})
+    assert _margins(hidden)[0] == 0
+    mixed = go.Figure([go.Pie(values=[1, 2]), go.Bar(x=[["a", "a"], ["b", "c"]], y=[1, 2])])  # multicategory x
+    assert all(side >= 0 for side in _margins(mixed.update_layout(template=LEAN_TEMPLATE)))

@@ -28,7 +28,9 @@ _EM = {
 }
 _EM_OTHERWISE = 0.64  # digits, the lower case and the rest of the upper case
 _TAG = re.compile(r"<[^>]+>")
-NUMBER_LABEL = "0.000"  # a numeric axis's widest tick label, as plotly formats its ticks
+_BREAK = re.compile(r"<br\s*/?>")
+NUMBER_LABEL = "0.000"  # a numeric axis's tick label as the report's axes show them (no thousands, no dates)
+LABEL_GAP = 2  # px between two tick labels side by side, below which plotly turns them
 # What plotly adds around the text, in px (fitted to its margins in Chromium, rounded up): beside an axis's tick
 # labels, and for its title's line; a colour bar's bar, padding and title; a legend entry's symbol and gap.
 TICK_GAP = 18
@@ -42,12 +44,12 @@ LEGEND_PAD = 21
 
 def text_px(text: str, size: float = FONT_SIZE) -> float:
     """The widest line of a label in px (plotly's `<br>` breaks a line; other tags are markup)."""
-    lines = _TAG.sub("", str(text).replace("<br>", "\n")).split("\n")
+    lines = _TAG.sub("", _BREAK.sub("\n", str(text))).split("\n")
     return size * max(sum(_EM.get(c, _EM_OTHERWISE) for c in line) for line in lines)
 
 
 def _lines(text: str) -> int:
-    return str(text).count("<br>") + 1
+    return len(_BREAK.findall(str(text))) + 1
 
 
 def _axis_labels(figure: go.Figure, layout) -> list[str]:
@@ -61,9 +63,13 @@ def _axis_labels(figure: go.Figure, layout) -> list[str]:
     letter, ref = name[0], name[0] + name[5:]
     values: list = list(layout.categoryarray or [])
     for trace in figure.data:
-        if (trace[f"{letter}axis"] or letter) == ref and trace[letter] is not None:
-            values.extend(v for v in trace[letter] if v is not None)
-    labels = [str(v) for v in dict.fromkeys(values) if isinstance(v, str)]
+        if f"{letter}axis" not in trace or (trace[f"{letter}axis"] or letter) != ref:
+            continue  # a trace of no cartesian axes (a pie, a table), or of another axis
+        if trace[letter] is not None:
+            values.extend(trace[letter])
+        elif trace.type == "box" and trace.name:  # a box without positions sits at its name
+            values.append(trace.name)
+    labels = list(dict.fromkeys(v for v in values if isinstance(v, str)))
     return labels or [NUMBER_LABEL]
 
 
@@ -77,18 +83,19 @@ def _left(figure: go.Figure) -> float:
     """Widest y tick label and the axis title beside it, over the y axes."""
     needed = 0.0
     for layout in figure.select_yaxes():
-        if layout.side != "right":
+        if layout.side != "right" and layout.visible is not False:
             width = max((text_px(label) for label in _axis_labels(figure, layout)), default=0.0)
             needed = max(needed, width + TICK_GAP + _title_px(layout))
     return needed
 
 
 def _bottom(figure: go.Figure, left: float, right: float) -> float:
-    """The x tick labels (turned 30 degrees where they do not fit side by side at the figure's width, as plotly
-    turns them, or at their set angle) and the axis title under them, over the x axes."""
+    """The x tick labels and the axis title under them, over the x axes: the labels at their set angle, else flat
+    where they fit side by side at the figure's width, else turned as plotly turns them (30 degrees where their
+    lines clear each other so, 90 where not)."""
     needed, plot_width = 0.0, FIGURE_WIDTH - left - right
     for layout in figure.select_xaxes():
-        if layout.side == "top":
+        if layout.side == "top" or layout.visible is False:
             continue
         labels = _axis_labels(figure, layout)
         if not labels:
@@ -96,9 +103,10 @@ def _bottom(figure: go.Figure, left: float, right: float) -> float:
             continue
         width = max(text_px(label) for label in labels)
         height = max(_lines(label) for label in labels) * FONT_SIZE * LINE_HEIGHT
-        angle = layout.tickangle
-        if angle is None or angle == "auto":
-            angle = 0 if width + TICK_GAP < plot_width / len(labels) else 30
+        angle, spacing = layout.tickangle, plot_width / len(labels)
+        if angle is None:
+            clear_at_30 = math.cos(math.radians(30)) <= spacing / math.hypot(spacing, 1.25 * height / LINE_HEIGHT)
+            angle = 0 if width + LABEL_GAP <= spacing else 30 if clear_at_30 else 90
         turn = math.radians(abs(float(angle)))
         block = width * math.sin(turn) + height * math.cos(turn)
         needed = max(needed, block + TICK_GAP + _title_px(layout))
@@ -106,8 +114,8 @@ def _bottom(figure: go.Figure, left: float, right: float) -> float:
 
 
 def _colorbar(figure: go.Figure, plot_height: float) -> float:
-    """The widest colour bar a heatmap draws at the plot's right, as long as the plot is high: its tick labels,
-    bar and title."""
+    """The widest colour bar a heatmap draws, upright at the plot's right with its title beside it, a bar as long
+    as the plot is high: its tick labels, bar and title."""
     needed = 0.0
     for trace in figure.data:
         if trace.type == "heatmap" and trace.showscale is not False:  # each view's: the bar keeps its place
@@ -120,7 +128,7 @@ def _colorbar(figure: go.Figure, plot_height: float) -> float:
 
 
 def _legend_entries(figure: go.Figure) -> list[str]:
-    if figure.layout.showlegend is False:
+    if figure.layout.showlegend is False or figure.layout.legend.visible is False:
         return []
     shown = [t.name or "" for t in figure.data if t.showlegend is not False and t.type != "heatmap"]
     return list(dict.fromkeys(shown)) if len(shown) > 1 or figure.layout.showlegend else []
@@ -150,18 +158,23 @@ def _legend_rows(entries: list[str]) -> int:
 
 
 def reserve_margins(figure: go.Figure) -> go.Figure:
-    """The figure with each side's margin at least what plotly will find it needs at FIGURE_WIDTH."""
+    """The figure, changed in place, with its left, right and bottom margins at least what plotly will find they
+    need at FIGURE_WIDTH (the top is the builder's: a title, and no legend above the plot, go there)."""
     top, height = _given(figure, "t", 100), float(figure.layout.height or 450)
     left = max(_given(figure, "l", 80), _left(figure))
+    # the colour bar as beside a tall plot first (the x labels' angle depends on the plot's width), then as beside
+    # the plot the bottom margin leaves
     right = max(_given(figure, "r", 80), _paper_push(_colorbar(figure, math.inf), 0.02, left, FIGURE_WIDTH))
     entries, legend = _legend_entries(figure), figure.layout.legend
-    if entries and legend.orientation != "h":  # a column at the plot's right, 2% of its width beyond it
+    beside = legend.x is None or legend.x >= 1
+    if entries and legend.orientation != "h" and beside:  # a column at the plot's right, 2% of its width beyond
         width = max(text_px(e) for e in entries) + LEGEND_ENTRY
         right = max(right, _paper_push(width, 0.02, left, FIGURE_WIDTH))
     bottom = max(_given(figure, "b", 80), _bottom(figure, left, right))
-    if entries and legend.orientation == "h" and (legend.y if legend.y is not None else 1.02) < 0:
+    below = -(legend.y if legend.y is not None else -0.1)  # plotly puts a horizontal legend 10% below by default
+    if entries and legend.orientation == "h" and below > 0:
         legend_height = _legend_rows(entries) * LEGEND_ROW + LEGEND_PAD
-        bottom = max(bottom, _paper_push(legend_height, -legend.y, top, height))
+        bottom = max(bottom, _paper_push(legend_height, below, top, height))
     right = max(right, _paper_push(_colorbar(figure, height - top - bottom), 0.02, left, FIGURE_WIDTH))
     figure.update_layout(margin={"l": math.ceil(left), "r": math.ceil(right), "t": top, "b": math.ceil(bottom)})
     return figure

@@ -1,4 +1,4 @@
-// `npm install && npm run build`: plotly-fusedbench.min.js, with plotly.js's own esbuild settings (its
+// `npm ci && npm run build`: plotly-fusedbench.min.js, with plotly.js's own esbuild settings (its
 // esbuild-config.js), minified; the CSS of map subplots, which this bundle never registers, left out.
 const esbuild = require('esbuild');
 const { environmentPlugin } = require('esbuild-plugin-environment');
