@@ -39,16 +39,17 @@ def test_a_given_margin_wider_than_needed_is_kept():
     assert (left, top, bottom) == (300, LEAN_TEMPLATE.layout.margin.t, 250) and right == LEAN_TEMPLATE.layout.margin.r
 
 
+def _bottom_under(label: str, columns: int) -> int:
+    """The bottom margin of a heatmap of `columns` columns, each labelled `label` (numbered)."""
+    figure = go.Figure(go.Heatmap(z=[list(range(columns))], x=[f"{label}{i}" for i in range(columns)], y=["a"]))
+    figure.update_layout(template=LEAN_TEMPLATE, margin={"b": 0}, xaxis={"type": "category"})
+    return _margins(figure)[3]
+
+
 def test_x_labels_too_wide_to_stand_side_by_side_are_turned_and_the_bottom_grows_for_them():
     shape = "(65536,16384)x(16384,8192)"
-
-    def bottom(columns):
-        figure = go.Figure(go.Heatmap(z=[list(range(columns))], x=[f"{shape}{i}" for i in range(columns)], y=["a"]))
-        figure.update_layout(template=LEAN_TEMPLATE, margin={"b": 0}, xaxis={"type": "category"})
-        return _margins(figure)[3]
-
-    assert bottom(2) < 2 * FONT_SIZE + 20  # one line under the plot
-    assert bottom(14) > text_px(shape) / 2  # turned 30 degrees: half its width goes down
+    assert _bottom_under(shape, 2) < 2 * FONT_SIZE + 20  # one line under the plot
+    assert _bottom_under(shape, 14) > text_px(shape) / 2  # turned 30 degrees: half its width goes down
     assert text_px(shape) * 14 > FIGURE_WIDTH > text_px(shape) * 2
 
 
@@ -79,13 +80,8 @@ def test_a_legend_beside_the_plot_pushes_the_right_margin():
 
 def test_many_labels_that_would_not_clear_each_other_at_30_degrees_are_reserved_upright():
     two_lines = "tf32<br>(65536,16384)x(16384,8192)"
-
-    def bottom(columns):
-        figure = go.Figure(go.Heatmap(z=[list(range(columns))], x=[f"{two_lines}{i}" for i in range(columns)], y=["a"]))
-        figure.update_layout(template=LEAN_TEMPLATE, margin={"b": 0}, xaxis={"type": "category"})
-        return _margins(figure)[3]
-
-    assert bottom(6) < text_px(two_lines) < bottom(40)  # 30 degrees; 90: the label's whole width goes down
+    # 30 degrees at 6 columns; at 40, 90: the label's whole width goes down
+    assert _bottom_under(two_lines, 6) < text_px(two_lines) < _bottom_under(two_lines, 40)
 
 
 def test_a_horizontal_legend_where_plotly_puts_it_by_default_is_below_the_plot_and_one_inside_pushes_nothing():
