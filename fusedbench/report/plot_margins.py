@@ -17,8 +17,10 @@ import re
 
 import plotly.graph_objects as go
 
-FIGURE_WIDTH = 1200  # the report's body is at most 1200 px wide and a figure fills it
-FONT_SIZE = 13  # LEAN_TEMPLATE's
+from fusedbench.report.figures import LEAN_TEMPLATE
+
+FIGURE_WIDTH = 1200  # the report's body is at most 1200 px wide (its CSS max-width) and a figure fills it
+FONT_SIZE = LEAN_TEMPLATE.layout.font.size
 LINE_HEIGHT = 1.3  # plotly's line spacing, in font sizes
 _EM = {
     **dict.fromkeys(" '!()-,./:;[]\\|fijlrtIJ", 0.40),
@@ -128,6 +130,7 @@ def _colorbar(figure: go.Figure, plot_height: float) -> float:
 
 
 def _legend_entries(figure: go.Figure) -> list[str]:
+    """The names a legend shows: plotly shows one for two traces or more in it, or where the layout asks."""
     if figure.layout.showlegend is False or figure.layout.legend.visible is False:
         return []
     shown = [t.name or "" for t in figure.data if t.showlegend is not False and t.type != "heatmap"]
