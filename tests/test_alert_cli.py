@@ -102,7 +102,7 @@ def test_dump_thresholds_prints_the_preset_in_force_for_each_suite_and_why(capsy
         }
     assert in_force["quick"]["name"] == f"{MACHINE}/quick@6c07033"  # the fixture's runs are back to back
     assert "calibrated on this GPU's own A/A runs of the quick suite" in in_force["quick"]["in_force_because"]
-    assert in_force["peers"]["name"] == f"{MACHINE}/peers@028e8a3"  # earned on 15 of its 17 groups
+    assert in_force["peers"]["name"] == f"{MACHINE}/peers@028e8a3"  # all 17 groups, two sets of runs
     assert in_force["full"]["name"] == f"{MACHINE}/default@6fd4f0d"  # no A/A runs of the full suite: compared
     assert "no A/A runs of the full suite" in in_force["full"]["in_force_because"]
     code, out, _ = run_cli(capsys, "alert", quick, "--dump-thresholds", "--suite", "quick")

@@ -251,16 +251,17 @@ def test_the_h200s_quick_suite_is_judged_by_its_own_preset_as_the_readme_says(re
     )
 
 
-def test_the_h100s_peers_preset_comes_from_part_of_the_suite_and_judges_only_the_groups_it_was_earned_on(results):
-    """Fifteen of the peers suite's seventeen groups have their A/A pair on the H100: the preset is the peers suite's
-    (not one named after its groups, which no suite would pick), knows those fifteen, and is the one in force."""
+def test_the_h100s_peers_preset_is_earned_on_two_sets_of_runs_and_judges_every_group(results):
+    """Fifteen groups have their A/A pair at 028e8a3/7479c6f (the code of 27fc475), the two membound Compiled groups
+    theirs at fcf16cf/57d8a23 (other measurement code, so another set): one peers preset of two pairs, which knows all
+    seventeen groups and is the one in force."""
     from fusedbench.catalog.suites import SUITES
     from fusedbench.regressions.calibration import suite_named
     from fusedbench.regressions.thresholds import preset_for
 
     peers = presets()["h100-80gb-hbm3/peers@028e8a3"]
-    missing = set(SUITES["peers"]) - set(peers.versions)
-    assert missing == {"Fp16MemboundCompiled", "Bf16MemboundCompiled"} and peers.pairs == 1
+    assert set(peers.versions) == set(SUITES["peers"]) and peers.pairs == 2
+    assert [[c[:7] for c in commits] for commits in peers.runs] == [["028e8a3", "7479c6f"], ["fcf16cf", "57d8a23"]]
     assert suite_named(set(peers.versions)) == "peers" and suite_named({"Fp16Llm"}) == "default"
     in_force, why = preset_for("h100-80gb-hbm3", "peers", versions=dict(peers.versions))
     assert in_force is peers and "this GPU's own A/A runs of the peers suite" in why
@@ -301,10 +302,9 @@ def test_the_h200s_default_suite_is_judged_by_its_own_preset_on_all_nine_groups(
     )
 
 
-def test_the_h200s_peers_suite_is_judged_by_its_own_preset_on_the_15_groups_it_was_earned_on(results):
-    """One cross-session pair (fcf16cf, the whole suite; 57d8a23, 15 groups): the H200's peers preset is in force,
-    judges those 15 and leaves the two membound Compiled groups, with one H200 run, compared, not judged; the
-    README says so."""
+def test_the_h200s_peers_suite_is_judged_by_its_own_preset_on_every_group(results):
+    """One cross-session pair (fcf16cf, the whole suite; 57d8a23, every group, over sessions 18 to 20): the H200's
+    peers preset is in force and judges all seventeen groups; the README says so."""
     from fusedbench.catalog.suites import SUITES
     from fusedbench.regressions.gate import Choice, Outcome, judge
 
@@ -312,14 +312,8 @@ def test_the_h200s_peers_suite_is_judged_by_its_own_preset_on_the_15_groups_it_w
     assert verdict.preset.name == "h200-141gb/peers@fcf16cf" and verdict.preset.calibrated_on == "h200-141gb"
     assert verdict.preset.pairs == 1 and verdict.outcome == Outcome.GREEN
     judged = {g.group for g in verdict.groups if g.judged is not None and not g.not_judged}
-    paired = {"Fp16SeedPeers", "Fp16MemboundPeers", "Bf16SeedPeers", "Bf16MemboundPeers", "TwoPass"}
-    paired |= {f"{d}{s}Cutlass" for d in ("Fp16", "Bf16") for s in ("Seed", "Membound")}
-    paired |= {"Fp16SeedWalkthrough", "Fp16MemboundWalkthrough", "Fp32SeedWalkthrough", "Fp32MemboundWalkthrough"}
-    paired |= {"Fp16SeedCompiled", "Bf16SeedCompiled"}
-    assert judged == paired == set(verdict.preset.versions)
-    unjudged = {g.group: g.not_judged for g in verdict.groups if g.group not in judged}
-    assert set(unjudged) == {"Fp16MemboundCompiled", "Bf16MemboundCompiled"} and all(unjudged.values())
-    assert set(unjudged) | judged == set(SUITES["peers"])
+    assert judged == set(SUITES["peers"]) == set(verdict.preset.versions)
+    assert {(g.candidate.commit[:7], g.baseline.commit[:7]) for g in verdict.groups} == {("57d8a23", "fcf16cf")}
     readme = " ".join((ROOT / "README.md").read_text().split())
-    said = "the H200's, `h200-141gb/peers@fcf16cf`, on 15 of its 17 (57d8a23 against fcf16cf, in-sample), both green"
+    said = "the H200's, `h200-141gb/peers@fcf16cf`, on all 17 (57d8a23 against fcf16cf, in-sample), both green"
     assert said in readme

@@ -109,9 +109,11 @@ def test_the_alert_step_run_on_the_committed_results_says_what_it_judged_and_wri
     assert summary.read_text().startswith("## fusedbench alert: green")
     summary.unlink()
     result = run_step(alert["run"], env | {"SUITE": "peers"})
-    # the newest peers runs are the H100's A/A pair its peers preset was earned on (in-sample: green), 15 groups
-    assert result.returncode == 0 and "peers: green; 1832 of 2216 cells compared" in result.stdout
+    # the newest peers runs are the H100's A/A pairs its peers preset was earned on (in-sample: green): 15 groups
+    # 7479c6f against 028e8a3, the two membound Compiled ones 57d8a23 against fcf16cf
+    assert result.returncode == 0 and "peers: green; 2216 of 2216 cells compared" in result.stdout
+    assert "TwoPass: h100-80gb-hbm3@7479c6f4 against h100-80gb-hbm3@028e8a31; Fp16MemboundCompiled" in result.stdout
     assert (
-        "h100-80gb-hbm3@7479c6f4 against h100-80gb-hbm3@028e8a31; preset 'h100-80gb-hbm3/peers@028e8a3', calibrated "
-        "on this GPU's own A/A runs of the peers suite" in result.stdout
+        "Bf16MemboundCompiled: h100-80gb-hbm3@57d8a237 against h100-80gb-hbm3@fcf16cf0; preset "
+        "'h100-80gb-hbm3/peers@028e8a3', calibrated on this GPU's own A/A runs of the peers suite" in result.stdout
     )
