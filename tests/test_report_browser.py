@@ -193,6 +193,11 @@ EPILOG_CELL_LINES = """names => [...document.querySelectorAll('td')].filter(td =
                  return [td.textContent, range.getClientRects().length]; })"""
 
 
+# Each figure's drawn width (its plotly div's) and the width of the box it scrolls in.
+FIGURE_BOXES = """() => [...document.querySelectorAll('[role=figure]')]
+    .map(box => [box.querySelector('.plotly-graph-div').offsetWidth, box.clientWidth])"""
+
+
 @pytest.mark.browser
 def test_on_a_phone_the_page_is_as_wide_as_the_screen_and_no_epilog_name_is_cut(tmp_path):
     from fusedbench.catalog.epilogs import EPILOGS
@@ -207,8 +212,13 @@ def test_on_a_phone_the_page_is_as_wide_as_the_screen_and_no_epilog_name_is_cut(
         lines = page.evaluate(EPILOG_CELL_LINES, [epilog.name for epilog in EPILOGS])
         page.evaluate("() => document.querySelector('ul').insertAdjacentHTML('beforeend', '<li>' + 'RELU/'.repeat(60))")
         labelled = page.evaluate("() => document.documentElement.scrollWidth")  # a cell label longer than a line
+        page.evaluate("() => document.querySelector('.card td').append('Fp32MemboundWalkthrough'.repeat(2))")
+        carded = page.evaluate("() => document.documentElement.scrollWidth")  # a card's table wider than the screen
+        figures = page.evaluate(FIGURE_BOXES)
         browser.close()
-    assert width == labelled == 390  # wide tables and figures scroll inside themselves; long labels wrap
+    assert width == labelled == carded == 390  # wide tables and figures scroll inside themselves; long labels wrap
+    # each figure is laid out as wide as its labels and values need, and scrolls sideways inside its box
+    assert figures and all(drawn >= 900 and box < 390 for drawn, box in figures), figures
     assert lines and all(count == 1 for _, count in lines), [cell for cell in lines if cell[1] > 1]
 
 

@@ -110,11 +110,15 @@ body { font-family: system-ui, sans-serif; margin: 2rem auto; padding: 0 1rem; m
 h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.3rem; margin-top: 2.5rem; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 table, [role=figure] { display: block; max-width: 100%; overflow-x: auto; }  /* they scroll, not the page */
+/* a figure keeps the width its labels and cell values need and scrolls inside its box on a narrower screen (a
+   phone), rather than squeezing its plot into a sliver between the epilog names and the colour bar */
+[role=figure] .plotly-graph-div { min-width: 900px; }
 /* side padding small enough that the headline tables fit 1280 px */
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.45rem; text-align: left; vertical-align: top; }
 .nobr { white-space: nowrap; }  /* a name with a hyphen (fused-autotuned) is not broken there */
 th.n, td.n { text-align: right; font-variant-numeric: tabular-nums; }  /* numbers line up by their digits */
-th { background: #f5f5f5; } .card { display: inline-block; vertical-align: top; margin: 0 1rem 1rem 0; }
+th { background: #f5f5f5; }
+.card { display: inline-block; vertical-align: top; margin: 0 1rem 1rem 0; max-width: calc(100% - 1rem); }
 .muted { color: #666; font-size: 0.9rem; } #summary p { font-size: 1.05rem; max-width: 60rem; }
 .toc { columns: 3; font-size: 0.9rem; } .toc .level-3 { margin-left: 1rem; }
 .glossary dt { font-weight: 600; } .glossary dd { margin: 0 0 0.4rem 1rem; }
