@@ -144,7 +144,8 @@ def test_one_heatmap_figure_holds_both_baselines_and_the_epilog_cost_as_a_dropdo
 
     figure = heatmap_views(speedups(results.cells), machine=MACHINE, dtypes=["fp16"])
     (menu,) = figure.layout.updatemenus
-    assert [b.label for b in menu.buttons] == ["fused over unfused", "fused over textbook", "epilog cost"]
+    labels = ["fp16: fused over unfused", "fp16: fused over textbook", "fp16: epilog cost"]  # under the fp16 group
+    assert [b.label for b in menu.buttons] == labels
     names = [trace.name for trace in figure.data]
     assert names == ["over_unfused", "over_textbook", "cost_pct"]  # this run has no intervals: no grey cover
     assert [trace.visible for trace in figure.data] == [True, False, False]  # only the first view is drawn
@@ -171,8 +172,8 @@ def test_above_the_fold_the_answer_headline_contents_and_glossary_and_every_link
     ids = set(re.findall(r"id=['\"]([^'\"]+)['\"]", page))
     links = re.findall(r"href='#([^']+)'", page)
     assert links and set(links) <= ids  # the contents' anchors all resolve
-    assert f"{MACHINE}-fp16" in links
-    assert {f"{MACHINE}-fp16-heatmap", f"{MACHINE}-fp16-ladder", f"{MACHINE}-alerts", f"{MACHINE}-advice"} <= ids
+    assert f"{MACHINE}-epilogs" in links
+    assert {f"{MACHINE}-heatmap", f"{MACHINE}-ladder", f"{MACHINE}-alerts", f"{MACHINE}-advice"} <= ids
     order = ["<div id='summary'>", "<h2 id='headline'>", "<h2 id='contents'>", f"<h2 id='{MACHINE}'>"]
     assert [page.index(mark) for mark in order] == sorted(page.index(mark) for mark in order)
     table = speedups(results.cells, results.detail)
@@ -244,7 +245,7 @@ def test_the_ladder_is_one_figure_per_dtype_its_shapes_a_dropdown_of_restyles(re
     figure = ladder_figure(cells, ceilings, machine=MACHINE, dtypes=["fp16"])
     assert [trace.name for trace in figure.data] == ["floor", *LADDER]
     (menu,) = figure.layout.updatemenus
-    assert [button.label for button in menu.buttons] == SHAPES  # by arithmetic intensity, as the heatmaps
+    assert [button.label for button in menu.buttons] == [f"fp16: {s}" for s in SHAPES]  # by intensity, as the heatmaps
     second = menu.buttons[1].args
     fused = results.cells.query("provider == 'fused' and m == 16384 and k == 256 and n == 16384")
     fused = fused.set_index("epilog").loc[list(figure.data[3].x)]
@@ -340,8 +341,8 @@ def test_the_same_results_give_the_same_bytes(results, page, tmp_path):
     assert render_report(results) == page
     assert re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', page) == [
         "headline-figure",
-        f"{MACHINE}-fp16-heatmap",
-        f"{MACHINE}-fp16-ladder",
+        f"{MACHINE}-heatmap",
+        f"{MACHINE}-ladder",
     ]
     write_report(results, out_dir=str(tmp_path / "a"))
     write_report(load_results(FIXTURE), out_dir=str(tmp_path / "b"))
@@ -586,7 +587,7 @@ def test_a_figures_views_become_a_labelled_select_on_the_page_and_leave_the_plot
 
 
 def test_dtypes_timed_at_one_shape_share_one_epilog_by_dtype_view(results):
-    from fusedbench.report import dtype_views
+    from fusedbench.report.figures import dtype_views, heatmap_views
 
     table = speedups(results.cells)
     seed = table[table["shape"] == "(16384,512)x(512,16384)"]
@@ -600,6 +601,19 @@ def test_dtypes_timed_at_one_shape_share_one_epilog_by_dtype_view(results):
     heatmap = figure.data[-1]
     row = list(heatmap.y).index("BGRADA")
     assert heatmap.text[row][1] == "n/a" and heatmap.text[row][0].endswith("x")  # not timed, said so
+    # one figure for the machine: each group's views under its name, each with its own title, height and x axis
+    (menu,) = heatmap_views(merged, machine=MACHINE).layout.updatemenus
+    labels = [b.label for b in menu.buttons]
+    assert labels[0] == "fp16: fused over unfused" and "tf32 and fp8: fused over unfused" in labels
+    view = menu.buttons[labels.index("tf32 and fp8: fused over unfused")].args
+    assert view[1] == {
+        "title.text": figure.layout.title.text,
+        "height": figure.layout.height,
+        "xaxis.title.text": "dtype and shape",
+    }
+    traces = heatmap_views(merged, machine=MACHINE).data
+    shown = [trace for trace, on in zip(traces, view[0]["visible"], strict=True) if on]
+    assert [list(t.x) for t in shown] == [list(t.x) for t in figure.data]  # the tf32 and fp8 heatmap's traces
 
 
 def test_failed_unsupported_and_skipped_cells_are_all_listed_with_reasons(tmp_path, results):

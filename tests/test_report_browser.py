@@ -128,7 +128,7 @@ def test_the_report_draws_offline_one_colour_range_grey_where_the_analysis_says_
         for v in verdicts
         for s in v.suites
     ]
-    assert [(t["figure"], t["baseline"]) for t in drawn] == [("h200-141gb-fp16-heatmap", b) for b in BASELINES[::-1]]
+    assert [(t["figure"], t["baseline"]) for t in drawn] == [("h200-141gb-heatmap", b) for b in BASELINES[::-1]]
     ranges = {(zmin, zmax, tuple(ticks)) for zmin, zmax, ticks in (t["range"] for t in drawn)}
     assert ranges == {(-1, 1, ("0.5x or less", "0.71x", "1x", "1.41x", "2x or more"))}
     table = speedups(results.cells, results.detail)
@@ -165,20 +165,18 @@ def test_the_ladders_view_switch_is_reached_and_worked_by_keyboard_and_redraws_i
     errors, requests = [], []
     with sync_playwright() as playwright:
         browser, page = _open(playwright, path, errors, requests)
-        before = page.evaluate("() => document.getElementById('h200-141gb-fp16-ladder').layout.title.text")
+        before = page.evaluate("() => document.getElementById('h200-141gb-ladder').layout.title.text")
         tabs = 0
-        while page.evaluate("() => document.activeElement.id") != "h200-141gb-fp16-ladder-view":
+        while page.evaluate("() => document.activeElement.id") != "h200-141gb-ladder-view":
             page.keyboard.press("Tab")  # from the top of the page, as a keyboard user gets there
             tabs += 1
             assert tabs < 100, "the ladder's view switch is not in the tab order"
         page.keyboard.press("ArrowDown")
         page.keyboard.press("ArrowDown")  # the third shape
         page.wait_for_function(
-            "() => document.getElementById('h200-141gb-fp16-ladder').layout.title.text.includes('(16384,512)')"
+            "() => document.getElementById('h200-141gb-ladder').layout.title.text.includes('(16384,512)')"
         )
-        fused = page.evaluate(
-            "() => document.getElementById('h200-141gb-fp16-ladder').data.find(t => t.name === 'fused')"
-        )
+        fused = page.evaluate("() => document.getElementById('h200-141gb-ladder').data.find(t => t.name === 'fused')")
         browser.close()
     assert "(8192,256)x(256,65536)" in before
     cells = load_results(SHAPES).cells.query("provider == 'fused' and m == 16384 and k == 512 and n == 16384")

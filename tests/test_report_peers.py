@@ -61,8 +61,10 @@ def test_a_peers_run_has_its_own_section_and_leaves_the_machines_newest_default_
     assert f"from commits {PEERS_RUN}, {DEFAULT_RUN}" in page
     peers_section = page[page.index("<h2 id='peers'>") :]
     assert f"<h3 id='{MACHINE}-peers'>" in peers_section and f"commits {PEERS_RUN} (Fp16SeedPeers" in peers_section
-    for dtype in ("fp16", "bf16"):
-        assert f'id="{MACHINE}-peers-{dtype}-heatmap"' in page and f'id="{MACHINE}-peers-{dtype}-ladder"' in page
+    assert f'id="{MACHINE}-peers-heatmap"' in page and f'id="{MACHINE}-peers-ladder"' in page
+    for figure in ("heatmap", "ladder"):  # one figure each, a view switch grouping its views by dtype
+        select = re.search(f"<select id='{MACHINE}-peers-{figure}-view'.*?</select>", page).group(0)
+        assert re.findall("<optgroup label='([^']+)'>", select) == ["fp16", "bf16"]
     assert "triton: its time over fused and over unfused" in peers_section
     assert "<details open><summary>triton: its time over fused" in peers_section  # 64 rows: open all the same
     assert f"{MACHINE} peers fp16: fused over unfused" in peers_section  # its own titles, not the main heatmap's
@@ -76,13 +78,15 @@ def test_a_peer_has_a_heatmap_view_of_fused_over_it_only_where_the_run_timed_it(
     _, table = peers
     buttons = heatmap_views(table, machine=MACHINE, dtypes=["fp16"]).layout.updatemenus[0].buttons
     labels = [b["label"] for b in buttons]
-    assert labels == ["fused over unfused", "fused over textbook", "fused over triton", "epilog cost"]
+    assert labels == [
+        f"fp16: {v}" for v in ("fused over unfused", "fused over textbook", "fused over triton", "epilog cost")
+    ]
     titles = [b["args"][1]["title.text"] for b in buttons]
     assert "(>1x: fusion pays)" in titles[0] and "(>1x: cuBLASLt's epilog beats triton)" in titles[2]
     default = results.cells[~in_peers_suite(results.cells)]
     plain = speedups(default, results.detail.loc[default.index])
     labels = [b["label"] for b in heatmap_views(plain, machine=MACHINE, dtypes=["fp16"]).layout.updatemenus[0].buttons]
-    assert "fused over triton" not in labels
+    assert "fp16: fused over triton" not in labels and labels
 
 
 def test_the_peers_ladder_draws_the_peer_beside_the_ladders_providers(results, peers):
@@ -193,7 +197,7 @@ def test_the_report_names_each_groups_newest_run_and_draws_the_group_of_its_own(
     assert f"{PEERS_RUN} (Fp16SeedPeers, Fp16MemboundPeers" in peers_section
     assert "torch-compile: its time over fused and over unfused" in peers_section
     assert "fused over torch-compile" in peers_section and "triton: its time over fused" in peers_section
-    ladder = peers_section[peers_section.index(f'id="{MACHINE}-peers-fp16-ladder"') :]
+    ladder = peers_section[peers_section.index(f'id="{MACHINE}-peers-ladder"') :]
     ladder = ladder[: ladder.index("</script>")]
     assert '"name":"torch-compile"' in ladder and '"name":"triton"' in ladder  # both peers on the fp16 ladder
     header = re.search(f"<h2 id='{MACHINE}'>.*?</h2>", page).group(0)
@@ -228,7 +232,8 @@ def test_a_workload_only_a_peers_group_timed_keeps_that_groups_fused_and_unfused
 def test_the_walkthrough_rungs_are_drawn_capped_and_their_skips_explained(walkthrough):
     page = render_report(walkthrough)
     peers_section = page[page.index("<h2 id='peers'>") :]
-    assert f'id="{MACHINE}-peers-fp32-heatmap"' in peers_section and f'id="{MACHINE}-peers-fp32-ladder"' in page
+    assert f'id="{MACHINE}-peers-heatmap"' in peers_section and f'id="{MACHINE}-peers-ladder"' in page
+    assert "<optgroup label='fp32'>" in peers_section
     assert "numba-naive would take about" in peers_section  # the skipped cells' reasons, in the peers section
     assert "the median over the shapes it ran and (their range)" in peers_section
     for rung in ("einsum", "numba-naive", "numba-tiled"):  # tens of times slower everywhere: folded, however short
@@ -247,5 +252,5 @@ def test_the_walkthrough_rungs_are_drawn_capped_and_their_skips_explained(walkth
     views = heatmap_views(table, machine=MACHINE, dtypes=["fp32"]).layout.updatemenus[0].buttons
     # fp32 is timed by the walkthrough's groups only: no textbook and no GEMM there, so no view of either
     assert [b["label"] for b in views] == [
-        f"fused over {p}" for p in ("unfused", "einsum", "numba-naive", "numba-tiled")
+        f"fp32: fused over {p}" for p in ("unfused", "einsum", "numba-naive", "numba-tiled")
     ]

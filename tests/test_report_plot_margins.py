@@ -105,3 +105,19 @@ def test_boxes_at_their_names_count_hidden_axes_do_not_and_traces_of_no_axes_are
     assert _margins(hidden)[0] == 0
     mixed = go.Figure([go.Pie(values=[1, 2]), go.Bar(x=[["a", "a"], ["b", "c"]], y=[1, 2])])  # multicategory x
     assert all(side >= 0 for side in _margins(mixed.update_layout(template=LEAN_TEMPLATE)))
+
+
+def test_each_view_gets_the_margins_of_the_traces_it_shows():
+    from fusedbench.report.figures import add_dropdown
+
+    long = [f"({n},16384)x(16384,8192)" for n in range(14)]  # turned: they do not fit side by side
+    figure = go.Figure([go.Heatmap(z=[[1] * 14], x=long, y=["RELU"]), go.Heatmap(z=[[1]], x=["a"], y=["RELU"])])
+    figure.update_layout(template=LEAN_TEMPLATE, height=400)
+    add_dropdown(figure, ["long", "short"], [{"visible": [True, False]}, {"visible": [False, True]}], [{}, {}])
+    figure.data[1].visible = False
+    first = _margins(figure)
+    views = [button.args[1] for button in figure.layout.updatemenus[0].buttons]
+    assert views[0] == {f"margin.{side}": px for side, px in zip("lrtb", first, strict=True)}  # back to the first
+    assert views[1]["margin.b"] < first[3]  # the short labels' view leaves no blank band under its plot
+    alone = go.Figure(go.Heatmap(z=[[1]], x=["a"], y=["RELU"])).update_layout(template=LEAN_TEMPLATE, height=400)
+    assert views[1]["margin.b"] == _margins(alone)[3]  # as though it were a figure of its own

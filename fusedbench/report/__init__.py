@@ -2,7 +2,7 @@
 
 The report only draws: every number comes from `fusedbench.analysis.speedups` on the tidy table of
 `fusedbench.results.loader`. Every section and figure has a stable HTML id named after what it shows
-(`#h100-80gb-hbm3-fp16-heatmap`), so links into a report keep working and the same results
+(`#h100-80gb-hbm3-heatmap`), so links into a report keep working and the same results
 give the same bytes. plotly.js is embedded once: a bundle of the trace types the report draws (scatter, heatmap,
 box), vendored beside this file, where plotly.py writes figures for the same version.
 """
@@ -39,6 +39,7 @@ from fusedbench.regressions.gate import judge_every_suite
 from fusedbench.regressions.thresholds import cell_class
 from fusedbench.report.figures import (
     add_title_line,
+    dtype_views,
     headline_figure,
     heatmap_views,
     ladder_figure,
@@ -188,20 +189,11 @@ class _Figures:
     def __call__(self, figure: go.Figure, div_id: str) -> str:
         self.count += 1
         label = figure_label(figure, div_id)
+        reserve_margins(figure)  # each view's, in its dropdown's buttons, which the page's <select>s then carry
         selects = take_view_selects(figure, div_id)
         self.selects += bool(selects)
-        reserve_margins(figure)
         body = figure.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=FIGURE_CONFIG)
         return f"<div role='figure' aria-label='{html.escape(label)}'>{selects}{body}</div>"
-
-
-def dtype_views(table: pd.DataFrame) -> list[list[str]]:
-    """The dtypes drawn together: each dtype timed at several shapes on its own, those timed at one shape
-    side by side in one epilog x dtype view (a single column each would stretch across the page)."""
-    shapes = table.groupby("dtype")["shape"].nunique().reindex([d for d in DTYPES if d in set(table["dtype"])])
-    single = [dtype for dtype, count in shapes.items() if count == 1]
-    views = [[dtype] for dtype, count in shapes.items() if count > 1]
-    return views + ([single] if single else [])
 
 
 def summary(headlines: dict[str, pd.DataFrame], tables: dict[str, pd.DataFrame]) -> str:
@@ -460,7 +452,7 @@ def peers_page(peers: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame, m
 def machine_section(above: _Page, below: _Page, results: ResultSet, current: pd.DataFrame) -> tuple:
     """One machine's section from its newest runs (`current`; `results`: every cell shown, which `advise` reads):
     on `above` the environment, on `below` (after the gate's verdicts, which a child process computes meanwhile)
-    per dtype the heatmap and ladder, the kernels, advice, what did not run, noise.
+    the heatmap and ladder (each a view per dtype), the kernels, advice, what did not run, noise.
     Returns its speedups table and headline."""
     machine = current["machine"].iloc[0]
     newest_commit = current.loc[current.join(results.detail["started_ms"])["started_ms"].idxmax(), "commit"]
@@ -473,16 +465,10 @@ def machine_section(above: _Page, below: _Page, results: ResultSet, current: pd.
         + environment_card(results.records, machine, newest_commit)
         + f"<p>These runs' cells as gzipped CSV: {csv_link(current, machine, newest_commit)}</p></div>",
     )
-    for dtypes in dtype_views(table):
-        below.add(
-            below.heading(3, anchor(machine, *dtypes), f"{machine} {' and '.join(dtypes)}"),
-            below.div(heatmap_views(table, machine=machine, dtypes=dtypes), anchor(machine, *dtypes, "heatmap")),
-            below.div(
-                ladder_figure(ladder, results.roofs, machine=machine, dtypes=dtypes),
-                anchor(machine, *dtypes, "ladder"),
-            ),
-        )
     below.add(
+        below.heading(3, anchor(machine, "epilogs"), f"{machine}: every epilog, dtype by dtype"),
+        below.div(heatmap_views(table, machine=machine), anchor(machine, "heatmap")),
+        below.div(ladder_figure(ladder, results.roofs, machine=machine), anchor(machine, "ladder")),
         below.heading(3, anchor(machine, "kernels"), f"{machine}: fused cells that launch more than one kernel"),
         multi_kernel_table(current),
         below.heading(3, anchor(machine, "advice"), f"{machine}: when to fuse (fusedbench advise)"),

@@ -86,6 +86,7 @@ TEXTBOOK = "textbook"
 # walkthrough's rungs (tens to hundreds of times fused's time), which would otherwise flatten every other point.
 CAPPED = (TEXTBOOK, *WALKTHROUGH)
 CAPPED_STEP = 0.07  # of the axis, between the capped providers' rows of numbers
+VIEW_GROUP = ": "  # between a view's group and its name in a dropdown's label ('fp16: fused over unfused')
 UNPAIRED = " (this run did not pair samples by round: no interval)"
 TREND_BAND_REACH = 1.25  # a trend's y axis reaches past its cell's points this far at most, for the grey band
 LADDER_HEADROOM = 1.15  # the ladder's axis ends this far above the highest non-textbook interval
@@ -292,31 +293,56 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str], 
     )
 
 
-def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes: list[str], suite: str = "") -> go.Figure:
-    """One epilog x shape figure for a machine and dtypes, its views a dropdown: fused over unfused (shown
-    first), over the textbook, over each peer the run timed, and the epilog's cost; a view whose numbers no cell
-    has (the textbook and the GEMM at fp32, timed by the walkthrough's groups only) is left out. `suite` names a
-    suite drawn apart in its titles ('peers'), so they differ from the main heatmaps'. Only the view
-    shown is drawn, so a page of many stays quick to open."""
-    rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
+def dtype_views(table: pd.DataFrame) -> list[list[str]]:
+    """The dtypes drawn together: each dtype timed at several shapes on its own, those timed at one shape
+    side by side in one epilog x dtype view (a single column each would stretch across the page)."""
+    shapes = table.groupby("dtype")["shape"].nunique().reindex([d for d in DTYPES if d in set(table["dtype"])])
+    single = [dtype for dtype, count in shapes.items() if count == 1]
+    views = [[dtype] for dtype, count in shapes.items() if count > 1]
+    return views + ([single] if single else [])
+
+
+def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes=None, suite: str = "") -> go.Figure:
+    """One epilog x shape figure of a machine's `dtypes` (all it has where not given), its views a dropdown: per
+    group of `dtype_views`, fused over unfused (the first group's shown first), over the textbook, over each peer
+    the run timed, and the epilog's cost; a view whose numbers no cell has (the textbook and the GEMM at fp32,
+    timed by the walkthrough's groups only) is left out. `suite` names a suite drawn apart in its titles ('peers'),
+    so they differ from the main heatmaps'. Only the view shown is drawn, so the page opens as quickly as for one
+    dtype: a figure per dtype cost its drawing each."""
+    rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes or DTYPES)]
+    views = {}
+    for group in dtype_views(rows):
+        named = _metric_views(rows[rows["dtype"].isin(group)], machine, group, suite)
+        views.update({f"{' and '.join(group)}{VIEW_GROUP}{name}": view for name, view in named})
+    if not views:
+        return go.Figure(layout={"template": LEAN_TEMPLATE, "title": f"{machine}: no cells"})
+    owner = [index for index, view in enumerate(views.values()) for _ in view.data]
+    traces = [trace.update(visible=index == 0) for index, view in enumerate(views.values()) for trace in view.data]
+    figure = go.Figure(data=traces, layout=next(iter(views.values())).layout)  # one copy of the traces, not two
+    restyles = [{"visible": [o == index for o in owner]} for index in range(len(views))]
+    layouts = [
+        {"title.text": v.layout.title.text, "height": v.layout.height, "xaxis.title.text": v.layout.xaxis.title.text}
+        for v in views.values()
+    ]
+    add_dropdown(figure, list(views), restyles, layouts)
+    return figure
+
+
+def _metric_views(rows: pd.DataFrame, machine: str, dtypes: list[str], suite: str) -> list[tuple[str, go.Figure]]:
+    """One dtype group's heatmaps (`rows`: its cells), named: fused over unfused, over the textbook and each peer
+    timed, the epilog's cost."""
 
     def timed(column: str) -> bool:
         return column in rows and rows[column].notna().any()
 
     others = [name for name in (*reversed(BASELINES), *PEERS) if name != UNFUSED and timed(speedup_column(name))]
-    views = {
-        f"fused over {baseline}": speedup_heatmap(table, machine=machine, dtypes=dtypes, baseline=baseline, suite=suite)
-        for baseline in (UNFUSED, *others)
-    }
+    views = [
+        (f"fused over {name}", speedup_heatmap(rows, machine=machine, dtypes=dtypes, baseline=name, suite=suite))
+        for name in (UNFUSED, *others)
+    ]
     if timed(EPILOG_COST):
-        views["epilog cost"] = epilog_cost_figure(table, machine=machine, dtypes=dtypes, suite=suite)
-    owner = [index for index, view in enumerate(views.values()) for _ in view.data]
-    traces = [trace.update(visible=index == 0) for index, view in enumerate(views.values()) for trace in view.data]
-    figure = go.Figure(data=traces, layout=views["fused over unfused"].layout)  # one copy of the traces, not two
-    restyles = [{"visible": [o == index for o in owner]} for index in range(len(views))]
-    layouts = [{"title.text": view.layout.title.text} for view in views.values()]
-    add_dropdown(figure, list(views), restyles, layouts)
-    return figure
+        views.append(("epilog cost", epilog_cost_figure(rows, machine=machine, dtypes=dtypes, suite=suite)))
+    return views
 
 
 def add_title_line(figure: go.Figure, text: str) -> None:
@@ -329,7 +355,7 @@ def add_title_line(figure: go.Figure, text: str) -> None:
 def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], layouts: list[dict]) -> None:
     """The figure's views: choosing a label applies its restyle (trace attributes, a list per trace) and layout. They
     are kept as a plotly dropdown, which the page turns into a <select> beside the figure (`report.views`), so the
-    plot needs no room for it."""
+    plot needs no room for it; a label 'group: view' (`VIEW_GROUP`) is listed there as `view` under `group`."""
     buttons = [
         {"label": label, "method": "update", "args": [restyle, layout]}
         for label, restyle, layout in zip(labels, restyles, layouts, strict=True)
@@ -367,21 +393,24 @@ def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, provider: 
     }
 
 
-def ladder_figure(cells: pd.DataFrame, roofs: pd.DataFrame, *, machine: str, dtypes: list[str]) -> go.Figure:
-    """Every provider's time over its workload's floor per epilog, one shape (of one of `dtypes`) at a time, a
-    dropdown picking it, on a linear axis: 1 is the floor, marked under each epilog (in ms where no run of the
-    machine measured ceilings: `roofs`, `results.machine_roofs`). A textbook or walkthrough rung far above the rest
-    is drawn at the axis' top with its value written; a point below its floor is drawn open, its hover saying why;
-    the hover gives each provider's time and the floor's.
+def ladder_figure(cells: pd.DataFrame, roofs: pd.DataFrame, *, machine: str, dtypes=None) -> go.Figure:
+    """Every provider's time over its workload's floor per epilog, one shape of one of `dtypes` (all the machine's
+    where not given) at a time, a dropdown picking it, on a linear axis: 1 is the floor, marked under each epilog
+    (every shape in ms where the machine's runs measured no ceilings for one of them: `roofs`,
+    `results.machine_roofs`). A textbook or walkthrough rung far above the rest is drawn at the axis' top with its
+    value written; a point below its floor is drawn open, its hover saying why; the hover gives each provider's time
+    and the floor's.
 
     The traces are drawn once; each shape is a restyle of their numbers (no per-shape copies of the traces)."""
-    rows = with_shape(cells[(cells["machine"] == machine) & cells["dtype"].isin(dtypes) & (cells["status"] == OK)])
+    rows = with_shape(cells[(cells["machine"] == machine) & (cells["status"] == OK)])
+    dtypes = [d for d in DTYPES if d in set(rows["dtype"]) and d in (dtypes or DTYPES)]
+    rows = rows[rows["dtype"].isin(dtypes)]
     ladder = _Ladder.of(rows, roofs, machine, dtypes)
     figure = go.Figure()
     _ladder_traces(figure, ladder)
     figure.update_layout(**_ladder_layout(ladder, machine, dtypes))
     if len(ladder.choices) > 1:
-        labels = [shape if len(dtypes) == 1 else f"{dtype} {shape}" for dtype, shape in ladder.choices]
+        labels = [f"{dtype}{VIEW_GROUP}{shape}" for dtype, shape in ladder.choices]
         add_dropdown(figure, labels, ladder.restyles, ladder.layouts)
     return figure
 

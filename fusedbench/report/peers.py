@@ -177,11 +177,8 @@ def machine_peers(cells: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame
     ladder = pd.concat([ladder, peers_beside(ladder, current[current["group"].isin(PEER_ONLY_GROUPS)])])
     runs = ", ".join(f"{html.escape(commit[:8])} ({', '.join(groups)})" for commit, groups in _runs(newest).items())
     parts = [heading(3, anchor(machine, "peers"), f"{machine}: the peers") + f"<p class='muted'>commits {runs}</p>"]
-    for dtype in dict.fromkeys(table["dtype"]):
-        parts.append(figure_div(heatmap_views(table, machine=machine, dtypes=[dtype], suite="peers"),
-                                anchor(machine, "peers", dtype, "heatmap")))  # fmt: skip
-        parts.append(figure_div(ladder_figure(ladder, roofs, machine=machine, dtypes=[dtype]),
-                                anchor(machine, "peers", dtype, "ladder")))  # fmt: skip
+    parts.append(figure_div(heatmap_views(table, machine=machine, suite="peers"), anchor(machine, "peers", "heatmap")))
+    parts.append(figure_div(ladder_figure(ladder, roofs, machine=machine), anchor(machine, "peers", "ladder")))
     parts += _peer_tables(table, ladder)
     parts.append(
         "<p>The cells of these groups that did not run, and why (a numba cell past half a second a "

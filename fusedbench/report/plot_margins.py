@@ -54,9 +54,8 @@ def _lines(text: str) -> int:
     return len(_BREAK.findall(str(text))) + 1
 
 
-def _axis_labels(figure: go.Figure, layout) -> list[str]:
-    """The tick labels an axis may show, over every trace drawn on it (a view switch shows some of them at a time:
-    the widest counts)."""
+def _axis_labels(traces, layout) -> list[str]:
+    """The tick labels an axis may show, over the `traces` drawn on it."""
     if layout.showticklabels is False:
         return []
     if layout.ticktext:
@@ -64,7 +63,7 @@ def _axis_labels(figure: go.Figure, layout) -> list[str]:
     name = layout.plotly_name
     letter, ref = name[0], name[0] + name[5:]
     values: list = list(layout.categoryarray or [])
-    for trace in figure.data:
+    for trace in traces:
         if f"{letter}axis" not in trace or (trace[f"{letter}axis"] or letter) != ref:
             continue  # a trace of no cartesian axes (a pie, a table), or of another axis
         if trace[letter] is not None:
@@ -81,17 +80,17 @@ def _title_px(layout) -> float:
     return TITLE_GAP * _lines(text) if text else 0.0
 
 
-def _left(figure: go.Figure) -> float:
+def _left(figure: go.Figure, traces) -> float:
     """Widest y tick label and the axis title beside it, over the y axes."""
     needed = 0.0
     for layout in figure.select_yaxes():
         if layout.side != "right" and layout.visible is not False:
-            width = max((text_px(label) for label in _axis_labels(figure, layout)), default=0.0)
+            width = max((text_px(label) for label in _axis_labels(traces, layout)), default=0.0)
             needed = max(needed, width + TICK_GAP + _title_px(layout))
     return needed
 
 
-def _bottom(figure: go.Figure, left: float, right: float) -> float:
+def _bottom(figure: go.Figure, traces, left: float, right: float) -> float:
     """The x tick labels and the axis title under them, over the x axes: the labels at their set angle, else flat
     where they fit side by side at the figure's width, else turned as plotly turns them (30 degrees where their
     lines clear each other so, 90 where not)."""
@@ -99,7 +98,7 @@ def _bottom(figure: go.Figure, left: float, right: float) -> float:
     for layout in figure.select_xaxes():
         if layout.side == "top" or layout.visible is False:
             continue
-        labels = _axis_labels(figure, layout)
+        labels = _axis_labels(traces, layout)
         if not labels:
             needed = max(needed, _title_px(layout))
             continue
@@ -115,12 +114,12 @@ def _bottom(figure: go.Figure, left: float, right: float) -> float:
     return needed
 
 
-def _colorbar(figure: go.Figure, plot_height: float) -> float:
+def _colorbar(traces, plot_height: float) -> float:
     """The widest colour bar a heatmap draws, upright at the plot's right with its title beside it, a bar as long
     as the plot is high: its tick labels, bar and title."""
     needed = 0.0
-    for trace in figure.data:
-        if trace.type == "heatmap" and trace.showscale is not False:  # each view's: the bar keeps its place
+    for trace in traces:
+        if trace.type == "heatmap" and trace.showscale is not False:
             ticks = trace.colorbar.ticktext or [NUMBER_LABEL]
             title = trace.colorbar.title.text
             body = COLORBAR_BODY - (0 if title else TITLE_GAP)
@@ -129,11 +128,11 @@ def _colorbar(figure: go.Figure, plot_height: float) -> float:
     return needed
 
 
-def _legend_entries(figure: go.Figure) -> list[str]:
+def _legend_entries(figure: go.Figure, traces) -> list[str]:
     """The names a legend shows: plotly shows one for two traces or more in it, or where the layout asks."""
     if figure.layout.showlegend is False or figure.layout.legend.visible is False:
         return []
-    shown = [t.name or "" for t in figure.data if t.showlegend is not False and t.type != "heatmap"]
+    shown = [t.name or "" for t in traces if t.showlegend is not False and t.type != "heatmap"]
     return list(dict.fromkeys(shown)) if len(shown) > 1 or figure.layout.showlegend else []
 
 
@@ -162,22 +161,53 @@ def _legend_rows(entries: list[str]) -> int:
 
 def reserve_margins(figure: go.Figure) -> go.Figure:
     """The figure, changed in place, with its left, right and bottom margins at least what plotly will find they
-    need at FIGURE_WIDTH (the top is the builder's: a title, and no legend above the plot, go there)."""
-    top, height = _given(figure, "t", 100), float(figure.layout.height or 450)
-    left = max(_given(figure, "l", 80), _left(figure))
+    need at FIGURE_WIDTH (the top is the builder's: a title, and no legend above the plot, go there). A figure
+    whose views (its dropdown's buttons) show different traces gets each view's own margins in the view, so that
+    one view's long labels leave no blank band under another's."""
+    views = _views(figure)
+    margins = [_margins(figure, traces, height) for traces, height in views]
+    figure.update_layout(margin=margins[0])
+    if any(margin != margins[0] for margin in margins):
+        for button, margin in zip(figure.layout.updatemenus[0].buttons, margins, strict=True):
+            restyle, relayout = button.args
+            button.args = [restyle, {**relayout, **{f"margin.{side}": px for side, px in margin.items()}}]
+    return figure
+
+
+def _views(figure: go.Figure) -> list[tuple[list, float]]:
+    """What each view draws, its traces and height: the first dropdown's buttons where they switch traces on and
+    off, else the figure as it is drawn."""
+    height = float(figure.layout.height or 450)
+    shown = [trace for trace in figure.data if trace.visible is not False]
+    menus = figure.layout.updatemenus
+    buttons = menus[0].buttons if len(menus) == 1 else ()
+    if not buttons or not all("visible" in (button.args[0] or {}) for button in buttons):
+        return [(shown, height)]
+    return [
+        (
+            [trace for trace, on in zip(figure.data, button.args[0]["visible"], strict=True) if on],
+            float(button.args[1].get("height", height)),
+        )
+        for button in buttons
+    ]
+
+
+def _margins(figure: go.Figure, traces, height: float) -> dict[str, int]:
+    """The margins `traces` need in a figure `height` px high (the top as the figure gives it)."""
+    top = _given(figure, "t", 100)
+    left = max(_given(figure, "l", 80), _left(figure, traces))
     # the colour bar as beside a tall plot first (the x labels' angle depends on the plot's width), then as beside
     # the plot the bottom margin leaves
-    right = max(_given(figure, "r", 80), _paper_push(_colorbar(figure, math.inf), 0.02, left, FIGURE_WIDTH))
-    entries, legend = _legend_entries(figure), figure.layout.legend
+    right = max(_given(figure, "r", 80), _paper_push(_colorbar(traces, math.inf), 0.02, left, FIGURE_WIDTH))
+    entries, legend = _legend_entries(figure, traces), figure.layout.legend
     beside = legend.x is None or legend.x >= 1
     if entries and legend.orientation != "h" and beside:  # a column at the plot's right, 2% of its width beyond
         width = max(text_px(e) for e in entries) + LEGEND_ENTRY
         right = max(right, _paper_push(width, 0.02, left, FIGURE_WIDTH))
-    bottom = max(_given(figure, "b", 80), _bottom(figure, left, right))
+    bottom = max(_given(figure, "b", 80), _bottom(figure, traces, left, right))
     below = -(legend.y if legend.y is not None else -0.1)  # plotly puts a horizontal legend 10% below by default
     if entries and legend.orientation == "h" and below > 0:
         legend_height = _legend_rows(entries) * LEGEND_ROW + LEGEND_PAD
         bottom = max(bottom, _paper_push(legend_height, below, top, height))
-    right = max(right, _paper_push(_colorbar(figure, height - top - bottom), 0.02, left, FIGURE_WIDTH))
-    figure.update_layout(margin={"l": math.ceil(left), "r": math.ceil(right), "t": top, "b": math.ceil(bottom)})
-    return figure
+    right = max(right, _paper_push(_colorbar(traces, height - top - bottom), 0.02, left, FIGURE_WIDTH))
+    return {"l": math.ceil(left), "r": math.ceil(right), "t": top, "b": math.ceil(bottom)}

@@ -76,7 +76,7 @@ SORTABLE = "dataframe sortable"  # the class of a sortable table, as pandas writ
 
 
 def anchor(*parts) -> str:
-    """A stable HTML id from what a section or figure shows: 'h100-80gb-hbm3-fp16-heatmap'."""
+    """A stable HTML id from what a section or figure shows: 'h100-80gb-hbm3-peers-heatmap'."""
     return re.sub(r"[^a-z0-9]+", "-", "-".join(str(part) for part in parts).lower()).strip("-")
 
 

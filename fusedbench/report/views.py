@@ -12,6 +12,8 @@ import re
 import plotly.graph_objects as go
 from plotly.io.json import to_json_plotly
 
+from fusedbench.report.figures import VIEW_GROUP
+
 VIEW_SCRIPT = """
 document.querySelectorAll('select[data-figure]').forEach(function (select) {
   select.addEventListener('change', function () {
@@ -33,9 +35,8 @@ def take_view_selects(figure: go.Figure, div_id: str) -> str:
     written as HTML and not used again)."""
     selects = []
     for index, menu in enumerate(figure.layout.updatemenus):
-        labels = [button.label for button in menu.buttons]
         views = to_json_plotly([list(button.args) for button in menu.buttons]).replace("</", "<\\/")
-        options = "".join(f"<option>{html.escape(label)}</option>" for label in labels)
+        options = _options([button.label for button in menu.buttons])
         ident = f"{div_id}-view{index if index else ''}"
         selects.append(
             f"<label class='view' for='{ident}'>View: </label><select id='{ident}' data-figure='{div_id}' "
@@ -44,3 +45,18 @@ def take_view_selects(figure: go.Figure, div_id: str) -> str:
         )
     figure.layout.updatemenus = ()
     return f"<div class='views'>{''.join(selects)}</div>" if selects else ""
+
+
+def _options(labels: list[str]) -> str:
+    """A <select>'s options in the order of the views, those labelled 'group: view' (`VIEW_GROUP`) under an
+    <optgroup> of each run of one group (a screen reader names the group with the option)."""
+    options, group = [], None
+    for label in labels:
+        head, sep, tail = label.partition(VIEW_GROUP)
+        if sep and head != group:
+            options.append(("</optgroup>" if group else "") + f"<optgroup label='{html.escape(head)}'>")
+        elif not sep and group:
+            options.append("</optgroup>")
+        group = head if sep else None
+        options.append(f"<option>{html.escape(tail if sep else label)}</option>")
+    return "".join(options) + ("</optgroup>" if group else "")
