@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections import namedtuple
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,7 @@ from fusedbench.catalog.model import Status
 from fusedbench.catalog.providers import AUTOTUNED, FUSED, PEERS, UNFUSED
 from fusedbench.catalog.suites import GROUPS, PEER_ONLY_GROUPS
 from fusedbench.errors import FusedbenchError
+from fusedbench.frames import plain_rows
 from fusedbench.results.derived import REGRET
 from fusedbench.results.loader import ResultSet
 from fusedbench.results.runs import cells_of_runs, gpu_machines, group_runs, newest_runs
@@ -115,10 +117,13 @@ def peer_only_cells(results: ResultSet, machines: list[str]) -> pd.DataFrame:
 ROW = ["group", "m", "k", "n", "provider", "status", "raw", "paired", "kernels", "commit", "reason"]
 
 
+Row = namedtuple("Row", ROW)
+
+
 def _rows(cells: pd.DataFrame) -> list[tuple]:
     """Cells as plain tuples (ROW's fields): the advice reads each class's cells a dozen ways, and a DataFrame per
     reading cost seconds a report."""
-    return list(cells[ROW].itertuples(index=False, name="Row"))
+    return [Row(*values) for values in plain_rows(cells, ROW)]
 
 
 def _timed(rows: list) -> list[tuple]:
@@ -251,11 +256,11 @@ def advise(results: ResultSet, machines: list[str] = (), *, seed: int = 0) -> pd
         order, key=lambda column: column.map(catalog[column.name].index) if column.name in catalog else column
     )
     classes: dict[tuple, list] = {}  # each class's rows, in the sorted order
-    for key, row in zip(cells[order].itertuples(index=False, name=None), _rows(cells), strict=True):
+    for key, row in zip(plain_rows(cells, order), _rows(cells), strict=True):
         classes.setdefault(key, []).append(row)
     alone = alone.reset_index()
     peers_alone: dict[tuple, list] = {}
-    for key, row in zip(alone[order].itertuples(index=False, name=None), _rows(alone), strict=True):
+    for key, row in zip(plain_rows(alone, order), _rows(alone), strict=True):
         peers_alone.setdefault(key, []).append(row)
     for (machine, dtype, epilog, shape_class), part in classes.items():
         found = advise_class(part, draws, peers_alone.get((machine, dtype, epilog, shape_class), []))

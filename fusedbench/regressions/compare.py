@@ -26,6 +26,7 @@ from fusedbench.bootstrap import BOOTSTRAP, bootstrap_medians, last_axis_medians
 from fusedbench.catalog.model import KEY, WORKLOAD, Status
 from fusedbench.catalog.suites import GPU_TIME, MLP_GROUPS
 from fusedbench.errors import FusedbenchError
+from fusedbench.frames import plain_rows
 from fusedbench.regressions.metrics import TIME, WORSE_WHEN_LOWER, metric_rows
 from fusedbench.regressions.thresholds import GROUP_GATE, PROVIDER_GATE, Preset, cell_class
 from fusedbench.results.loader import ResultSet
@@ -65,7 +66,7 @@ class Run:
     @property
     def groups(self) -> dict[str, str]:
         """Each group the run has cells of -> its benchmark version."""
-        return dict(zip(self.cells["group"], self.cells["version"], strict=True))
+        return dict(plain_rows(self.cells, ["group", "version"]))
 
 
 def select_run(results: ResultSet, machine: str, commit: str | None, origin: str = "") -> Run:
@@ -140,8 +141,8 @@ def metric_series(run: Run) -> Series:
     (they share rounds)."""
     ok = run.cells[run.cells["status"] == OK]
     workloads: dict[tuple, dict[str, np.ndarray]] = {}  # each workload's samples by provider, in the cells' order
-    keys = ok[[*WORKLOAD, "group"]].itertuples(index=False, name=None)
-    for workload, provider, raw in zip(keys, ok["provider"], ok["raw"], strict=True):
+    keys = plain_rows(ok, [*WORKLOAD, "group"])
+    for workload, provider, raw in zip(keys, ok["provider"].tolist(), ok["raw"].tolist(), strict=True):
         samples = workloads.setdefault(workload, {})
         if len(raw):
             samples[provider] = np.asarray(raw, dtype=float)
@@ -182,8 +183,8 @@ def pair_runs(base: Run, cand: Run, *, replicates: int = BOOTSTRAP, seed: int = 
     b, c = metric_series(base), metric_series(cand)
     longest = max((len(v) for v in [*b.values, *c.values]), default=1)
     draws = np.random.default_rng(seed).random((replicates, longest))
-    b_index = {tuple(r): i for i, r in enumerate(b.rows[[*CELL, "metric"]].itertuples(index=False))}
-    c_index = {tuple(r): i for i, r in enumerate(c.rows[[*CELL, "metric"]].itertuples(index=False))}
+    b_index = {r: i for i, r in enumerate(plain_rows(b.rows, [*CELL, "metric"]))}
+    c_index = {r: i for i, r in enumerate(plain_rows(c.rows, [*CELL, "metric"]))}
     common = [k for k in b_index if k in c_index]
     bi = [b_index[k] for k in common]
     ci = [c_index[k] for k in common]
@@ -251,7 +252,7 @@ def measured_rows(paired: Paired, preset: Preset) -> pd.DataFrame:
     ratio = paired.cand / paired.base
     low, high = percentile_interval(paired.cand_boot / paired.base_boot)
     rows["cell_class"] = [cell_class(s) for s in rows["scale_s"]]
-    rows["threshold"] = [preset.threshold(m, k) for m, k in zip(rows["metric"], rows["cell_class"], strict=True)]
+    rows["threshold"] = [preset.threshold(m, k) for m, k in plain_rows(rows, ["metric", "cell_class"])]
     worse = worse_ratio(ratio, rows["metric"])
     flip = rows["metric"].isin(WORSE_WHEN_LOWER).to_numpy()
     worse_low = np.where(flip, 1 / high, low)
@@ -267,16 +268,12 @@ def measured_rows(paired: Paired, preset: Preset) -> pd.DataFrame:
 
 def status_rows(base: Run, cand: Run) -> pd.DataFrame:
     """Cells that cannot be compared by time: not run, incomparable, missing, new, failed (metric: time)."""
-    b = base.cells.set_index(CELL)[["status", "reason"]]
-    c = cand.cells.set_index(CELL)[["status", "reason"]]
-    keys = b.index.union(c.index)
-    both = b.reindex(keys).add_suffix("_b").join(c.reindex(keys).add_suffix("_c"))  # one pass, not a cell at a time
-    both = both.astype(object).where(both.notna(), None)  # a side without the cell: None
+    b_keys, c_keys = (pd.MultiIndex.from_frame(run.cells[CELL]) for run in (base, cand))
+    b, c = (_statuses(run, keys) for run, keys in ((base, b_keys), (cand, c_keys)))
     cand_groups, base_groups = cand.groups, base.groups
     rows = []
-    for key, b_status, b_reason, c_status, c_reason in zip(
-        keys, both["status_b"], both["reason_b"], both["status_c"], both["reason_c"], strict=True
-    ):
+    for key in b_keys.union(c_keys):  # pandas' order of the cells, as the verdicts list them
+        (b_status, b_reason), (c_status, c_reason) = b.get(key, (None, None)), c.get(key, (None, None))
         group = key[-1]
         if group not in cand_groups:
             verdict, reason = Verdict.NOT_RUN, f"the candidate did not run group {group}"
@@ -298,6 +295,14 @@ def status_rows(base: Run, cand: Run) -> pd.DataFrame:
             dict(zip(CELL, key, strict=True)) | {"metric": TIME, "verdict": verdict, "reason": reason, "known": known}
         )
     return pd.DataFrame(rows, columns=[*KEY, "group", "metric", "verdict", "reason", "known"])
+
+
+def _statuses(run: Run, keys: pd.MultiIndex) -> dict[tuple, tuple]:
+    """Each cell's (status, reason), None where missing, by its CELL key (`keys`, in the cells' order): plain lookups,
+    where reindexing and joining two frames a group took a second a report."""
+    rows = plain_rows(run.cells, ["status", "reason"])
+    values = [(status, None if pd.isna(reason) else reason) for status, reason in rows]
+    return dict(zip(keys, values, strict=True))
 
 
 GROUP_COMPARED = ["group", "provider", "metric", "gate", "verdict", "ratio", "ci_low", "ci_high", "threshold", "cells"]
@@ -326,9 +331,13 @@ def group_rows(paired: Paired, measured: pd.DataFrame, preset: Preset) -> pd.Dat
     against the metric's threshold for that kind of gate."""
     rows = []
     log_boot = np.log(paired.cand_boot / paired.base_boot)
-    for (group, provider, metric), index in gates(measured).items():
-        shift = float(np.exp(np.median(np.log(measured.loc[index, "ratio"]))))
-        low, high = percentile_interval(np.exp(np.median(log_boot[index], axis=0))[None, :])
+    log_ratio = np.log(measured["ratio"].to_numpy(dtype=float))
+    found = gates(measured)
+    # every gate's bootstrap medians as one matrix, its interval in one call (a call per gate cost a second a report)
+    replicates = [np.exp(np.median(log_boot[index], axis=0)) for index in found.values()]
+    lows, highs = percentile_interval(np.stack(replicates) if replicates else np.empty((0, 0)))
+    for ((group, provider, metric), index), low, high in zip(found.items(), lows[:, None], highs[:, None], strict=True):
+        shift = float(np.exp(np.median(log_ratio[index])))
         gate = gate_class(provider)
         threshold = preset.threshold(metric, gate)
         flip = metric in WORSE_WHEN_LOWER

@@ -133,10 +133,12 @@ def _epilog_by_shape(
     hover: str,
     hover_columns: list[str],
     greyed=frozenset(),
-) -> go.Figure:
-    """An epilog x shape heatmap of `column`, each cell's label written in it (MULTI_KERNEL_MARK after it where
-    the fused call launched more than one kernel, "n/a" where the cell was not timed) and `hover` (a template
-    over `hover_columns` as customdata) on hover; the (epilog, column) cells in `greyed` are covered in grey."""
+) -> dict:
+    """An epilog x shape heatmap of `column` as a figure dict (plotly validates it once, where a figure is made of
+    it: validating every view's traces again as they joined one figure took half a second a figure), each cell's
+    label written in it (MULTI_KERNEL_MARK after it where the fused call launched more than one kernel, "n/a" where
+    the cell was not timed) and `hover` (a template over `hover_columns` as customdata) on hover; the (epilog,
+    column) cells in `greyed` are covered in grey."""
     rows = _columns(rows)
     shapes = list(dict.fromkeys(rows["column"]))
     epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
@@ -155,32 +157,32 @@ def _epilog_by_shape(
         for row, mask in zip(values, cover, strict=True)
     ]
     hovertemplate = "%{y} %{x}<br>" + hover + "<extra></extra>"
-    figure = go.Figure()
-    if greyed:
-        figure.add_trace(grey_cover(cover, shapes, epilogs, customdata, hovertemplate))
-    figure.add_trace(
-        go.Heatmap(
-            z=grid,
-            x=shapes,
-            y=epilogs,
-            text=text,
-            texttemplate="%{text}",
-            textfont=CELL_TEXT,
-            customdata=customdata,
-            hovertemplate=hovertemplate,
-            hoverongaps=False,
-            name=column,
-        ).update(scale)
-    )
-    figure.update_layout(
-        template=LEAN_TEMPLATE,
-        title=title,
-        height=210 + 26 * len(epilogs),
-        xaxis={"title": SHAPE_AXIS if rows["dtype"].nunique() == 1 else "dtype and shape", "type": "category"},
-        yaxis={"title": "epilog", "autorange": "reversed"},
-        margin={"l": 140},
-    )
-    return figure
+    values = {
+        "type": "heatmap",
+        "z": grid,
+        "x": shapes,
+        "y": epilogs,
+        "text": text,
+        "texttemplate": "%{text}",
+        "textfont": CELL_TEXT,
+        "customdata": customdata,
+        "hovertemplate": hovertemplate,
+        "hoverongaps": False,
+        "name": column,
+        **scale,
+    }
+    axis = SHAPE_AXIS if rows["dtype"].nunique() == 1 else "dtype and shape"
+    return {
+        "data": [grey_cover(cover, shapes, epilogs, customdata, hovertemplate), values] if greyed else [values],
+        "layout": {
+            "template": LEAN_TEMPLATE,
+            "title": {"text": title},
+            "height": 210 + 26 * len(epilogs),
+            "xaxis": {"title": {"text": axis}, "type": "category"},
+            "yaxis": {"title": {"text": "epilog"}, "autorange": "reversed"},
+            "margin": {"l": 140},
+        },
+    }
 
 
 def _cell_texts(values, kernels, label) -> list[list[str]]:
@@ -194,23 +196,25 @@ def _cell_texts(values, kernels, label) -> list[list[str]]:
     ]
 
 
-def grey_cover(cover, x, y, customdata, hovertemplate: str) -> go.Heatmap:
+def grey_cover(cover, x, y, customdata, hovertemplate: str) -> dict:
     """The grey drawn under the covered cells' text (a heatmap's values draw over it), carrying their hover: grey
-    means one thing in every heatmap, two timings not told apart, and a cell not timed is left the background's."""
-    return go.Heatmap(
-        z=[[1 if grey else None for grey in mask] for mask in cover],
-        x=x,
-        y=y,
-        customdata=[
+    means one thing in every heatmap, two timings not told apart, and a cell not timed is left the background's.
+    A trace dict, validated where its figure is made."""
+    return {
+        "type": "heatmap",
+        "z": [[1 if grey else None for grey in mask] for mask in cover],
+        "x": x,
+        "y": y,
+        "customdata": [
             [cell if grey else None for cell, grey in zip(row, mask, strict=True)]
             for row, mask in zip(customdata, cover, strict=True)
         ],
-        hovertemplate=hovertemplate,
-        hoverongaps=False,
-        colorscale=[[0, INDISTINCT_GREY], [1, INDISTINCT_GREY]],
-        showscale=False,
-        name=GREY_NAME,
-    )
+        "hovertemplate": hovertemplate,
+        "hoverongaps": False,
+        "colorscale": [[0, INDISTINCT_GREY], [1, INDISTINCT_GREY]],
+        "showscale": False,
+        "name": GREY_NAME,
+    }
 
 
 def _which(machine: str, dtypes: list[str], suite: str = "") -> str:
@@ -229,6 +233,11 @@ def speedup_heatmap(
 ) -> go.Figure:
     """Epilog x shape (x dtype, where several are given), fused's speedup over `baseline`, the value written in
     each cell, on the shared colour range; greyed where the paired interval includes 1x."""
+    return go.Figure(_speedup_view(table, machine=machine, dtypes=dtypes, baseline=baseline, suite=suite))
+
+
+def _speedup_view(table: pd.DataFrame, *, machine: str, dtypes: list[str], baseline: str, suite: str = "") -> dict:
+    """`speedup_heatmap` as a figure dict."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
     # a peer timed in groups of its own is paired with the fused of its group's run, which the hover shows
     fused = paired_fused_column(baseline) if paired_fused_column(baseline) in rows else FUSED
@@ -264,6 +273,11 @@ def epilog_cost_figure(table: pd.DataFrame, *, machine: str, dtypes: list[str], 
     """What each fused epilog costs over the plain GEMM of its workload: fused / gemm - 1, in %, with the
     interval of its round-by-round ratios where the run paired them; greyed, as a speedup is, where that interval
     includes no cost (fused and the GEMM not told apart)."""
+    return go.Figure(_cost_view(table, machine=machine, dtypes=dtypes, suite=suite))
+
+
+def _cost_view(table: pd.DataFrame, *, machine: str, dtypes: list[str], suite: str = "") -> dict:
+    """`epilog_cost_figure` as a figure dict."""
     rows = table[(table["machine"] == machine) & table["dtype"].isin(dtypes)]
     rows = _columns(_in_ms(rows, ["fused", "gemm"])).assign(
         cost_pct=rows[EPILOG_COST] * 100,
@@ -316,32 +330,36 @@ def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes=None, suite: str 
         views.update({f"{' and '.join(group)}{VIEW_GROUP}{name}": view for name, view in named})
     if not views:
         return go.Figure(layout={"template": LEAN_TEMPLATE, "title": f"{machine}: no cells"})
-    owner = [index for index, view in enumerate(views.values()) for _ in view.data]
-    traces = [trace.update(visible=index == 0) for index, view in enumerate(views.values()) for trace in view.data]
-    figure = go.Figure(data=traces, layout=next(iter(views.values())).layout)  # one copy of the traces, not two
+    owner = [index for index, view in enumerate(views.values()) for _ in view["data"]]
+    traces = [trace | {"visible": index == 0} for index, view in enumerate(views.values()) for trace in view["data"]]
+    figure = go.Figure(data=traces, layout=next(iter(views.values()))["layout"])
     restyles = [{"visible": [o == index for o in owner]} for index in range(len(views))]
     layouts = [
-        {"title.text": v.layout.title.text, "height": v.layout.height, "xaxis.title.text": v.layout.xaxis.title.text}
+        {
+            "title.text": v["layout"]["title"]["text"],
+            "height": v["layout"]["height"],
+            "xaxis.title.text": v["layout"]["xaxis"]["title"]["text"],
+        }
         for v in views.values()
     ]
     add_dropdown(figure, list(views), restyles, layouts)
     return figure
 
 
-def _metric_views(rows: pd.DataFrame, machine: str, dtypes: list[str], suite: str) -> list[tuple[str, go.Figure]]:
-    """One dtype group's heatmaps (`rows`: its cells), named: fused over unfused, over the textbook and each peer
-    timed, the epilog's cost."""
+def _metric_views(rows: pd.DataFrame, machine: str, dtypes: list[str], suite: str) -> list[tuple[str, dict]]:
+    """One dtype group's heatmaps (`rows`: its cells) as figure dicts, named: fused over unfused, over the textbook
+    and each peer timed, the epilog's cost."""
 
     def timed(column: str) -> bool:
         return column in rows and rows[column].notna().any()
 
     others = [name for name in (*reversed(BASELINES), *PEERS) if name != UNFUSED and timed(speedup_column(name))]
     views = [
-        (f"fused over {name}", speedup_heatmap(rows, machine=machine, dtypes=dtypes, baseline=name, suite=suite))
+        (f"fused over {name}", _speedup_view(rows, machine=machine, dtypes=dtypes, baseline=name, suite=suite))
         for name in (UNFUSED, *others)
     ]
     if timed(EPILOG_COST):
-        views.append(("epilog cost", epilog_cost_figure(rows, machine=machine, dtypes=dtypes, suite=suite)))
+        views.append(("epilog cost", _cost_view(rows, machine=machine, dtypes=dtypes, suite=suite)))
     return views
 
 
@@ -363,24 +381,25 @@ def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], lay
     figure.update_layout(updatemenus=[{"buttons": buttons, "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"}])
 
 
-def _ladder_points(part: pd.DataFrame, floor: np.ndarray, top: float, provider: str, measured: bool) -> dict:
+def _ladder_points(part: np.ndarray, floor: np.ndarray, top: float, provider: str, measured: bool) -> dict:
     """One provider's points at one shape: time over the floor, its 99% CI as error bars, its time in ms for the
     hover. A provider that is drawn capped (the textbook or a walkthrough rung, often far above the rest; its place
     in CAPPED sets its level) has a point above `top` drawn near the top as an up-triangle with its value written,
     each such provider a step lower than the one before, so that their numbers do not overwrite each other; its
     hover reads (ms, ratio). A point below its floor (where there is one) is drawn open, as the title says."""
-    over = (part["time_s"] / floor).to_numpy()
+    time, low, high = part  # seconds by epilog: the median and its 99% CI
+    over = time / floor
     level = CAPPED.index(provider) if provider in CAPPED else None
     beyond = (over > top) if level is not None else np.zeros(len(over), dtype=bool)
     below = (over < 1 - 1e-9) if measured else np.zeros(len(over), dtype=bool)  # the roof's own cell is at 1
     symbol = PROVIDERS[provider].symbol
     return {
         "y": rounded(np.where(beyond, top * (0.97 - CAPPED_STEP * (level or 0)), over), 3),
-        "error_y.array": rounded(np.where(beyond, np.nan, part["ci_high_s"] / floor - over), 2),
-        "error_y.arrayminus": rounded(np.where(beyond, np.nan, over - part["ci_low_s"] / floor), 2),
-        "customdata": [rounded(pair) for pair in zip(part["time_s"] * 1e3, over, strict=True)]
+        "error_y.array": rounded(np.where(beyond, np.nan, high / floor - over), 2),
+        "error_y.arrayminus": rounded(np.where(beyond, np.nan, over - low / floor), 2),
+        "customdata": [rounded(pair) for pair in zip(time * 1e3, over, strict=True)]
         if level is not None
-        else rounded(part["time_s"] * 1e3),
+        else rounded(time * 1e3),
         "text": [f"{v:.3g}x" if b else "" for v, b in zip(over, beyond, strict=True)] if level is not None else None,
         # every view names each trace's shape: a restyle without it would draw the default circle (one name for
         # every point where no point differs: a list per trace and view weighed 100 KB a page)
@@ -446,15 +465,13 @@ class _Ladder:
         # every choice's providers' epilogs in one reindex, each (choice, provider) a block of len(epilogs) rows
         blocks = [(*choice, p, e) for choice in choices for p in providers for e in epilogs]
         grid = rows.set_index(["dtype", "shape", "provider", "epilog"])[["time_s", "ci_low_s", "ci_high_s"]]
-        if blocks:
-            full = pd.MultiIndex.from_tuples(blocks, names=["dtype", "shape", "provider", "epilog"])
-            grid = grid.reindex(full).set_axis(full.get_level_values(3))
+        full = pd.MultiIndex.from_tuples(blocks, names=["dtype", "shape", "provider", "epilog"])
+        # choice x provider x (time, low, high) x epilog, in seconds: numpy, not a frame sliced per provider
+        seconds = grid.reindex(full).to_numpy(dtype=float) if blocks else np.empty((0, 3))
+        seconds = seconds.reshape(len(choices), len(providers), len(epilogs), 3).transpose(0, 1, 3, 2)
         for number, (dtype, shape) in enumerate(choices):
             unit = floors.loc[(dtype, shape)].reindex(epilogs).to_numpy() if measured else np.full(len(epilogs), 1e-3)
-            first = number * len(providers) * len(epilogs)
-            parts = {
-                p: grid.iloc[first + i * len(epilogs) : first + (i + 1) * len(epilogs)] for i, p in enumerate(providers)
-            }
+            parts = dict(zip(providers, seconds[number], strict=True))
             restyle, top = _ladder_restyle(parts, epilogs, unit, measured)
             restyles.append(restyle)
             layouts.append({"yaxis.range": [0, top], "title.text": _ladder_title(machine, dtype, shape, under[dtype])})
@@ -463,11 +480,11 @@ class _Ladder:
 
 def _ladder_restyle(parts: dict, epilogs, unit, measured: bool) -> tuple[dict, float]:
     """One shape's numbers for every trace (the floor's first, where there is one), and the axis' top; `parts`: each
-    provider's cells by epilog, in `epilogs`' order."""
+    provider's seconds (time, CI low, CI high) by epilog, in `epilogs`' order."""
     highest = [
-        float(np.nanmax(part["ci_high_s"] / unit)) * LADDER_HEADROOM
+        float(np.nanmax(part[2] / unit)) * LADDER_HEADROOM
         for p, part in parts.items()
-        if p not in CAPPED and part["ci_high_s"].notna().any()
+        if p not in CAPPED and not np.isnan(part[2]).all()
     ]
     top = max([2.0 if measured else 0.0, *highest])
     points = [_ladder_points(part, unit, top, p, measured) for p, part in parts.items()]

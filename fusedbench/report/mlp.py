@@ -81,7 +81,7 @@ def step_table(mlp: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["machine", "_d", "_l", "batch"]).drop(columns=["_l", "_d"]).reset_index(drop=True)
 
 
-def _view(rows: pd.DataFrame, baseline: str, clock: str) -> list[go.Heatmap]:
+def _view(rows: pd.DataFrame, baseline: str, clock: str) -> list[dict]:
     """Layers x batch of one dtype: fused's speedup over `baseline` by `clock`, written in each cell; where the
     intervals overlap (wall clock), a grey cover under the text, as the epilog heatmaps grey theirs, so that a cell
     not timed (n/a) stays the background's colour, not grey."""
@@ -123,23 +123,24 @@ def _view(rows: pd.DataFrame, baseline: str, clock: str) -> list[go.Heatmap]:
         "%{customdata[4]:.4g} ms host overhead<extra></extra>"
     )
     cover = grey_cover(greyed, x, layers, hover, hovertemplate) if any(map(any, greyed)) else None
-    values = go.Heatmap(
-        z=z,
-        x=x,
-        y=layers,
-        text=text,
-        texttemplate="%{text}",
-        textfont=CELL_TEXT,
-        customdata=hover,
-        hovertemplate=hovertemplate,
-        colorscale="RdBu",
-        zmin=-SPEEDUP_LOG2_RANGE,
-        zmax=SPEEDUP_LOG2_RANGE,
-        colorbar=SPEEDUP_COLORBAR,
-        xgap=2,
-        ygap=2,
-    )
-    return [cover.update(xgap=2, ygap=2), values] if cover else [values]
+    values = {
+        "type": "heatmap",
+        "z": z,
+        "x": x,
+        "y": layers,
+        "text": text,
+        "texttemplate": "%{text}",
+        "textfont": CELL_TEXT,
+        "customdata": hover,
+        "hovertemplate": hovertemplate,
+        "colorscale": "RdBu",
+        "zmin": -SPEEDUP_LOG2_RANGE,
+        "zmax": SPEEDUP_LOG2_RANGE,
+        "colorbar": SPEEDUP_COLORBAR,
+        "xgap": 2,
+        "ygap": 2,
+    }
+    return [cover | {"xgap": 2, "ygap": 2}, values] if cover else [values]
 
 
 def step_figure(table: pd.DataFrame, machine: str) -> go.Figure | None:
@@ -162,17 +163,17 @@ def step_figure(table: pd.DataFrame, machine: str) -> go.Figure | None:
     if not views:
         return None
     views.sort(key=lambda view: view != ("fp16", "unfused", "wall"))
-    figure = go.Figure(layout={"template": LEAN_TEMPLATE})
-    titles, owner = [], []  # owner: the view of each trace
+    traces, titles, owner = [], [], []  # owner: the view of each trace
     for index, (dtype, baseline, clock) in enumerate(views):
         for trace in _view(rows[rows["dtype"] == dtype], baseline, clock):
-            figure.add_trace(trace.update(visible=index == 0))
+            traces.append(trace | {"visible": index == 0})
             owner.append(index)
         grey = "; grey: the 99% intervals of the two medians overlap" if clock == "wall" else ""
         titles.append(
             f"{machine} MLP training step, {dtype}: fused over {baseline}, {CLOCKS[clock]} (>1x: fusion pays)"
             f"<br><sup>{MLP_LAYERS[0]} is the notebook's network (digits' 64 inputs); n/a: not timed{grey}</sup>"
         )
+    figure = go.Figure(data=traces, layout={"template": LEAN_TEMPLATE})  # validated once, all its traces together
     figure.update_layout(
         title=titles[0],
         xaxis={"title": "batch", "type": "category", "showgrid": False},

@@ -52,11 +52,13 @@ def peer_rows(table: pd.DataFrame, cells: pd.DataFrame, peer: str) -> pd.DataFra
     over_fused, over_unfused = speedup_column(peer), peer_ratio_column(peer)
     timed = table.dropna(subset=[over_fused])
     mine = cells[(cells["provider"] == peer) & (cells["status"] == OK)]
+    spent_by = dict(list(mine.groupby(["dtype", "epilog"], sort=False)))  # one split, not a filter per row
+    none = mine.iloc[:0]
     rows = []
     for (dtype, epilog), part in timed.groupby(["dtype", "epilog"], sort=False):
         wins = part[(part[interval_columns(over_fused)[1]] < 1) & (part[interval_columns(over_unfused)[1]] < 1)]
         gain = 1 / np.maximum(wins[over_fused], wins[over_unfused])  # from the peer's own paired ratios
-        spent = mine[(mine["dtype"] == dtype) & (mine["epilog"] == epilog)]
+        spent = spent_by.get((dtype, epilog), none)
         rows.append(
             {
                 "dtype": dtype,
