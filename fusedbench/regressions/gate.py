@@ -32,6 +32,7 @@ from fusedbench.catalog.deliberate import gpu_machine
 from fusedbench.catalog.model import cell_label
 from fusedbench.catalog.suites import SUITES
 from fusedbench.errors import FusedbenchError
+from fusedbench.frames import plain_rows
 from fusedbench.regressions.compare import (
     ALL_PROVIDERS,
     CELL,
@@ -142,8 +143,9 @@ def judge_comparison(comparison: Comparison) -> Judged:
     """The alerts and warnings of one comparison (module docstring)."""
     cells, warnings, failing = comparison.cells, [], []
     known: list[tuple[float, str]] = []  # inversions present in both runs: one summary line, worst first
-    for index, row in zip(cells.index, cells.to_dict("records"), strict=True):  # dicts: iterrows' Series are slow
-        kind = _cell_alert(row, warnings, known)
+    columns = list(cells.columns)
+    for index, values in zip(cells.index, plain_rows(cells, columns), strict=True):  # dicts: Series are slow
+        kind = _cell_alert(dict(zip(columns, values, strict=True)), warnings, known)
         if kind is not None:
             failing.append((index, kind.value))
     gpus = {gpu_machine(run.machine) for run in (comparison.baseline, comparison.candidate)}

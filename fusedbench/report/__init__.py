@@ -373,30 +373,30 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     cells = shown[~in_peers_suite(shown)]  # a machine's sections: its newest runs of the other suites
     runs = group_runs(results)
     mlp = shown_mlp(results, machines=machines, commits=commits)
-    pending_verdicts = [in_child(judge_every_suite, results, [m]) for m in shown_machines(shown, mlp, machines)]
+    chosen = replace(results, cells=shown, detail=results.detail.loc[shown.index])  # what `advise` reads
+    judged = shown_machines(shown, mlp, machines)
+    # every part in a child of its own: a machine's section, verdicts and history; the verdicts of a machine with
+    # only peers or mlp runs; each machine's peers; the MLP section (the parent only puts the page together)
+    pending_machines = {
+        machine: in_child(machine_page, results, chosen, cells, runs, machine, machine in judged)
+        for machine in dict.fromkeys(cells["machine"])
+    }
+    pending_verdicts = [in_child(judge_every_suite, results, [m]) for m in judged if m not in pending_machines]
     newest_peers = {machine: newest_by_group(peers, runs, machine) for machine in dict.fromkeys(peers["machine"])}
     pending_peers = [
         in_child(peers_page, peers, results.detail, results.roofs, machine, newest)
         for machine, newest in newest_peers.items()
     ]
     pending_mlp = in_child(mlp_page, mlp)
-    page, headlines, tables, parts = _Page(), {}, {}, {}
+    page, headlines, tables, found = _Page(), {}, {}, {}
     if shown.empty and mlp.empty:
         page.add("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
-    chosen = replace(results, cells=shown, detail=results.detail.loc[shown.index])  # what `advise` reads
-    for machine in dict.fromkeys(cells["machine"]):
-        parts[machine] = (_Page(), _Page())  # above and below the machine's gate verdicts
-        current = newest_cells(cells, runs, machine)
-        tables[machine], headlines[machine] = machine_section(*parts[machine], chosen, current)
-    verdicts = {v.machine: v for pending in pending_verdicts for v in pending()}
-    for machine, (above, below) in parts.items():
-        page.extend(above)
-        if machine in verdicts:
-            page.add(alerts_html(page, verdicts[machine]))
-        page.extend(below)
-        history_section(
-            page, results, cells[cells["machine"] == machine], runs, machine, tables[machine], verdicts.get(machine)
-        )
+    for machine, pending in pending_machines.items():
+        part, verdicts, tables[machine], headlines[machine] = pending()
+        page.extend(part)
+        found |= {v.machine: v for v in verdicts}
+    found |= {v.machine: v for pending in pending_verdicts for v in pending()}
+    verdicts = {machine: found[machine] for machine in judged if machine in found}  # the machines' order
     if pending_peers:
         page.add(*peers_intro(page.heading))
     for pending in pending_peers:
@@ -447,6 +447,22 @@ def peers_page(peers: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame, m
     page = _Page()
     page.add(*machine_peers(peers, detail, roofs, machine, newest, page.heading, page.div))
     return page
+
+
+def machine_page(results: ResultSet, chosen: ResultSet, cells: pd.DataFrame, runs: pd.DataFrame, machine: str,
+                 judged: bool) -> tuple[_Page, list, pd.DataFrame, pd.DataFrame]:  # fmt: skip
+    """A machine's section on a page of its own (`report.forked` computes it beside the rest): its newest runs'
+    section (`machine_section`; `chosen`: every cell shown), the gate's verdicts where `judged`, and its history.
+    Returns the page, the verdicts, the speedups table and the headline."""
+    page, below = _Page(), _Page()
+    table, headline = machine_section(page, below, chosen, newest_cells(cells, runs, machine))
+    verdicts = judge_every_suite(results, [machine]) if judged else []
+    for verdict in verdicts:
+        page.add(alerts_html(page, verdict))
+    page.extend(below)
+    mine = cells[cells["machine"] == machine]
+    history_section(page, results, mine, runs, machine, table, verdicts[0] if verdicts else None)
+    return page, verdicts, table, headline
 
 
 def machine_section(above: _Page, below: _Page, results: ResultSet, current: pd.DataFrame) -> tuple:

@@ -1,7 +1,7 @@
 """Independent parts of the report computed in forked child processes while the parent goes on.
 
-A report is pieces of work that need nothing of each other (each machine's gate verdicts, the peers
-section, the machine sections), each single-threaded pandas and numpy: on a machine of two cores or more
+A report is pieces of work that need nothing of each other (each machine's section with its verdicts and history,
+each machine's peers, the MLP section), each single-threaded pandas and numpy: on a machine of two cores or more
 they share its cores rather than taking turns on one. A forked child shares the parent's loaded results
 without copying them and sends back its value pickled. Where fork is not offered (not Linux) or only one
 core is usable, the work is done at once in the caller, with the same result.
