@@ -12,8 +12,16 @@ PACKAGE = ROOT / "fusedbench"
 GPU_LIBRARIES = {"cupy", "cupyx", "nvmath", "torch", "triton", "numba"}
 # The layers in the order the data flows (docs/architecture.md): each imports only itself and those before it.
 LAYERS = ("catalog", "measure", "results", "analysis", "regressions", "report", "cli")
-# The foundation every layer may use, which imports nothing of the layers: errors, atomic files, statistics.
-FOUNDATION = {"fusedbench", "fusedbench.errors", "fusedbench.files", "fusedbench.stats", "fusedbench.bootstrap"}
+# The foundation every layer may use, which imports nothing of the layers: errors, atomic files, statistics, rows of
+# frames as plain tuples.
+FOUNDATION = {
+    "fusedbench",
+    "fusedbench.errors",
+    "fusedbench.files",
+    "fusedbench.stats",
+    "fusedbench.bootstrap",
+    "fusedbench.frames",
+}
 
 
 def module_name(path: Path) -> str:

@@ -803,3 +803,23 @@ def test_a_png_is_rendered_without_the_cells_halo_and_the_page_keeps_it(monkeypa
     (png,) = rendered
     assert {t.textfont.shadow for t in png.data if t.type == "heatmap" and t.text is not None} == {"none"}
     assert {t.textfont.shadow for t in figure.data if t.type == "heatmap" and t.text is not None} == {"auto"}
+
+
+def test_merged_figures_draw_each_ones_traces_only_in_its_own_views():
+    import plotly.graph_objects as go
+
+    from fusedbench.report.figures import add_dropdown, merge_views
+
+    views = go.Figure([go.Heatmap(z=[[1]]), go.Heatmap(z=[[2]], visible=False)], layout={"height": 300})
+    add_dropdown(views, ["a: one", "a: two"], [{"visible": [True, False]}, {"visible": [False, True]}], [{}, {}])
+    shapes = go.Figure(go.Scatter(y=[1, 2]), layout={"height": 500, "shapes": [{"type": "line", "y0": 1, "y1": 1}]})
+    add_dropdown(shapes, ["b: one"], [{"y": [[3, 4]]}], [{"title.text": "B"}])
+    merged = merge_views([views, shapes, go.Figure(go.Scatter(y=[9]))], ["", "peers ", "x "])  # no views: left out
+    assert [trace.visible for trace in merged.data] == [None, False, False]  # the first view as it was drawn
+    buttons = merged.layout.updatemenus[0].buttons
+    assert [b.label for b in buttons] == ["a: one", "a: two", "peers b: one"]
+    assert [b.args[0]["visible"] for b in buttons] == [[True, False, False], [False, True, False], [False, False, True]]
+    assert buttons[2].args[0]["y"] == [None, None, [3, 4]]  # a restyle reaches its own traces only
+    assert buttons[0].args[1]["height"] == 300 and buttons[2].args[1]["height"] == 500
+    assert buttons[2].args[1]["title.text"] == "B" and buttons[2].args[1]["shapes"][0]["y0"] == 1
+    assert buttons[0].args[1]["shapes"] == []  # its own floor lines: none

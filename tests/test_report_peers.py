@@ -61,14 +61,20 @@ def test_a_peers_run_has_its_own_section_and_leaves_the_machines_newest_default_
     assert f"from commits {PEERS_RUN}, {DEFAULT_RUN}" in page
     peers_section = page[page.index("<h2 id='peers'>") :]
     assert f"<h3 id='{MACHINE}-peers'>" in peers_section and f"commits {PEERS_RUN} (Fp16SeedPeers" in peers_section
-    assert f'id="{MACHINE}-peers-heatmap"' in page and f'id="{MACHINE}-peers-ladder"' in page
-    for figure in ("heatmap", "ladder"):  # one figure each, a view switch grouping its views by dtype
-        select = re.search(f"<select id='{MACHINE}-peers-{figure}-view'.*?</select>", page).group(0)
-        assert re.findall("<optgroup label='([^']+)'>", select) == ["fp16", "bf16"]
+    # the peers run's heatmap and ladder are views of the machine's own figures, which its part links to
+    assert f'id="{MACHINE}-peers-heatmap"' not in page and f'id="{MACHINE}-peers-ladder"' not in page
+    assert f"href='#{MACHINE}-heatmap'" in peers_section and f"href='#{MACHINE}-ladder'" in peers_section
+    for figure in ("heatmap", "ladder"):  # one figure each, a view switch grouping each run's views by dtype
+        select = re.search(f"<select id='{MACHINE}-{figure}-view'.*?</select>", page).group(0)
+        groups = re.findall("<optgroup label='([^']+)'>", select)
+        own = {"heatmap": ["fp16", "bf16", "tf32 and fp8"], "ladder": ["fp16", "bf16", "tf32", "fp8"]}[figure]
+        assert groups == [*own, "peers fp16", "peers bf16"], groups  # the default run's views, then the peers run's
     assert "triton: its time over fused and over unfused" in peers_section
     assert "<details open><summary>triton: its time over fused" in peers_section  # 64 rows: open all the same
-    assert f"{MACHINE} peers fp16: fused over unfused" in peers_section  # its own titles, not the main heatmap's
-    assert f"{MACHINE} peers fp16: fused over" not in page[: page.index("<h2 id='peers'>")]
+    machine_section = page[page.index(f"<h2 id='{MACHINE}'>") : page.index("<h2 id='peers'>")]
+    assert f"{MACHINE} peers fp16: fused over unfused" in machine_section  # its views' titles say whose they are
+    assert f"{MACHINE} peers fp16 (8192,256)x(256,65536): each provider" in machine_section
+    assert f"{MACHINE} fp16: fused over unfused" in machine_section  # beside the machine's own run's
     assert "the one-pass backward (unfused) against the two passes it replaced" in peers_section
     # the README's PNGs stay the default run's heatmaps
     assert all(PEERS_RUN not in figure.layout.title.text for figure in key_figures(results).values())
@@ -196,8 +202,8 @@ def test_the_report_names_each_groups_newest_run_and_draws_the_group_of_its_own(
     assert peers_section.count(" of 5</td>") == 32 + 16  # triton's rows, torch-compile's: every shape in each
     assert f"{PEERS_RUN} (Fp16SeedPeers, Fp16MemboundPeers" in peers_section
     assert "torch-compile: its time over fused and over unfused" in peers_section
-    assert "fused over torch-compile" in peers_section and "triton: its time over fused" in peers_section
-    ladder = peers_section[peers_section.index(f'id="{MACHINE}-peers-ladder"') :]
+    assert "<option>fused over torch-compile</option>" in page and "triton: its time over fused" in peers_section
+    ladder = page[page.index(f'id="{MACHINE}-ladder"') :]
     ladder = ladder[: ladder.index("</script>")]
     assert '"name":"torch-compile"' in ladder and '"name":"triton"' in ladder  # both peers on the fp16 ladder
     header = re.search(f"<h2 id='{MACHINE}'>.*?</h2>", page).group(0)

@@ -44,6 +44,7 @@ from fusedbench.report.figures import (
     heatmap_views,
     ladder_figure,
     machines_figure,
+    merge_views,
     speedup_heatmap,
     trend_figure,
 )
@@ -375,32 +376,35 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
     mlp = shown_mlp(results, machines=machines, commits=commits)
     chosen = replace(results, cells=shown, detail=results.detail.loc[shown.index])  # what `advise` reads
     judged = shown_machines(shown, mlp, machines)
-    # every part in a child of its own: a machine's section, verdicts and history; the verdicts of a machine with
-    # only peers or mlp runs; each machine's peers; the MLP section (the parent only puts the page together)
+    # every part in a child of its own: a machine's section with its verdicts, history and part of the peers
+    # section; a machine's with only peers or mlp runs; the MLP section (the parent only puts the page together)
+    newest_peers = {machine: newest_by_group(peers, runs, machine) for machine in dict.fromkeys(peers["machine"])}
     pending_machines = {
-        machine: in_child(machine_page, results, chosen, cells, runs, machine, machine in judged)
+        machine: in_child(
+            machine_page, results, chosen, cells, runs, machine, machine in judged, peers, newest_peers.get(machine, {})
+        )
         for machine in dict.fromkeys(cells["machine"])
     }
     pending_verdicts = [in_child(judge_every_suite, results, [m]) for m in judged if m not in pending_machines]
-    newest_peers = {machine: newest_by_group(peers, runs, machine) for machine in dict.fromkeys(peers["machine"])}
-    pending_peers = [
-        in_child(peers_page, peers, results.detail, results.roofs, machine, newest)
+    pending_peers = {  # the peers of a machine with no section of its own
+        machine: in_child(peers_page, peers, results.detail, results.roofs, machine, newest)
         for machine, newest in newest_peers.items()
-    ]
+        if machine not in pending_machines
+    }
     pending_mlp = in_child(mlp_page, mlp)
-    page, headlines, tables, found = _Page(), {}, {}, {}
+    page, headlines, tables, found, peers_parts = _Page(), {}, {}, {}, {}
     if shown.empty and mlp.empty:
         page.add("<p>No fusedbench results yet: <code>fusedbench run</code> on a GPU machine writes them.</p>")
     for machine, pending in pending_machines.items():
-        part, verdicts, tables[machine], headlines[machine] = pending()
+        part, peers_parts[machine], verdicts, tables[machine], headlines[machine] = pending()
         page.extend(part)
         found |= {v.machine: v for v in verdicts}
     found |= {v.machine: v for pending in pending_verdicts for v in pending()}
     verdicts = {machine: found[machine] for machine in judged if machine in found}  # the machines' order
-    if pending_peers:
+    if newest_peers:
         page.add(*peers_intro(page.heading))
-    for pending in pending_peers:
-        page.extend(pending())
+    for machine in newest_peers:
+        page.extend(pending_peers[machine]() if machine in pending_peers else peers_parts[machine])
     page.extend(pending_mlp())
     for machine, verdict in verdicts.items():
         if machine not in tables:  # a machine with only peers or mlp runs: its verdicts still shown
@@ -443,33 +447,45 @@ def mlp_page(mlp: pd.DataFrame) -> _Page:
 
 
 def peers_page(peers: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame, machine: str, newest: dict) -> _Page:
-    """A machine's part of the peers section on a page of its own (`report.forked` computes it beside the rest)."""
+    """The peers part of a machine with no section of its own (only peers runs), on a page of its own
+    (`report.forked` computes it beside the rest), its figures drawn there."""
     page = _Page()
-    page.add(*machine_peers(peers, detail, roofs, machine, newest, page.heading, page.div))
+    page.add(*machine_peers(peers, detail, roofs, machine, newest, page.heading, page.div)[0])
     return page
 
 
 def machine_page(results: ResultSet, chosen: ResultSet, cells: pd.DataFrame, runs: pd.DataFrame, machine: str,
-                 judged: bool) -> tuple[_Page, list, pd.DataFrame, pd.DataFrame]:  # fmt: skip
+                 judged: bool, peers: pd.DataFrame, newest_peers: dict) -> tuple:  # fmt: skip
     """A machine's section on a page of its own (`report.forked` computes it beside the rest): its newest runs'
-    section (`machine_section`; `chosen`: every cell shown), the gate's verdicts where `judged`, and its history.
-    Returns the page, the verdicts, the speedups table and the headline."""
-    page, below = _Page(), _Page()
-    table, headline = machine_section(page, below, chosen, newest_cells(cells, runs, machine))
+    section (`machine_section`; `chosen`: every cell shown) with its peers runs' views in its figures, the gate's
+    verdicts where `judged`, and its history; and its part of the peers section (`newest_peers`: group -> the
+    newest run of each peers group it ran; none: no part). Returns both pages, the verdicts, the speedups table
+    and the headline."""
+    page, below, peers_part, beside = _Page(), _Page(), _Page(), ()
+    if newest_peers:
+        parts, beside = machine_peers(peers, results.detail, results.roofs, machine, newest_peers, peers_part.heading,
+                                      peers_part.div, beside=True)  # fmt: skip
+        peers_part.add(*parts)
+    table, headline = machine_section(page, below, chosen, newest_cells(cells, runs, machine), beside)
     verdicts = judge_every_suite(results, [machine]) if judged else []
     for verdict in verdicts:
         page.add(alerts_html(page, verdict))
     page.extend(below)
     mine = cells[cells["machine"] == machine]
     history_section(page, results, mine, runs, machine, table, verdicts[0] if verdicts else None)
-    return page, verdicts, table, headline
+    return page, peers_part, verdicts, table, headline
 
 
-def machine_section(above: _Page, below: _Page, results: ResultSet, current: pd.DataFrame) -> tuple:
+# The names merge_views lists a machine's figures' views under: its own runs' ('fp16: ...'), then its peers runs'
+# ('peers fp16: ...').
+PEERS_VIEWS = ["", "peers "]
+
+
+def machine_section(above: _Page, below: _Page, results: ResultSet, current: pd.DataFrame, beside=()) -> tuple:
     """One machine's section from its newest runs (`current`; `results`: every cell shown, which `advise` reads):
-    on `above` the environment, on `below` (after the gate's verdicts, which a child process computes meanwhile)
-    the heatmap and ladder (each a view per dtype), the kernels, advice, what did not run, noise.
-    Returns its speedups table and headline."""
+    on `above` the environment, on `below` (after the gate's verdicts) the heatmap and ladder (each a view per
+    dtype, and the views of `beside`'s heatmap and ladder, its peers runs', under 'peers'), the kernels, advice,
+    what did not run, noise. Returns its speedups table and headline."""
     machine = current["machine"].iloc[0]
     newest_commit = current.loc[current.join(results.detail["started_ms"])["started_ms"].idxmax(), "commit"]
     ladder = ladder_cells(current, across_commits=True)  # each workload's providers once
@@ -481,10 +497,14 @@ def machine_section(above: _Page, below: _Page, results: ResultSet, current: pd.
         + environment_card(results.records, machine, newest_commit)
         + f"<p>These runs' cells as gzipped CSV: {csv_link(current, machine, newest_commit)}</p></div>",
     )
+    figures = heatmap_views(table, machine=machine), ladder_figure(ladder, results.roofs, machine=machine)
+    if beside:  # the peers runs' views in the same figures
+        figures = [merge_views([mine, theirs], PEERS_VIEWS) for mine, theirs in zip(figures, beside, strict=True)]
+    heatmap, ladder_of_providers = figures
     below.add(
         below.heading(3, anchor(machine, "epilogs"), f"{machine}: every epilog, dtype by dtype"),
-        below.div(heatmap_views(table, machine=machine), anchor(machine, "heatmap")),
-        below.div(ladder_figure(ladder, results.roofs, machine=machine), anchor(machine, "ladder")),
+        below.div(heatmap, anchor(machine, "heatmap")),
+        below.div(ladder_of_providers, anchor(machine, "ladder")),
         below.heading(3, anchor(machine, "kernels"), f"{machine}: fused cells that launch more than one kernel"),
         multi_kernel_table(current),
         below.heading(3, anchor(machine, "advice"), f"{machine}: when to fuse (fusedbench advise)"),

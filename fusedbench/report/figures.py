@@ -157,7 +157,7 @@ def _epilog_by_shape(
         for row, mask in zip(values, cover, strict=True)
     ]
     hovertemplate = "%{y} %{x}<br>" + hover + "<extra></extra>"
-    values = {
+    heatmap = {
         "type": "heatmap",
         "z": grid,
         "x": shapes,
@@ -171,17 +171,22 @@ def _epilog_by_shape(
         "name": column,
         **scale,
     }
-    axis = SHAPE_AXIS if rows["dtype"].nunique() == 1 else "dtype and shape"
     return {
-        "data": [grey_cover(cover, shapes, epilogs, customdata, hovertemplate), values] if greyed else [values],
-        "layout": {
-            "template": LEAN_TEMPLATE,
-            "title": {"text": title},
-            "height": 210 + 26 * len(epilogs),
-            "xaxis": {"title": {"text": axis}, "type": "category"},
-            "yaxis": {"title": {"text": "epilog"}, "autorange": "reversed"},
-            "margin": {"l": 140},
-        },
+        "data": [grey_cover(cover, shapes, epilogs, customdata, hovertemplate), heatmap] if greyed else [heatmap],
+        "layout": _epilog_layout(title, len(epilogs), several_dtypes=rows["dtype"].nunique() > 1),
+    }
+
+
+def _epilog_layout(title: str, epilogs: int, *, several_dtypes: bool) -> dict:
+    """An epilog x shape heatmap's layout: a row of 26 px per epilog, its x axis the shapes (dtype and shape where
+    several dtypes share it)."""
+    return {
+        "template": LEAN_TEMPLATE,
+        "title": {"text": title},
+        "height": 210 + 26 * epilogs,
+        "xaxis": {"title": {"text": "dtype and shape" if several_dtypes else SHAPE_AXIS}, "type": "category"},
+        "yaxis": {"title": {"text": "epilog"}, "autorange": "reversed"},
+        "margin": {"l": 140},
     }
 
 
@@ -363,6 +368,40 @@ def _metric_views(rows: pd.DataFrame, machine: str, dtypes: list[str], suite: st
     return views
 
 
+def merge_views(figures: list[go.Figure], names: list[str]) -> go.Figure:
+    """One figure holding the views of several (`figures[0]`, changed in place, then the others'), each figure's
+    traces drawn only in its own views, its views listed under its name ('peers ' + 'fp16: fused over triton'):
+    a figure the page draws costs its drawing, a hidden trace nothing. A figure without views is left out. Each
+    view names its source's axis titles and height, and its floor lines where the sources' differ."""
+    kept = [(figure, name) for figure, name in zip(figures, names, strict=True) if figure.layout.updatemenus]
+    if not kept:
+        return figures[0]
+    figures, names = [figure for figure, _ in kept], [name for _, name in kept]
+    first, counts = figures[0], [len(figure.data) for figure in figures]
+    if len(figures) == 1:
+        return first
+    shapes = {str(figure.layout.shapes) for figure in figures}
+    labels, restyles, layouts, start = [], [], [], 0
+    for figure, name, count in zip(figures, names, counts, strict=True):
+        before, after = [None] * start, [None] * (sum(counts) - start - count)
+        own = {
+            "height": figure.layout.height,
+            "xaxis.title.text": figure.layout.xaxis.title.text,
+            "yaxis.title.text": figure.layout.yaxis.title.text,
+        } | ({"shapes": [shape.to_plotly_json() for shape in figure.layout.shapes]} if len(shapes) > 1 else {})
+        for button in figure.layout.updatemenus[0].buttons:
+            restyle, relayout = button.args
+            visible = restyle.get("visible", [True] * count)
+            restyle = {key: [*before, *values, *after] for key, values in restyle.items() if key != "visible"}
+            restyles.append(restyle | {"visible": [False] * start + list(visible) + [False] * len(after)})
+            labels.append(name + button.label)
+            layouts.append(own | relayout)
+        start += count
+    first.add_traces([trace.update(visible=False) for figure in figures[1:] for trace in figure.data])
+    add_dropdown(first, labels, restyles, layouts)
+    return first
+
+
 def add_title_line(figure: go.Figure, text: str) -> None:
     """A further small line under the figure's title (a PNG names its commits so), the top margin grown to hold
     it rather than the line drawn over the plot."""
@@ -378,7 +417,8 @@ def add_dropdown(figure: go.Figure, labels: list[str], restyles: list[dict], lay
         {"label": label, "method": "update", "args": [restyle, layout]}
         for label, restyle, layout in zip(labels, restyles, layouts, strict=True)
     ]
-    figure.update_layout(updatemenus=[{"buttons": buttons, "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"}])
+    # assigned, not updated: an update merges a figure's dropdown of before into this one, button by button
+    figure.layout.updatemenus = [{"buttons": buttons, "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"}]
 
 
 def _ladder_points(part: np.ndarray, floor: np.ndarray, top: float, provider: str, measured: bool) -> dict:
@@ -412,7 +452,7 @@ def _ladder_points(part: np.ndarray, floor: np.ndarray, top: float, provider: st
     }
 
 
-def ladder_figure(cells: pd.DataFrame, roofs: pd.DataFrame, *, machine: str, dtypes=None) -> go.Figure:
+def ladder_figure(cells: pd.DataFrame, roofs: pd.DataFrame, *, machine: str, dtypes=None, suite: str = "") -> go.Figure:
     """Every provider's time over its workload's floor per epilog, one shape of one of `dtypes` (all the machine's
     where not given) at a time, a dropdown picking it, on a linear axis: 1 is the floor, marked under each epilog
     (every shape in ms where the machine's runs measured no ceilings for one of them: `roofs`,
@@ -424,11 +464,11 @@ def ladder_figure(cells: pd.DataFrame, roofs: pd.DataFrame, *, machine: str, dty
     rows = with_shape(cells[(cells["machine"] == machine) & (cells["status"] == OK)])
     dtypes = [d for d in DTYPES if d in set(rows["dtype"]) and d in (dtypes or DTYPES)]
     rows = rows[rows["dtype"].isin(dtypes)]
-    ladder = _Ladder.of(rows, roofs, machine, dtypes)
+    ladder = _Ladder.of(rows, roofs, machine, dtypes, suite)
     figure = go.Figure()
     _ladder_traces(figure, ladder)
     figure.update_layout(**_ladder_layout(ladder, machine, dtypes))
-    if len(ladder.choices) > 1:
+    if ladder.choices:  # a dropdown even of one shape: its view, where other figures' views join it (merge_views)
         labels = [f"{dtype}{VIEW_GROUP}{shape}" for dtype, shape in ladder.choices]
         add_dropdown(figure, labels, ladder.restyles, ladder.layouts)
     return figure
@@ -447,7 +487,7 @@ class _Ladder:
     layouts: list[dict]
 
     @classmethod
-    def of(cls, rows: pd.DataFrame, roofs: pd.DataFrame, machine: str, dtypes: list[str]) -> _Ladder:
+    def of(cls, rows: pd.DataFrame, roofs: pd.DataFrame, machine: str, dtypes: list[str], suite: str) -> _Ladder:
         epilogs = [e for e in EPILOG_ORDER if e in set(rows["epilog"])]
         # The workload's floor (the epilog's FLOPs and bytes under the machine's roofs); the gemm cell's own is lower.
         floors = rows[rows["provider"] != "gemm"].dropna(subset=["floor_s"])
@@ -474,7 +514,8 @@ class _Ladder:
             parts = dict(zip(providers, seconds[number], strict=True))
             restyle, top = _ladder_restyle(parts, epilogs, unit, measured)
             restyles.append(restyle)
-            layouts.append({"yaxis.range": [0, top], "title.text": _ladder_title(machine, dtype, shape, under[dtype])})
+            title = _ladder_title(_which(machine, [dtype], suite), shape, under[dtype])
+            layouts.append({"yaxis.range": [0, top], "title.text": title})
         return cls(epilogs, providers, choices, measured, restyles, layouts)
 
 
@@ -574,9 +615,9 @@ def _roof(roofs: pd.DataFrame, machine: str, dtype: str) -> str:
     )
 
 
-def _ladder_title(machine: str, dtype: str, shape: str, under: str) -> str:
+def _ladder_title(which: str, shape: str, under: str) -> str:
     return (
-        f"{machine} {dtype} {shape}: each provider's time over its floor<br><sup>floor (black line): {under}<br>"
+        f"{which} {shape}: each provider's time over its floor<br><sup>floor (black line): {under}<br>"
         "open marker: below its floor (the GEMM alone skips the epilog's reads and writes); error bars: 99% CI</sup>"
     )
 

@@ -169,18 +169,30 @@ def peers_intro(heading) -> list[str]:
 
 
 def machine_peers(cells: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame, machine: str,
-                  newest: dict[str, str], heading, figure_div) -> list[str]:  # fmt: skip
-    """One machine's part of the peers section (`newest`: group -> its newest run): the heatmaps and ladders with
-    the peers, the peers' tables and the TwoPass control. `heading(level, ident, text)` and `figure_div(figure,
-    ident)` are the report's own."""
+                  newest: dict[str, str], heading, figure_div, *, beside: bool = False) -> tuple:  # fmt: skip
+    """One machine's part of the peers section (`newest`: group -> its newest run): the heatmap and ladder with the
+    peers, the peers' tables and the TwoPass control; and the two figures. `beside`: the machine's own section
+    draws the figures' views beside its own (`figures.merge_views`), so this part links there rather than drawing
+    them. `heading(level, ident, text)` and `figure_div(figure, ident)` are the report's own."""
     current = cells[(cells["machine"] == machine) & (cells["commit"] == cells["group"].map(newest))]
     table = peers_speedups(current, detail.loc[current.index])
     ladder = ladder_cells(current)
     ladder = pd.concat([ladder, peers_beside(ladder, current[current["group"].isin(PEER_ONLY_GROUPS)])])
+    figures = (
+        heatmap_views(table, machine=machine, suite="peers"),
+        ladder_figure(ladder, roofs, machine=machine, suite="peers"),
+    )
     runs = ", ".join(f"{html.escape(commit[:8])} ({', '.join(groups)})" for commit, groups in _runs(newest).items())
     parts = [heading(3, anchor(machine, "peers"), f"{machine}: the peers") + f"<p class='muted'>commits {runs}</p>"]
-    parts.append(figure_div(heatmap_views(table, machine=machine, suite="peers"), anchor(machine, "peers", "heatmap")))
-    parts.append(figure_div(ladder_figure(ladder, roofs, machine=machine), anchor(machine, "peers", "ladder")))
+    if beside:
+        parts.append(
+            f"<p>Their heatmap and ladder are the <b>peers</b> views of {html.escape(machine)}'s "
+            f"<a href='#{anchor(machine, 'heatmap')}'>heatmap</a> and <a href='#{anchor(machine, 'ladder')}'>ladder"
+            "</a> (the view switch above each: <i>peers fp16</i> and on).</p>"
+        )
+    else:
+        parts.append(figure_div(figures[0], anchor(machine, "peers", "heatmap")))
+        parts.append(figure_div(figures[1], anchor(machine, "peers", "ladder")))
     parts += _peer_tables(table, ladder)
     parts.append(
         "<p>The cells of these groups that did not run, and why (a numba cell past half a second a "
@@ -190,4 +202,4 @@ def machine_peers(cells: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame
     if not control.empty:
         summary = "the one-pass backward (unfused) against the two passes it replaced (the TwoPass control)"
         parts.append(folded(summary, table_html(control), len(control)))
-    return parts
+    return parts, figures
