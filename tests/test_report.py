@@ -606,11 +606,8 @@ def test_dtypes_timed_at_one_shape_share_one_epilog_by_dtype_view(results):
     labels = [b.label for b in menu.buttons]
     assert labels[0] == "fp16: fused over unfused" and "tf32 and fp8: fused over unfused" in labels
     view = menu.buttons[labels.index("tf32 and fp8: fused over unfused")].args
-    assert view[1] == {
-        "title.text": figure.layout.title.text,
-        "height": figure.layout.height,
-        "xaxis.title.text": "dtype and shape",
-    }
+    assert view[1] == {"title.text": figure.layout.title.text, "xaxis.title.text": "dtype and shape"}
+    assert heatmap_views(merged, machine=MACHINE).layout.height == max(figure.layout.height, 626)  # the tallest
     traces = heatmap_views(merged, machine=MACHINE).data
     shown = [trace for trace, on in zip(traces, view[0]["visible"], strict=True) if on]
     assert [list(t.x) for t in shown] == [list(t.x) for t in figure.data]  # the tf32 and fp8 heatmap's traces
@@ -820,6 +817,6 @@ def test_merged_figures_draw_each_ones_traces_only_in_its_own_views():
     assert [b.label for b in buttons] == ["a: one", "a: two", "peers b: one"]
     assert [b.args[0]["visible"] for b in buttons] == [[True, False, False], [False, True, False], [False, False, True]]
     assert buttons[2].args[0]["y"] == [None, None, [3, 4]]  # a restyle reaches its own traces only
-    assert buttons[0].args[1]["height"] == 300 and buttons[2].args[1]["height"] == 500
+    assert merged.layout.height == 500 and "height" not in buttons[0].args[1]  # the tallest's: no view resizes it
     assert buttons[2].args[1]["title.text"] == "B" and buttons[2].args[1]["shapes"][0]["y0"] == 1
     assert buttons[0].args[1]["shapes"] == []  # its own floor lines: none

@@ -181,8 +181,12 @@ def test_the_ladders_view_switch_is_reached_and_worked_by_keyboard_and_redraws_i
             "() => document.getElementById('h200-141gb-ladder').layout.title.text.includes('(16384,512)')"
         )
         fused = page.evaluate("() => document.getElementById('h200-141gb-ladder').data.find(t => t.name === 'fused')")
+        label = page.evaluate("() => document.getElementById('h200-141gb-ladder').closest('[role=figure]').ariaLabel")
+        chosen = page.evaluate("() => document.getElementById('h200-141gb-ladder-view').selectedOptions[0].text")
         browser.close()
     assert "(8192,256)x(256,65536)" in before
+    assert "(16384,512)" in label and "<" not in label  # a screen reader names the view chosen, as text
+    assert chosen.startswith("fp16: ")  # the closed switch says which dtype
     cells = load_results(SHAPES).cells.query("provider == 'fused' and m == 16384 and k == 512 and n == 16384")
     times = cells.set_index("epilog").loc[fused["x"], "time_s"]
     assert fused["y"] == [float(f"{t * 1e3:.3g}") for t in times]  # this run measured no ceilings: ms

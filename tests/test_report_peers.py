@@ -15,7 +15,7 @@ import pytest
 from fusedbench.analysis.speedups import ladder_cells, peers_speedups, speedups
 from fusedbench.catalog.suites import PEER_ONLY_GROUPS
 from fusedbench.report import key_figures, render_report
-from fusedbench.report.figures import heatmap_views, ladder_figure, speedup_heatmap
+from fusedbench.report.figures import CAPPED, heatmap_views, ladder_figure, speedup_heatmap
 from fusedbench.report.peers import in_peers_suite, peer_rows, peers_beside, two_pass_rows
 from fusedbench.results.loader import load_results
 
@@ -63,7 +63,9 @@ def test_a_peers_run_has_its_own_section_and_leaves_the_machines_newest_default_
     assert f"<h3 id='{MACHINE}-peers'>" in peers_section and f"commits {PEERS_RUN} (Fp16SeedPeers" in peers_section
     # the peers run's heatmap and ladder are views of the machine's own figures, which its part links to
     assert f'id="{MACHINE}-peers-heatmap"' not in page and f'id="{MACHINE}-peers-ladder"' not in page
-    assert f"href='#{MACHINE}-heatmap'" in peers_section and f"href='#{MACHINE}-ladder'" in peers_section
+    assert f"href='#{MACHINE}-heatmap-view'>{MACHINE}'s heatmap</a>" in peers_section  # to its view switch
+    assert f"href='#{MACHINE}-ladder-view'>{MACHINE}'s ladder</a>" in peers_section
+    assert "choose <i>peers fp16</i> or <i>peers bf16</i> in the view switch" in peers_section
     for figure in ("heatmap", "ladder"):  # one figure each, a view switch grouping each run's views by dtype
         select = re.search(f"<select id='{MACHINE}-{figure}-view'.*?</select>", page).group(0)
         groups = re.findall("<optgroup label='([^']+)'>", select)
@@ -202,7 +204,10 @@ def test_the_report_names_each_groups_newest_run_and_draws_the_group_of_its_own(
     assert peers_section.count(" of 5</td>") == 32 + 16  # triton's rows, torch-compile's: every shape in each
     assert f"{PEERS_RUN} (Fp16SeedPeers, Fp16MemboundPeers" in peers_section
     assert "torch-compile: its time over fused and over unfused" in peers_section
-    assert "<option>fused over torch-compile</option>" in page and "triton: its time over fused" in peers_section
+    assert (
+        "<option>peers fp16: fused over torch-compile</option>" in page
+        and "triton: its time over fused" in peers_section
+    )
     ladder = page[page.index(f'id="{MACHINE}-ladder"') :]
     ladder = ladder[: ladder.index("</script>")]
     assert '"name":"torch-compile"' in ladder and '"name":"triton"' in ladder  # both peers on the fp16 ladder
@@ -254,6 +259,19 @@ def test_the_walkthrough_rungs_are_drawn_capped_and_their_skips_explained(walkth
     assert top < 20 and max(y for y in traces["numba-tiled"].y if y is not None) <= top  # drawn at the top, capped
     heights = {name: max(y for y in traces[name].y if y is not None) for name in ("einsum", "numba-tiled")}
     assert heights["einsum"] > heights["numba-tiled"]  # each capped rung a step lower: their numbers apart
+    every = ladder_figure(ladder, walkthrough.roofs, machine=MACHINE)  # fp16 and fp32: a view per dtype and shape
+    names = [trace.name for trace in every.data]
+    for button in every.layout.updatemenus[0].buttons:
+        restyle = button.args[0]
+        drawn = [any(v is not None for v in ys or []) for ys in restyle["y"]]
+        assert restyle["showlegend"] == [False, *drawn[1:]], button.label  # the legend: what the view draws
+        rows = zip(names, restyle["y"], restyle["text"], strict=True)
+        capped = [y for _, ys, texts in rows for y, text in zip(ys, texts or [], strict=False) if text]  # values
+        measured = [
+            y for n, ys in zip(names, restyle["y"], strict=True) if n not in CAPPED and n != "floor" for y in ys
+        ]
+        if capped:  # the capped rows (a value written at each) above every measured point, not among them
+            assert min(capped) > max(y for y in measured if y is not None), button.label
     table = peers_speedups(cells, walkthrough.detail.loc[cells.index])
     views = heatmap_views(table, machine=MACHINE, dtypes=["fp32"]).layout.updatemenus[0].buttons
     # fp32 is timed by the walkthrough's groups only: no textbook and no GEMM there, so no view of either

@@ -50,7 +50,7 @@ from fusedbench.report.figures import (
 )
 from fusedbench.report.forked import in_child
 from fusedbench.report.mlp import mlp_section, step_png_figure, step_table
-from fusedbench.report.peers import in_peers_suite, machine_peers, peers_intro
+from fusedbench.report.peers import PEERS_VIEW, in_peers_suite, machine_peers, peers_intro
 from fusedbench.report.plot_margins import reserve_margins
 from fusedbench.report.tables import (
     SORTABLE,
@@ -476,11 +476,6 @@ def machine_page(results: ResultSet, chosen: ResultSet, cells: pd.DataFrame, run
     return page, peers_part, verdicts, table, headline
 
 
-# The names merge_views lists a machine's figures' views under: its own runs' ('fp16: ...'), then its peers runs'
-# ('peers fp16: ...').
-PEERS_VIEWS = ["", "peers "]
-
-
 def machine_section(above: _Page, below: _Page, results: ResultSet, current: pd.DataFrame, beside=()) -> tuple:
     """One machine's section from its newest runs (`current`; `results`: every cell shown, which `advise` reads):
     on `above` the environment, on `below` (after the gate's verdicts) the heatmap and ladder (each a view per
@@ -499,7 +494,7 @@ def machine_section(above: _Page, below: _Page, results: ResultSet, current: pd.
     )
     figures = heatmap_views(table, machine=machine), ladder_figure(ladder, results.roofs, machine=machine)
     if beside:  # the peers runs' views in the same figures
-        figures = [merge_views([mine, theirs], PEERS_VIEWS) for mine, theirs in zip(figures, beside, strict=True)]
+        figures = [merge_views([mine, theirs], ["", PEERS_VIEW]) for mine, theirs in zip(figures, beside, strict=True)]
     heatmap, ladder_of_providers = figures
     below.add(
         below.heading(3, anchor(machine, "epilogs"), f"{machine}: every epilog, dtype by dtype"),

@@ -338,13 +338,12 @@ def heatmap_views(table: pd.DataFrame, *, machine: str, dtypes=None, suite: str 
     owner = [index for index, view in enumerate(views.values()) for _ in view["data"]]
     traces = [trace | {"visible": index == 0} for index, view in enumerate(views.values()) for trace in view["data"]]
     figure = go.Figure(data=traces, layout=next(iter(views.values()))["layout"])
+    # as tall as its tallest view: a view's own height would leave a blank band under a shorter one (the page's
+    # box keeps the height it was drawn at) and fix the figure's width where it was (plotly's autosize off)
+    figure.update_layout(height=max(view["layout"]["height"] for view in views.values()))
     restyles = [{"visible": [o == index for o in owner]} for index in range(len(views))]
     layouts = [
-        {
-            "title.text": v["layout"]["title"]["text"],
-            "height": v["layout"]["height"],
-            "xaxis.title.text": v["layout"]["xaxis"]["title"]["text"],
-        }
+        {"title.text": v["layout"]["title"]["text"], "xaxis.title.text": v["layout"]["xaxis"]["title"]["text"]}
         for v in views.values()
     ]
     add_dropdown(figure, list(views), restyles, layouts)
@@ -371,8 +370,9 @@ def _metric_views(rows: pd.DataFrame, machine: str, dtypes: list[str], suite: st
 def merge_views(figures: list[go.Figure], names: list[str]) -> go.Figure:
     """One figure holding the views of several (`figures[0]`, changed in place, then the others'), each figure's
     traces drawn only in its own views, its views listed under its name ('peers ' + 'fp16: fused over triton'):
-    a figure the page draws costs its drawing, a hidden trace nothing. A figure without views is left out. Each
-    view names its source's axis titles and height, and its floor lines where the sources' differ."""
+    a figure the page draws costs its drawing, a hidden trace nothing. A figure without views is left out. The
+    figure is as tall as the tallest (as `heatmap_views` makes it); each view names its source's axis titles, and
+    its floor lines where the sources' differ."""
     kept = [(figure, name) for figure, name in zip(figures, names, strict=True) if figure.layout.updatemenus]
     if not kept:
         return figures[0]
@@ -385,7 +385,6 @@ def merge_views(figures: list[go.Figure], names: list[str]) -> go.Figure:
     for figure, name, count in zip(figures, names, counts, strict=True):
         before, after = [None] * start, [None] * (sum(counts) - start - count)
         own = {
-            "height": figure.layout.height,
             "xaxis.title.text": figure.layout.xaxis.title.text,
             "yaxis.title.text": figure.layout.yaxis.title.text,
         } | ({"shapes": [shape.to_plotly_json() for shape in figure.layout.shapes]} if len(shapes) > 1 else {})
@@ -398,6 +397,7 @@ def merge_views(figures: list[go.Figure], names: list[str]) -> go.Figure:
             layouts.append(own | relayout)
         start += count
     first.add_traces([trace.update(visible=False) for figure in figures[1:] for trace in figure.data])
+    first.layout.height = max(figure.layout.height or 0 for figure in figures) or None
     add_dropdown(first, labels, restyles, layouts)
     return first
 
@@ -441,6 +441,7 @@ def _ladder_points(part: np.ndarray, floor: np.ndarray, top: float, provider: st
         if level is not None
         else rounded(time * 1e3),
         "text": [f"{v:.3g}x" if b else "" for v, b in zip(over, beyond, strict=True)] if level is not None else None,
+        "showlegend": bool(not np.isnan(time).all()),  # in the legend where the view draws it
         # every view names each trace's shape: a restyle without it would draw the default circle (one name for
         # every point where no point differs: a list per trace and view weighed 100 KB a page)
         "marker.symbol": [
@@ -523,15 +524,16 @@ def _ladder_restyle(parts: dict, epilogs, unit, measured: bool) -> tuple[dict, f
     """One shape's numbers for every trace (the floor's first, where there is one), and the axis' top; `parts`: each
     provider's seconds (time, CI low, CI high) by epilog, in `epilogs`' order."""
     highest = [
-        float(np.nanmax(part[2] / unit)) * LADDER_HEADROOM
-        for p, part in parts.items()
-        if p not in CAPPED and not np.isnan(part[2]).all()
+        float(np.nanmax(part[2] / unit)) for p, part in parts.items() if p not in CAPPED and not np.isnan(part[2]).all()
     ]
-    top = max([2.0 if measured else 0.0, *highest])
+    top = max([2.0 if measured else 0.0, *(h * LADDER_HEADROOM for h in highest)])
+    capped = [CAPPED.index(p) for p, part in parts.items() if p in CAPPED and not np.isnan(part[0]).all()]
+    if capped and highest:  # the lowest row of capped values above every measured point, not among them
+        top = max(top, max(highest) * LADDER_HEADROOM / (0.97 - CAPPED_STEP * max(capped)))
     points = [_ladder_points(part, unit, top, p, measured) for p, part in parts.items()]
     restyle = {key: [point[key] for point in points] for key in points[0]}
-    if measured:  # the floor's trace comes first: at 1, its time in ms for the hover
-        floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3)}
+    if measured:  # the floor's trace comes first: at 1, its time in ms for the hover, never in the legend
+        floor = {"y": [1] * len(epilogs), "customdata": rounded(unit * 1e3), "showlegend": False}
         restyle = {key: [floor.get(key), *values] for key, values in restyle.items()}
     return restyle, top
 
@@ -563,6 +565,7 @@ def _ladder_traces(figure: go.Figure, ladder: _Ladder) -> None:
             x=epilogs,
             y=first.get("y"),
             mode="markers+text" if provider in CAPPED else "markers",
+            showlegend=first.get("showlegend"),
             text=first.get("text"),
             textposition="bottom center",
             marker={"color": PROVIDERS[provider].color, "size": 9, "symbol": first.get("marker.symbol")},

@@ -27,12 +27,15 @@ from fusedbench.analysis.speedups import (
 from fusedbench.catalog.providers import CONTROL_OF_UNFUSED, PEERS, UNFUSED
 from fusedbench.catalog.shapes import shape_label
 from fusedbench.catalog.suites import PEER_ONLY_GROUPS, SUITES
-from fusedbench.report.figures import heatmap_views, ladder_figure
+from fusedbench.report.figures import dtype_views, heatmap_views, ladder_figure
 from fusedbench.report.tables import anchor, folded, not_run_table, table_html
 from fusedbench.results.derived import OK, paired_ratios
 
 PEERS_SUITE_GROUPS = frozenset(SUITES["peers"])
 _SHAPE = ["m", "k", "n"]
+# The name a machine's figures list its peers runs' views under ('peers fp16: fused over triton'): the peers'
+# heatmap and ladder are views of the machine's own (figures.merge_views).
+PEERS_VIEW = "peers "
 # The peers a user would pick instead of cuBLASLt's epilogs: their tables open; the seed walkthrough's rungs
 # (einsum, numba), which lose by tens of times everywhere, folded.
 OPEN_PEERS = ("triton", "torch-compile", "cutlass-evt")
@@ -185,10 +188,12 @@ def machine_peers(cells: pd.DataFrame, detail: pd.DataFrame, roofs: pd.DataFrame
     runs = ", ".join(f"{html.escape(commit[:8])} ({', '.join(groups)})" for commit, groups in _runs(newest).items())
     parts = [heading(3, anchor(machine, "peers"), f"{machine}: the peers") + f"<p class='muted'>commits {runs}</p>"]
     if beside:
+        groups = " or ".join(f"<i>{PEERS_VIEW}{' and '.join(dtypes)}</i>" for dtypes in dtype_views(table))
+        mine = html.escape(machine)
         parts.append(
-            f"<p>Their heatmap and ladder are the <b>peers</b> views of {html.escape(machine)}'s "
-            f"<a href='#{anchor(machine, 'heatmap')}'>heatmap</a> and <a href='#{anchor(machine, 'ladder')}'>ladder"
-            "</a> (the view switch above each: <i>peers fp16</i> and on).</p>"
+            f"<p>Their heatmap and ladder are views of {mine}'s own: choose {groups} in the view switch of "
+            f"<a href='#{anchor(machine, 'heatmap')}-view'>{mine}'s heatmap</a> and of "
+            f"<a href='#{anchor(machine, 'ladder')}-view'>{mine}'s ladder</a>.</p>"
         )
     else:
         parts.append(figure_div(figures[0], anchor(machine, "peers", "heatmap")))

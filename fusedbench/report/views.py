@@ -19,6 +19,11 @@ document.querySelectorAll('select[data-figure]').forEach(function (select) {
   select.addEventListener('change', function () {
     var view = JSON.parse(document.getElementById(select.dataset.views).textContent)[select.selectedIndex];
     Plotly.update(select.dataset.figure, view[0], view[1]);
+    var title = view[1]['title.text'];  // what a screen reader names the figure by: the view's title, as text
+    if (title) {
+      var text = title.replace(/<[^>]+>/g, ' ').replace(/\\s+/g, ' ').trim();
+      select.closest('[role=figure]').setAttribute('aria-label', text);
+    }
   });
 });
 """
@@ -49,14 +54,15 @@ def take_view_selects(figure: go.Figure, div_id: str) -> str:
 
 def _options(labels: list[str]) -> str:
     """A <select>'s options in the order of the views, those labelled 'group: view' (`VIEW_GROUP`) under an
-    <optgroup> of each run of one group (a screen reader names the group with the option)."""
+    <optgroup> of each run of one group, each option its whole label (the closed <select> shows the option alone:
+    'fused over unfused' would not say of which dtype)."""
     options, group = [], None
     for label in labels:
-        head, sep, tail = label.partition(VIEW_GROUP)
+        head, sep, _ = label.partition(VIEW_GROUP)
         if sep and head != group:
             options.append(("</optgroup>" if group else "") + f"<optgroup label='{html.escape(head)}'>")
         elif not sep and group:
             options.append("</optgroup>")
         group = head if sep else None
-        options.append(f"<option>{html.escape(tail if sep else label)}</option>")
+        options.append(f"<option>{html.escape(label)}</option>")
     return "".join(options) + ("</optgroup>" if group else "")
