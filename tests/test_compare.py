@@ -190,6 +190,7 @@ def test_a_whole_group_three_per_cent_slower_is_caught_by_the_group_gate_alone()
     assert set(gates["provider"]) == {*PROVIDERS, "*"} and len(gates) == len(PROVIDERS) + 1
     assert set(zip(gates["group"], gates["metric"], gates["kind"], strict=True)) == {("Fp16Seed", "time", "regression")}
     assert gates["ratio"].between(1.02, 1.04).all() and gates["epilog"].isna().all()
+    assert ((gates["ci_low"] < gates["ratio"]) & (gates["ratio"] < gates["ci_high"])).all()  # each gate's own interval
 
 
 def test_one_provider_slower_everywhere_is_caught_by_its_own_gate():
@@ -330,3 +331,13 @@ def test_each_metric_is_one_registry_entry_with_its_series_direction_alert_and_t
     assert {m.alert for m in METRICS.values()} == {AlertKind.REGRESSION, AlertKind.FUSION_LOSS}
     for preset in presets().values():  # every metric has a threshold for every class in every committed preset
         assert {metric for metric, _ in preset.thresholds} == set(METRICS)
+
+
+def test_a_cells_status_is_read_with_no_reason_as_none():
+    from fusedbench.regressions.compare import CELL, _statuses
+
+    run = make_run("a" * 40, status={("RELU", "unfused"): Status.SKIPPED})
+    run.cells.loc[run.cells["status"] == Status.SKIPPED.value, "reason"] = np.nan  # a record that gave none
+    keys = pd.MultiIndex.from_frame(run.cells[CELL])
+    found = _statuses(run, keys)
+    assert len(found) == len(run.cells) and set(found.values()) >= {("skipped", None), ("ok", "")}

@@ -164,8 +164,8 @@ def reserve_margins(figure: go.Figure) -> go.Figure:
     need at FIGURE_WIDTH (the top is the builder's: a title, and no legend above the plot, go there). A figure
     whose views (its dropdown's buttons) show different traces gets each view's own margins in the view, so that
     one view's long labels leave no blank band under another's."""
-    views = _views(figure)
-    margins = [_margins(figure, traces, height) for traces, height in views]
+    height = float(figure.layout.height or 450)
+    margins = [_margins(figure, traces, height) for traces in _views(figure)]
     figure.update_layout(margin=margins[0])
     if any(margin != margins[0] for margin in margins):
         for button, margin in zip(figure.layout.updatemenus[0].buttons, margins, strict=True):
@@ -174,22 +174,15 @@ def reserve_margins(figure: go.Figure) -> go.Figure:
     return figure
 
 
-def _views(figure: go.Figure) -> list[tuple[list, float]]:
-    """What each view draws, its traces and height: the first dropdown's buttons where they switch traces on and
-    off, else the figure as it is drawn."""
-    height = float(figure.layout.height or 450)
-    shown = [trace for trace in figure.data if trace.visible is not False]
+def _views(figure: go.Figure) -> list[list]:
+    """The traces each view draws: the first dropdown's buttons where they switch traces on and off, else the figure
+    as it is drawn (no view changes a figure's height: `figures.merge_views`)."""
     menus = figure.layout.updatemenus
     buttons = menus[0].buttons if len(menus) == 1 else ()
     if not buttons or not all("visible" in (button.args[0] or {}) for button in buttons):
-        return [(shown, height)]
-    return [
-        (
-            [trace for trace, on in zip(figure.data, button.args[0]["visible"], strict=True) if on],
-            float(button.args[1].get("height", height)),
-        )
-        for button in buttons
-    ]
+        return [[trace for trace in figure.data if trace.visible is not False]]
+    masks = [button.args[0]["visible"] for button in buttons]
+    return [[trace for trace, on in zip(figure.data, mask, strict=True) if on] for mask in masks]
 
 
 def _margins(figure: go.Figure, traces, height: float) -> dict[str, int]:
