@@ -15,6 +15,7 @@ from test_alert_cli import run_cli
 from test_confirm import FAKE, _remeasured
 from test_confirm import tuned_verdict as tuned_verdict  # a fixture
 
+from fusedbench.catalog.formats import SIDE_BY_SIDE_FORMAT
 from fusedbench.catalog.model import Cell
 from fusedbench.catalog.suites import GROUPS
 from fusedbench.measure import confirm as measure
@@ -28,7 +29,7 @@ from fusedbench.regressions.confirm import (
     replay,
     to_record,
 )
-from fusedbench.regressions.margins import AA_FORMAT, earn_margins, record_runs, requests_for
+from fusedbench.regressions.margins import earn_margins, record_runs, requests_for
 from fusedbench.regressions.thresholds import presets
 
 MACHINE = "h100-80gb-hbm3"
@@ -54,7 +55,7 @@ def test_measuring_side_by_side_times_every_workload_with_the_checkouts_code_on_
     record = json.loads(path.read_text())
     assert record["shard"] == "0/1"
     assert record["pinned"] == {f"{w.cell_keys(['fused-autotuned'])[0].label}": "rank 0: id=0" for w in workloads}
-    assert record["format"] == AA_FORMAT and record["machine"] == MACHINE and record["rounds"] == 20
+    assert record["format"] == SIDE_BY_SIDE_FORMAT and record["machine"] == MACHINE and record["rounds"] == 20
     assert record["groups"]["Quick"]["version"] == "v1"  # the worker's benchmark version of the group
     base, cand = record_runs(record)
     assert len(base.cells) == len(cand.cells) == cells and base.groups == cand.groups == {"Quick": "v1"}
@@ -85,7 +86,7 @@ def _record(commit: str, noisy: float, seed: int, *, pinned: bool = False) -> di
                     times = times * (1 + noisy)
                 sides[side].append(Cell.measured(key, times).to_json())
     return {
-        "format": AA_FORMAT,
+        "format": SIDE_BY_SIDE_FORMAT,
         "machine": MACHINE,
         "commit": commit * 40,
         "rounds": 20,
@@ -298,8 +299,9 @@ def test_dump_thresholds_names_the_margins_that_decide_each_groups_confirmation(
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("{not json", "side-by-side record {path} cannot be read"),
-        ('{"format": "other"}', "{path} is not a"),
+        ("{not json", "side-by-side record {path} cannot be read (not JSON"),
+        ('{"format": "other"}', "{path} cannot be read (format: Input should be 'fusedbench-side-by-side-aa/1'"),
+        ('{"format": "fusedbench-side-by-side-aa/1"}', "{path} cannot be read (machine: Field required)"),
         (None, "--side-by-side abcdef1: no side-by-side A/A record of it in"),
     ],
 )

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from fusedbench.analysis.speedups import speedups
-from fusedbench.catalog.model import Cell, CellKey
+from fusedbench.catalog.formats import cell_from_json
+from fusedbench.catalog.model import Cell, CellKey, FormatError
 from fusedbench.measure.gpu.provenance import median_kernels, short_name
 from fusedbench.regressions.compare import compare_runs, select_run
 from fusedbench.regressions.history import cell_series
@@ -161,8 +162,9 @@ def test_the_same_size_copy_is_read_from_the_cells_record():
     assert same_size_copy_tbps(copied) != same_size_copy_tbps(copied)  # NaN: no copy in the record
     copied = Cell(key, copied.status, samples=(1.0,), provenance={"same_size_copy": {"bytes": 8 << 20, "us": 10.0}})
     assert same_size_copy_tbps(copied) == pytest.approx((8 << 20) / 10e-6 / 1e12)
-    broken = Cell(key, copied.status, samples=(1.0,), provenance={"same_size_copy": {"bytes": 8 << 20, "us": 0}})
-    assert math.isnan(same_size_copy_tbps(broken))
+    broken = copied.to_json() | {"provenance": {"same_size_copy": {"bytes": 8 << 20, "us": 0}}}
+    with pytest.raises(FormatError, match=r"cell\.provenance\.same_size_copy\.us: Input should be greater than 0"):
+        cell_from_json(broken)  # a record that says so is refused where it is read, never a division by zero
 
 
 def test_every_speedup_heatmap_shares_one_colour_range_and_greys_the_cells_it_cannot_tell_from_1x(results):

@@ -2,11 +2,13 @@
 
 import json
 import os
+import re
 import shutil
 from dataclasses import replace
 
 import pytest
 
+from fusedbench.catalog.formats import cell_from_json
 from fusedbench.catalog.model import Cell, CellKey, FormatError, Status
 from fusedbench.measure.records import RECORD_FORMAT, GroupRecord, load_records, read_record_file, write_record
 
@@ -52,11 +54,38 @@ def test_records_load_oldest_first_and_an_unreadable_one_is_a_problem_that_names
     assert "statuses and reasons are lost" in problems[0]
 
 
-def test_a_record_of_another_format_is_refused():
-    with pytest.raises(FormatError, match="format 'fusedbench-record/9'"):
-        GroupRecord.from_json(record().to_json() | {"format": "fusedbench-record/9"})
-    with pytest.raises(FormatError, match="record field missing"):
-        GroupRecord.from_json({k: v for k, v in record().to_json().items() if k != "cells"})
+def write_json(path, payload) -> str:
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+def test_a_record_of_another_format_or_without_its_cells_is_refused_naming_the_field(tmp_path):
+    with pytest.raises(FormatError, match="Input tag 'fusedbench-record/9' found using 'format' does not match"):
+        read_record_file(write_json(tmp_path / "a.fbenv", record().to_json() | {"format": "fusedbench-record/9"}))
+    without = {k: v for k, v in record().to_json().items() if k != "cells"}
+    with pytest.raises(FormatError, match=r"^cells: Field required$"):
+        read_record_file(write_json(tmp_path / "b.fbenv", without))
+
+
+@pytest.mark.parametrize(
+    ("started", "says"),
+    [("1900-01-01T00:00:00", "is outside 2000-2100"), ("+275760-09-13", "is not an ISO 8601 date"), ("", "is not")],
+)
+def test_a_record_started_at_no_plausible_date_is_refused_naming_it(tmp_path, started, says):
+    path = write_json(tmp_path / "a.fbenv", record().to_json() | {"started": started})
+    with pytest.raises(FormatError, match=f"^started: '{re.escape(started)}' {says}"):
+        read_record_file(path)
+
+
+def test_a_legacy_entry_takes_its_dtype_from_the_group_and_its_place_from_the_run(tmp_path):
+    entry = {"group": "Bf16Seed", "epilog": "DRELU", "shape": "(65536,16384)x(16384,8192)", "provider": "torch"}
+    legacy = {"format": "fusedbench-environment/2", "machine": "m", "commit": "c0ffee0"}
+    path = write_json(tmp_path / "a.fbenv", legacy | {"cells": [entry | {"status": "unsupported", "reason": "no op"}]})
+    ((cell,),) = [r.cells for r in read_record_file(path)]
+    assert cell == Cell.refused(CellKey("DRELU", "bf16", 65536, 16384, 8192, "torch", "m", "c0ffee0"), "no op")
+    bad = write_json(tmp_path / "b.fbenv", legacy | {"cells": [entry | {"status": "ok", "shape": "65536x8192"}]})
+    with pytest.raises(FormatError, match=r"cells\[0\]: shape '65536x8192' is not \(M,K\)x\(K,N\)"):
+        read_record_file(bad)
 
 
 def test_a_legacy_run_file_becomes_one_record_per_group(tmp_path):
@@ -82,7 +111,7 @@ def test_a_record_keeps_each_cells_per_sample_telemetry_a_cell_per_line(tmp_path
         lines = stream.read().splitlines()
     assert sum('"telemetry":{' in line for line in lines) == 1  # the cell on one line, not a line a number
     old = record().to_json() | {"format": "fusedbench-record/1"}  # records before telemetry still read
-    assert GroupRecord.from_json(old).cells[0] == record().cells[0]
+    assert read_record_file(write_json(tmp_path / "old.fbenv", old))[0].cells[0] == record().cells[0]
 
 
 @pytest.mark.parametrize(
@@ -91,8 +120,8 @@ def test_a_record_keeps_each_cells_per_sample_telemetry_a_cell_per_line(tmp_path
 def test_a_cell_whose_telemetry_is_not_lists_of_whole_numbers_is_refused_in_one_line(telemetry):
     key = CellKey("RELU_BIAS", "fp16", 65536, 16384, 8192, "fused", "h100-80gb-hbm3", COMMIT)
     written = Cell.measured(key, [0.02]).to_json() | {"telemetry": telemetry}
-    with pytest.raises(FormatError, match="cell telemetry"):
-        Cell.from_json(written)
+    with pytest.raises(FormatError, match=r"^cell\.telemetry"):
+        cell_from_json(written)
 
 
 def test_a_cells_telemetry_is_small_enough_for_a_default_run_to_carry_under_a_megabyte():

@@ -278,3 +278,15 @@ def test_the_walkthrough_rungs_are_drawn_capped_and_their_skips_explained(walkth
     assert [b["label"] for b in views] == [
         f"fp32: fused over {p}" for p in ("unfused", "einsum", "numba-naive", "numba-tiled")
     ]
+
+
+def test_peers_groups_with_no_ladder_group_beside_them_make_their_own_rows_without_a_pandas_warning(
+    tmp_path_factory,
+):
+    """The H200's cutlass run alone (6006c05): every workload is the peer-only groups' own (a row set at a time,
+    which fragments a frame until pandas warns: every warning is an error here and in the CLI)."""
+    alone = committed_runs(tmp_path_factory, "6006c052")
+    cells = alone.cells[in_peers_suite(alone.cells)]
+    table = peers_speedups(cells, alone.detail.loc[cells.index])
+    assert len(table) == len(cells.drop_duplicates(["dtype", "epilog", "m", "k", "n"])) > 0
+    assert table["over_cutlass-evt"].notna().any()

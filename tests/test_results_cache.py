@@ -82,13 +82,49 @@ def test_an_edited_added_or_removed_file_is_read_again(parses):
 def test_a_broken_or_unwritable_cache_only_costs_a_parse(parses, monkeypatch, tmp_path):
     folder, calls = parses
     loader.load_results(folder)
-    for kept in (tmp_path / "cache").iterdir():
+    for kept in (tmp_path / "cache").glob("*.pickle"):
         kept.write_bytes(b"not a pickle")
     assert not loader.load_results(folder).cells.empty and len(calls) == 2
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     monkeypatch.setenv("FUSEDBENCH_CACHE", str(blocked / "cache"))  # a folder that cannot be made
     assert not loader.load_results(folder).cells.empty and len(calls) == 3
+
+
+class Planted:
+    """What a planted cache would run on unpickling: it leaves a file behind."""
+
+    def __init__(self, flag: Path):
+        self.flag = flag
+
+    def __reduce__(self):
+        return (Path.touch, (self.flag,))
+
+
+def test_a_cache_file_fusedbench_did_not_write_is_never_unpickled(parses, tmp_path):
+    import pickle
+
+    folder, calls = parses
+    loader.load_results(folder)
+    (kept,) = (tmp_path / "cache").glob("*.pickle")
+    flag = tmp_path / "ran"
+    planted = pickle.dumps({"fingerprint": "x", "results": Planted(flag)})
+    signed = kept.read_bytes()
+    altered = signed[:-9] + bytes([signed[-9] ^ 1]) + signed[-8:]
+    for forged in (planted, cache.MAGIC + bytes(32) + planted, altered):
+        kept.write_bytes(forged)  # a plain pickle, one signed with another key, a signed one altered
+        assert not loader.load_results(folder).cells.empty
+        assert not flag.exists()
+    assert len(calls) == 4  # each forged cache cost a parse, and was replaced by a signed one
+
+
+def test_a_key_others_may_read_turns_the_cache_off(parses, tmp_path):
+    folder, calls = parses
+    loader.load_results(folder)
+    (tmp_path / "cache" / "key").chmod(0o644)
+    loader.load_results(folder)
+    loader.load_results(folder)
+    assert len(calls) == 3
 
 
 def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):

@@ -131,7 +131,7 @@ def peers_speedups(cells: pd.DataFrame, detail: pd.DataFrame | None = None) -> p
     joined = ladder.drop(columns=columns, errors="ignore").join(own[columns], how="outer")
     unladdered = own.index.difference(ladder.index)  # timed by no ladder group (fp32): their own group's row whole
     joined.loc[unladdered] = own.loc[unladdered, joined.columns]
-    return joined.reset_index()
+    return joined.copy().reset_index()  # rows set one block a column: consolidated first (pandas' PerformanceWarning)
 
 
 def _workload_table(ok: pd.DataFrame, detail: pd.DataFrame | None) -> pd.DataFrame:

@@ -2,7 +2,8 @@
 
 A cell is (epilog, dtype, M, K, N, provider) on one machine at one commit (docs/architecture.md,
 'Conventions'). Every writer and reader uses these classes: the check, the GPU measurement, the
-records written beside asv's results, the results loader and the report. Pure: no GPU, no pandas.
+records written beside asv's results, the results loader and the report. The JSON form is written
+here (`Cell.to_json`) and read back, checked, by `catalog.formats.cell_from_json`. Pure: no GPU, no pandas.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Status(enum.Enum):
 
 
 class FormatError(FusedbenchError):
-    """A cell record that does not follow CELL_FORMAT; the message names the field."""
+    """A file or a cell that does not follow its form (catalog.formats); the message names the file and the field."""
 
 
 # The columns that name a cell in every table (results, comparisons, alerts), in CellKey's order.
@@ -164,68 +165,6 @@ class Cell:
         if self.telemetry:
             record["telemetry"] = {name: list(series) for name, series in self.telemetry.items()}
         return record
-
-    @classmethod
-    def from_json(cls, record: Mapping[str, Any]) -> Cell:
-        """Read the JSON form back, refusing another format or a missing or mistyped field."""
-        if not isinstance(record, Mapping):
-            raise FormatError(f"a cell must be a JSON object, got {type(record).__name__}")
-        if record.get("format") != CELL_FORMAT:
-            raise FormatError(f"cell format {record.get('format')!r}, expected {CELL_FORMAT!r}")
-        try:
-            key = CellKey(
-                epilog=_typed(record, "epilog", str),
-                dtype=_typed(record, "dtype", str),
-                m=_typed(record, "m", int),
-                k=_typed(record, "k", int),
-                n=_typed(record, "n", int),
-                provider=_typed(record, "provider", str),
-                machine=_typed(record, "machine", str),
-                commit=_typed(record, "commit", str),
-            )
-            reason = _typed(record, "reason", str)
-            status = Status(record["status"])
-        except KeyError as exc:
-            raise FormatError(f"cell has no field {exc}") from None
-        except ValueError:
-            raise FormatError(f"cell status {record['status']!r} is none of {[s.value for s in Status]}") from None
-        error = record.get("error", None)
-        if "error" in record and error is None:
-            error = math.inf  # written as null: an output was missing or non-finite
-        try:
-            samples = tuple(float(s) for s in record.get("samples", ()))
-            provenance = dict(record.get("provenance", {}))
-        except (TypeError, ValueError) as exc:
-            raise FormatError(f"cell samples or provenance unreadable ({exc})") from None
-        return cls(key, status, reason, samples, error, provenance, _telemetry(record.get("telemetry", {})))
-
-
-def _telemetry(raw: Any) -> dict[str, tuple[int, ...]]:
-    """A cell's telemetry as written: a JSON object of lists of whole numbers (MHz, W, a bit mask), nothing else."""
-    if not isinstance(raw, Mapping):
-        raise FormatError(f"cell telemetry is {type(raw).__name__}, expected an object of series")
-    for name, series in raw.items():
-        if not isinstance(series, list) or not all(type(value) is int for value in series):
-            raise FormatError(f"cell telemetry {name!r} is {str(series)[:60]}, expected a list of whole numbers")
-    return {str(name): tuple(series) for name, series in raw.items()}
-
-
-def _typed(record: Mapping[str, Any], name: str, kind: type):
-    value = record[name]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise FormatError(f"cell field {name!r} is {value!r}, expected {kind.__name__}")
-    return value
-
-
-def legacy_cell(entry: Mapping[str, Any], *, dtype: str, machine: str, commit: str) -> Cell:
-    """A cell as `fusedbench run` wrote it before CELL_FORMAT (.fbenv formats /1 and /2):
-    {group, epilog, shape, provider, status, reason}, the dtype coming from the group."""
-    try:
-        m, k, n = parse_shape(entry["shape"])
-        key = CellKey(entry["epilog"], dtype, m, k, n, entry["provider"], machine, commit)
-        return Cell(key, Status(entry["status"]), str(entry.get("reason", "")))
-    except (KeyError, ValueError, TypeError) as exc:
-        raise FormatError(f"legacy cell {dict(entry)!r} cannot be read ({exc})") from None
 
 
 def count_by_status(cells) -> dict[Status, int]:

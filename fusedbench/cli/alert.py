@@ -1,11 +1,14 @@
 """`fusedbench alert`: the CI gate. Exit 0: green, or not judged (too little compared to tell; nothing failed);
-1: a regression, and nothing else; 2: anything else (bad input, unreadable data, a failed write), after the
-verdict where there is one."""
+1: a regression, and nothing else (a red verdict that could not be written is still 1, with the error line);
+2: anything else (bad input, unreadable data, a failed write), after the verdict where there is one."""
 
 from __future__ import annotations
 
-from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, emit, require_gpu, silence_stdout
+import sys
+
+from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, emit, require_gpu, silence_stdout
 from fusedbench.cli.gating import add_arguments, judged, options, verdict_text, warn_all
+from fusedbench.errors import FusedbenchError
 
 BASELINE_DEFAULT = (
     " (default: each group's newest earlier run on the machine at the same benchmark version; a tuned run's, its GPU's;"
@@ -42,7 +45,13 @@ def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = 
     from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
 
     if dump:
-        return dump_thresholds(selection["results_dirs"], selection["machine"], selection["suite"], selection["preset"])
+        return dump_thresholds(
+            selection["results_dirs"],
+            selection["machine"],
+            selection["suite"],
+            selection["preset"],
+            selection["strict"],
+        )
     if confirm:
         require_gpu(
             "--confirm measures flagged cells again", "run alert without --confirm here, and with it on the GPU runner"
@@ -58,14 +67,23 @@ def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = 
         text = markdown
     else:
         text = verdict_text(verdict, rows=rows, only_alerts=True) + "".join(f"{line}\n" for line in lines)
+    red = verdict.outcome is Outcome.RED
+    failures = []
     try:
         emit(text)
     except BrokenPipeError:  # `alert | head`: the verdict still decides the exit code
         silence_stdout()
-    finally:
-        warn_all(verdict)
-        write_step_summary(markdown)  # a failure here is exit 2, the verdict printed first
-    return EXIT_FAILED if verdict.outcome is Outcome.RED else EXIT_OK
+    except FusedbenchError as exc:
+        failures.append(exc)
+    warn_all(verdict)
+    try:
+        write_step_summary(markdown)
+    except FusedbenchError as exc:
+        failures.append(exc)
+    if failures:  # a verdict that could not be written: 2, but a regression is still 1 (it is what happened)
+        sys.stderr.write(f"error: {failures[0]}\n")
+        return EXIT_FAILED if red else EXIT_USAGE
+    return EXIT_FAILED if red else EXIT_OK
 
 
 def confirmed_verdict(verdict, folder: str, strict: bool):
@@ -97,27 +115,22 @@ def confirmed_verdict(verdict, folder: str, strict: bool):
     return after, lines
 
 
-def dump_thresholds(results_dirs, machine, suites, preset) -> int:
+def dump_thresholds(results_dirs, machine, suites, preset, strict: bool) -> int:
     """Print the preset in force for each suite asked (default: every suite) on the machine (the newest run's where
     none is named) at its newest runs' benchmark versions, and why, with the margins that would decide each group's
-    side-by-side confirmation (the GPU's own, else the fixed 'confirmation'): {suite: preset}."""
-    import pandas as pd
-
+    side-by-side confirmation (the GPU's own, else the fixed 'confirmation'): {suite: preset}. Which preset is in
+    force depends on the machine's runs: a folder or a machine without any is an error, not another GPU's presets."""
     from fusedbench.catalog.suites import SUITES
-    from fusedbench.errors import FusedbenchError
+    from fusedbench.cli.common import load
     from fusedbench.regressions.confirm import margins_for
     from fusedbench.regressions.render import dump
     from fusedbench.regressions.thresholds import preset_for
-    from fusedbench.results.loader import load_results
     from fusedbench.results.runs import group_runs, newest_machine, newest_runs
 
     folder = (results_dirs or ["results"])[-1]
-    try:
-        runs = group_runs(load_results(folder, None if machine is None else [machine]))
-        machine = machine if machine is not None else newest_machine(runs, folder)
-    except FusedbenchError:  # no results to read: the presets alone
-        runs, machine = pd.DataFrame(columns=["machine", "group", "version"]), machine or ""
-    newest = newest_runs(runs, machines=[machine]) if len(runs) else runs
+    runs = group_runs(load(folder, strict=strict, machines=None if machine is None else [machine]))
+    machine = machine if machine is not None else newest_machine(runs, folder)
+    newest = newest_runs(runs, machines=[machine])
     versions = dict(zip(newest["group"], newest["version"].astype(str), strict=True))
     in_force = {}
     for suite in dict.fromkeys(suites or SUITES):

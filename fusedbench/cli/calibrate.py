@@ -75,6 +75,13 @@ def _handler(a) -> int:
         raise FusedbenchError(f"{flag} goes with {belongs} only; leave it out here")
     if not a.machine:
         raise FusedbenchError("--machine is needed: the machine whose A/A runs or records to calibrate on")
+    if a.write:  # before the work and its table, not after
+        from fusedbench.files import check_writable_file
+        from fusedbench.regressions.thresholds import PRESETS_FILE
+
+        check_writable_file(
+            PRESETS_FILE, "--write", "calibrate from a checkout you can write (pip install -e .), or leave out --write"
+        )
     if a.side_by_side:
         return command_margins(
             results_dir=a.results_dir, machine=a.machine, commits=a.side_by_side, bench=a.bench, write=a.write

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, console, names, seed
+from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, console, emit, names, render, seed
 from fusedbench.errors import FusedbenchError
 
 
@@ -89,11 +89,14 @@ def command_check(
         report = run_check(
             shapes=shapes, epilogs=epilogs, dtypes=dtypes, providers=providers, seed=seed, on_cell=progress
         )
-    out.print(f"device: {report.device}; cuBLASLt {report.cublaslt_version}; seed {report.seed}")
-    for printed in (cell_table(report.cells), reason_table(report.cells), summary_table(report.cells)):
-        if printed is not None:
-            out.print(printed)
-    out.print(format_totals(report.cells))
+    tables = (cell_table(report.cells), reason_table(report.cells), summary_table(report.cells))
+    emit(
+        render(
+            f"device: {report.device}; cuBLASLt {report.cublaslt_version}; seed {report.seed}",
+            *(printed for printed in tables if printed is not None),
+            format_totals(report.cells),
+        )
+    )
     if json_path:
         write_text_atomically(json_path, json.dumps(report.to_json(), indent=2) + "\n")
     return EXIT_FAILED if report.failed else EXIT_OK

@@ -120,10 +120,10 @@ def load(results_dir: str, *, strict: bool, machines=None, origin: str = ""):
     from fusedbench.results.runs import group_runs, require_machine
 
     results = load_results(results_dir, machines)
+    for problem in results.problems:  # before an error that the machine has no results: they may say why
+        warn(problem)
     if machines and machines[0] not in set(group_runs(results)["machine"]):
         require_machine(pd.DataFrame({"machine": machine_names(results_dir)}), machines[0], origin)
-    for problem in results.problems:
-        warn(problem)
     if strict and results.problems:
         raise FusedbenchError(f"{len(results.problems)} data problem(s) in {results_dir} (--strict)")
     return results

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fusedbench.catalog.mlp_settings import BATCH, DEFAULT_EPOCHS, DEFAULT_HIDDEN
-from fusedbench.cli.common import EXIT_OK, console, emit, names, table
+from fusedbench.cli.common import EXIT_OK, emit, names, render, table
 from fusedbench.errors import FusedbenchError
 
 
@@ -55,7 +55,7 @@ def command_mlp(*, device: str, epochs: int, hidden: int, batch: int, dtype: str
         run = {"device": device, "dtype": dtype, "hidden": hidden, "batch": batch, "epochs": epochs}
         emit(json.dumps(run | {"data": "sklearn digits", "versions": results}, indent=2, allow_nan=False) + "\n")
         return EXIT_OK
-    console().print(result_table(results, data.inputs, hidden, dtype, batch, epochs, device))
+    emit(render(result_table(results, data.inputs, hidden, dtype, batch, epochs, device)))
     return EXIT_OK
 
 

@@ -20,16 +20,19 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fusedbench.catalog.model import Cell, FormatError, legacy_cell
+from fusedbench.catalog.model import Cell, CellKey, FormatError, Status
+from fusedbench.catalog.shapes import parse_shape
 from fusedbench.catalog.suites import GROUPS
 from fusedbench.errors import DataProblem
 from fusedbench.files import write_text_atomically
 
-RECORD_FORMAT = "fusedbench-record/2"  # /2: cells carry per-sample telemetry; `sampling` names the protocol
-READABLE_FORMATS = ("fusedbench-record/1", RECORD_FORMAT)
-LEGACY_FORMATS = ("fusedbench-environment/1", "fusedbench-environment/2")
+if TYPE_CHECKING:
+    from fusedbench.catalog.formats import LegacyRecordForm, RecordForm
+
+RECORD_FORMAT = "fusedbench-record/2"  # /2: cells carry per-sample telemetry; `sampling` names the protocol (the
+# forms read back, /1 and the legacy environments among them: catalog.formats.RecordForm and LegacyRecordForm)
 RECORD_SUFFIX = ".fbenv"
 
 
@@ -70,25 +73,6 @@ class GroupRecord:
             "cells": [cell.to_json(samples=False) for cell in self.cells],  # asv keeps the samples
         }
 
-    @classmethod
-    def from_json(cls, payload: Mapping[str, Any]) -> GroupRecord:
-        if payload.get("format") not in READABLE_FORMATS:
-            raise FormatError(f"format {payload.get('format')!r}, expected one of {list(READABLE_FORMATS)}")
-        try:
-            return cls(
-                machine=str(payload["machine"]),
-                commit=str(payload["commit"]),
-                group=str(payload["group"]),
-                started=str(payload["started"]),
-                seconds=float(payload["seconds"]),
-                sampling=payload["sampling"],
-                dirty=payload["dirty"],
-                environment=dict(payload["environment"]),
-                cells=tuple(Cell.from_json(cell) for cell in payload["cells"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise FormatError(f"record field missing or mistyped ({type(exc).__name__}: {exc})") from None
-
 
 def record_path(results_dir: str, record: GroupRecord) -> str:
     """results/<machine>/<commit8>-<group>-<started>.fbenv: one file per measurement, never overwritten."""
@@ -111,27 +95,40 @@ def write_record(results_dir: str, record: GroupRecord) -> str:
     return path
 
 
-def _legacy_records(payload: Mapping[str, Any]) -> list[GroupRecord]:
-    """A whole-run `.fbenv` of fusedbench-environment/1 or /2, as one record per group it lists."""
-    machine, commit = str(payload["machine"]), str(payload["commit"])
+def _record(form: RecordForm) -> GroupRecord:
+    """A checked fusedbench-record/1 or /2 as the record it is."""
+    from fusedbench.catalog.formats import cell_of_form
+
+    return GroupRecord(
+        machine=form.machine,
+        commit=form.commit,
+        group=form.group,
+        started=form.started,
+        seconds=form.seconds,
+        sampling=form.sampling,
+        dirty=form.dirty,
+        environment=dict(form.environment),
+        cells=tuple(cell_of_form(cell) for cell in form.cells),
+    )
+
+
+def _legacy_records(form: LegacyRecordForm) -> list[GroupRecord]:
+    """A checked whole-run `.fbenv` of fusedbench-environment/1 or /2, as one record per group it lists (each cell's
+    dtype its group's)."""
     by_group: dict[str, list[Cell]] = {}
-    for entry in payload["cells"]:
-        group = GROUPS.get(entry.get("group"))
-        if group is None:
-            raise FormatError(f"cell of unknown group {entry.get('group')!r}")
-        by_group.setdefault(group.name, []).append(
-            legacy_cell(entry, dtype=group.dtype, machine=machine, commit=commit)
-        )
-    environment = {name: payload.get(name) for name in ("gpu", "versions", "telemetry")}
-    seconds = payload.get("measure_seconds") or {}
+    for entry in form.cells:
+        group = GROUPS[entry.group]
+        key = CellKey(entry.epilog, group.dtype, *parse_shape(entry.shape), entry.provider, form.machine, form.commit)
+        by_group.setdefault(group.name, []).append(Cell(key, Status(entry.status), entry.reason))
+    environment = {"gpu": form.gpu, "versions": form.versions, "telemetry": form.telemetry}
     return [
         GroupRecord(
-            machine=machine,
-            commit=commit,
+            machine=form.machine,
+            commit=form.commit,
             group=name,
-            started=str(payload.get("started", "")),
-            seconds=float(seconds.get(name, 0.0)),
-            sampling=payload.get("sampling"),
+            started=form.started,
+            seconds=form.measure_seconds.get(name, 0.0),
+            sampling=form.sampling,
             dirty=None,
             environment=environment,
             cells=tuple(cells),
@@ -141,20 +138,12 @@ def _legacy_records(payload: Mapping[str, Any]) -> list[GroupRecord]:
 
 
 def read_record_file(path: str) -> list[GroupRecord]:
-    """The records in one file (a legacy file holds several); FormatError or OSError if unreadable."""
-    with open(path, encoding="utf-8") as stream:
-        try:
-            payload = json.load(stream)
-        except ValueError as exc:
-            raise FormatError(f"not JSON ({exc})") from None
-    if not isinstance(payload, Mapping):
-        raise FormatError("not a JSON object")
-    if payload.get("format") in LEGACY_FORMATS:
-        try:
-            return _legacy_records(payload)
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise FormatError(f"legacy record incomplete ({type(exc).__name__}: {exc})") from None
-    return [GroupRecord.from_json(payload)]
+    """The records in one file, checked (a legacy file holds several); FormatError or OSError if unreadable. The forms
+    are imported here: the benchmark processes that write records never read one."""
+    from fusedbench.catalog.formats import LegacyRecordForm, read_record_form
+
+    form = read_record_form(path)
+    return _legacy_records(form) if isinstance(form, LegacyRecordForm) else [_record(form)]
 
 
 def load_records(results_dir: str) -> tuple[list[GroupRecord], list[DataProblem]]:

@@ -26,11 +26,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from fusedbench.catalog.formats import CONFIRMATION_FORMAT, ConfirmationForm, cell_from_json, read_record
 from fusedbench.catalog.model import WORKLOAD, Cell, Status
 from fusedbench.catalog.providers import AUTOTUNED
 from fusedbench.catalog.suites import MLP_GROUPS
 from fusedbench.errors import FusedbenchError
-from fusedbench.files import read_record
 from fusedbench.measure.confirm import Request
 from fusedbench.regressions.compare import ALL_PROVIDERS, CELL, Run, compare_runs, worse_ratio
 from fusedbench.regressions.gate import GroupJudgement, Judged, MachineVerdict, SuiteVerdict, judge_comparison
@@ -40,7 +40,6 @@ from fusedbench.regressions.thresholds import CLASSES, GATES, MARGINS_SUITE, Pre
 FLAG_BAR = {"cell": 0.025, "gate": 0.01}  # worse beyond this at first look: measured again (small cells: threshold/2)
 ROUNDS = {"cell": 20, "gate": 10}  # rounds a side; a whole group's median needs fewer than one cell
 CONFIRM_SUFFIX = ".fbconfirm"
-CONFIRMATION_FORMAT = "fusedbench-confirmation/1"
 # The margins of a side-by-side comparison where the GPU has earned none of its own (`margins_for`): a change
 # beyond these, its interval excluding none, is confirmed. Side by side, the H200's A/A confirmations moved a cell
 # of at least 1 ms by at most 1.2% (docs/regressions.md, "Confirmation"), and a 5% slowdown lies well beyond 2%.
@@ -325,7 +324,7 @@ def cells_of(group_record: dict, side: str) -> list[Cell] | None:
     """One side's re-measured cells from a group's confirmation record (None: that side was not measured again)."""
     if side not in group_record["cells"]:
         return None
-    return [Cell.from_json(entry) for entry in group_record["cells"][side]]
+    return [cell_from_json(entry) for entry in group_record["cells"][side]]
 
 
 def read_confirmations(results_dir: str) -> list[dict]:
@@ -336,7 +335,7 @@ def read_confirmations(results_dir: str) -> list[dict]:
         if not os.path.isdir(folder):
             continue
         for name in sorted(n for n in os.listdir(folder) if n.endswith(CONFIRM_SUFFIX)):
-            found.append(read_record(os.path.join(folder, name), CONFIRMATION_FORMAT, "confirmation record"))
+            found.append(read_record(os.path.join(folder, name), ConfirmationForm, "confirmation record"))
     return found
 
 

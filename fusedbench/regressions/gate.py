@@ -400,8 +400,9 @@ def _with_step_starts(judged: Judged, results: ResultSet, candidate: Run) -> Jud
         if isinstance(row.get("epilog"), str) and row["metric"] == TIME:
             key = {k: row[k] for k in ("epilog", "dtype", "m", "k", "n", "provider", "group")}
             series = cell_series(results, candidate.machine, key, candidate.groups.get(row["group"]))
-            upto = series[: series.index[series["commit"] == candidate.commit].max() + 1] if len(series) else series
-            start = regression_start(upto)
+            at = series.index[series["commit"] == candidate.commit]
+            if len(at):  # a candidate cell with no time (failed, missing) has no step to date
+                start = regression_start(series[: at.max() + 1])
         began.append(start if start is not None and start != candidate.commit else "")
     return Judged(judged.comparison, judged.alerts.assign(began_at=began), judged.warnings)
 

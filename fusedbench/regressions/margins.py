@@ -5,7 +5,8 @@ A confirmation decides a flagged cell by how far its candidate moved from its ba
 1 ms stayed within 1.2%, on an H100 a textbook cell of 6.6-7.1 ms came out 2.2% apart. So each GPU earns its own
 margins, the way it earns its first-look thresholds: `fusedbench calibrate --measure-side-by-side` times a suite's
 workloads with the checkout's code on both sides of a confirmation (two workers in lock-step, the rounds of a
-flagged cell) and keeps the record (`AA_FORMAT`, `<commit>-side-by-side-<time>.fbaa` under the machine's results);
+flagged cell) and keeps the record (`catalog.formats.SIDE_BY_SIDE_FORMAT`, `<commit>-side-by-side-<time>.fbaa` under
+the machine's results);
 `fusedbench calibrate --side-by-side C1,C2` turns the records of one or more sessions into a preset named
 `<GPU>/confirmation@<commits>` by the calibration's rule (each record one A/A pair, judged both ways; with `--bench`,
 from some of their groups only), and `regressions.confirm.margins_for` puts it in force for the groups it was earned
@@ -19,14 +20,12 @@ from collections.abc import Collection, Sequence
 
 import pandas as pd
 
-from fusedbench.catalog.model import Cell
+from fusedbench.catalog.formats import SIDE_BY_SIDE_FORMAT, SideBySideForm, cell_from_json, read_record
 from fusedbench.errors import FusedbenchError
-from fusedbench.files import read_record
 from fusedbench.measure.confirm import Request, Side, measure_again
 from fusedbench.regressions.compare import Run
 from fusedbench.regressions.thresholds import MARGINS_SUITE, Preset
 
-AA_FORMAT = "fusedbench-side-by-side-aa/1"
 AA_SUFFIX = ".fbaa"
 
 
@@ -50,7 +49,7 @@ def measure_side_by_side(repo: str, machine: str, commit: str, requests: Sequenc
             entry = groups.setdefault(request.group, {"version": versions[request.group], "cells": {}})
             entry["cells"].setdefault(side, []).extend(mine)
     return {
-        "format": AA_FORMAT,
+        "format": SIDE_BY_SIDE_FORMAT,
         "machine": machine,
         "commit": commit,
         "device": measured.hellos["candidate"]["device"],
@@ -77,7 +76,7 @@ def read_side_by_side(results_dir: str, machine: str, commits: Sequence[str]) ->
                 f"--side-by-side {commit}: no side-by-side A/A record of it in {folder} (records: "
                 f"{', '.join(listed) or 'none'}); measure one with `fusedbench calibrate --measure-side-by-side`"
             )
-        found += [read_record(os.path.join(folder, name), AA_FORMAT, "side-by-side record") for name in mine]
+        found += [read_record(os.path.join(folder, name), SideBySideForm, "side-by-side record") for name in mine]
     return found
 
 
@@ -89,7 +88,7 @@ def record_runs(record: dict) -> tuple[Run, Run]:
     for side in ("baseline", "candidate"):
         parts = [
             as_run(record["machine"], record["commit"], entry["version"], group,
-                   [Cell.from_json(data) for data in entry["cells"][side]]).cells
+                   [cell_from_json(data) for data in entry["cells"][side]]).cells
             for group, entry in record["groups"].items()
         ]  # fmt: skip
         sides.append(Run(record["machine"], record["commit"], pd.concat(parts, ignore_index=True)))

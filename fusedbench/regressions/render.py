@@ -13,6 +13,7 @@ import pandas as pd
 
 from fusedbench.catalog.model import KEY
 from fusedbench.errors import FusedbenchError
+from fusedbench.files import regular_file
 from fusedbench.regressions.compare import Run, Verdict
 from fusedbench.regressions.gate import GroupJudgement, MachineVerdict, Outcome, SuiteVerdict, describe, where
 from fusedbench.results.loader import format_markdown
@@ -184,10 +185,13 @@ def write_step_summary(text: str, environ=os.environ) -> str | None:
     if not path:
         return None
     try:
+        if os.path.lexists(path):
+            regular_file(path)  # a FIFO would block the build, a device swallow the verdict
         with open(path, "a", encoding="utf-8") as stream:
             stream.write(text)
     except OSError as exc:
         raise FusedbenchError(
-            f"cannot append the verdict to GITHUB_STEP_SUMMARY {path!r} ({exc.strerror}); the verdict is printed above"
+            f"cannot append the verdict to GITHUB_STEP_SUMMARY {path!r} ({exc.strerror or exc}); the verdict is "
+            "printed above"
         ) from None
     return path

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
-import json
 import math
 import os
 import statistics
@@ -31,7 +30,7 @@ import pandas as pd
 
 from fusedbench.catalog.dtypes import dtype_spec
 from fusedbench.catalog.epilogs import EPILOGS, Epilog, epilog_spec
-from fusedbench.catalog.model import Cell, CellKey, Status
+from fusedbench.catalog.model import Cell, CellKey, FormatError, Status
 from fusedbench.catalog.providers import GEMM
 from fusedbench.catalog.shapes import parse_shape, shape_label
 from fusedbench.catalog.suites import (
@@ -49,6 +48,7 @@ from fusedbench.catalog.suites import (
     WALL,
 )
 from fusedbench.errors import DataProblem, FusedbenchError
+from fusedbench.files import RefusedFile, regular_file
 from fusedbench.measure.records import GroupRecord, load_records
 from fusedbench.measure.sampling import PAIRED_SAMPLINGS
 from fusedbench.measure.telemetry import sample_clocks, sample_watts
@@ -177,8 +177,11 @@ class ResultSet:
 
 
 def _machine_folders(results_dir: str, problems: list[DataProblem]):
-    """(machine, [results file paths]) for every machine folder asv's tools would read."""
-    for name in sorted(os.listdir(results_dir)):
+    """(machine, [results file paths]) for every machine folder asv's tools would read; what cannot be read (a
+    folder, its machine.json, a file that is not a regular one) is a problem line, never opened."""
+    from fusedbench.catalog.formats import read_machine
+
+    for name in _listed(results_dir):
         folder = os.path.join(results_dir, name)
         if not os.path.isdir(folder):
             continue
@@ -191,18 +194,23 @@ def _machine_folders(results_dir: str, problems: list[DataProblem]):
                 )
             )
             continue
-        files = sorted(os.path.join(folder, f) for f in listed if f.endswith(".json") and f != "machine.json")
+        files = []
+        for path in sorted(os.path.join(folder, f) for f in listed if f.endswith(".json") and f != "machine.json"):
+            try:
+                regular_file(path)
+                files.append(path)
+            except RefusedFile as exc:
+                problems.append(DataProblem(f"{path} {exc}: it was not read; move it out of {folder}", name))
         if not files:
             continue
         try:
-            with open(os.path.join(folder, "machine.json"), encoding="utf-8") as stream:
-                machine = str(json.load(stream)["machine"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            machine = read_machine(os.path.join(folder, "machine.json"))
+        except (OSError, FormatError) as exc:
             problems.append(
                 DataProblem(
-                    f"{folder}/machine.json is missing or unreadable ({type(exc).__name__}: {exc}): its {len(files)} "
-                    f"results files were not read (asv skips them too); restore it with "
-                    f"`git checkout -- {folder}/machine.json` (an `asv run --machine {name}` also rewrites it)",
+                    f"{folder}/machine.json is missing or unreadable ({exc}): its {len(files)} results files were "
+                    f"not read (asv skips them too); restore it with `git checkout -- {folder}/machine.json` (an "
+                    f"`asv run --machine {name}` also rewrites it)",
                     name,
                 )
             )
@@ -210,30 +218,45 @@ def _machine_folders(results_dir: str, problems: list[DataProblem]):
         yield machine, files
 
 
+def _listed(results_dir: str) -> list[str]:
+    """The names in the results folder; one error line where the folder itself cannot be read."""
+    try:
+        return sorted(os.listdir(results_dir))
+    except OSError as exc:
+        raise FusedbenchError(
+            f"the results folder {results_dir} cannot be read ({exc.strerror or exc}); fix its permissions"
+        ) from None
+
+
 def _asv_results(results_dir: str, problems: list[DataProblem], machines: Collection[str] | None = None):
-    """asv Results objects (of `machines` only, where named), each unreadable file a problem line instead."""
+    """asv Results objects (of `machines` only, where named), each file checked against asv's format first
+    (catalog.formats) and read by asv's own loader; a file that fails is a problem line naming the field."""
     from asv import util
     from asv.results import Results
+
+    from fusedbench.catalog.formats import read_asv_results
 
     for machine, files in _machine_folders(results_dir, problems):
         if machines is not None and machine not in machines:
             continue
         for path in files:
             try:
+                read_asv_results(path)
                 yield path, Results.load(path, machine_name=machine)
-            except (util.UserError, ValueError, KeyError, TypeError, OSError) as exc:
+            except (util.UserError, FormatError, OSError) as exc:
                 problems.append(
                     DataProblem(
-                        f"{path} is not an asv results file fusedbench can read ({exc}); its cells were not read",
+                        f"{path} is not an asv results file fusedbench can read ({exc}); its cells were not read; "
+                        "fix or remove it",
                         machine,
                     )
                 )
 
 
 def _parameter_sets(result, key: str) -> list[tuple]:
-    return [
-        tuple(ast.literal_eval(value) for value in combo) for combo in itertools.product(*result.get_result_params(key))
-    ]
+    """Every parameter set of a benchmark, its values read from asv's literals (each distinct one read once)."""
+    literals = {value: ast.literal_eval(value) for values in result.get_result_params(key) for value in values}
+    return [tuple(literals[value] for value in combo) for combo in itertools.product(*result.get_result_params(key))]
 
 
 def _median_times(result, key: str) -> dict[tuple, float]:
@@ -248,18 +271,13 @@ def _median_times(result, key: str) -> dict[tuple, float]:
 
 
 def _benchmark_results(result, benchmark: str) -> dict[tuple, tuple]:
-    """Per parameter set of one benchmark: (asv's median, its stats, its samples); ValueError where they disagree."""
+    """Per parameter set of one benchmark: (asv's median, its stats, its samples), as many of each as there are sets
+    (catalog.formats checked the file)."""
     params = result.get_result_params(benchmark)
     combos = _parameter_sets(result, benchmark)
     values = result.get_result_value(benchmark, params)
     stats = result.get_result_stats(benchmark, params)
     samples = result.get_result_samples(benchmark, params) or [None] * len(combos)
-    if not len(combos) == len(values) == len(stats) == len(samples):
-        raise ValueError(f"{benchmark} has {len(combos)} parameter sets but {len(values)} results")
-    timed = [not math.isnan(_number(value)) for value in values]
-    unsampled = sum(t and not s for t, s in zip(timed, samples, strict=True))
-    if unsampled and any(samples):  # asv recorded samples, but not for every time it kept
-        raise ValueError(f"{benchmark} has no samples for {unsampled} of its {sum(timed)} timed parameter sets")
     return {c: (value, stat, sample) for c, value, stat, sample in zip(combos, values, stats, samples, strict=True)}
 
 
@@ -345,6 +363,12 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
                 }
             )
     read.problems += _run_problems(path, result, unrecorded, dirty)
+    if not read.rows and not read.mlp and not unknown_benchmarks(result):  # timed nothing: never a silent green
+        read.problems.append(
+            DataProblem(
+                f"{path} holds no cell of fusedbench's suite (asv ran none of its groups): nothing was read", machine
+            )
+        )
     return read
 
 
@@ -488,23 +512,12 @@ def _parse_results(results_dir: str, machines: Collection[str] | None) -> Result
     by_group: dict[tuple[str, str, str], list[GroupRecord]] = {}
     for record in records:
         by_group.setdefault((record.machine, record.commit, record.group), []).append(record)
-    rows, detail, ceiling_rows, mlp, files, readable = [], [], [], [], 0, 0
+    rows, detail, ceiling_rows, mlp, files = [], [], [], [], 0
     environments: dict[tuple[str, str], str] = {}
     for path, result in _asv_results(results_dir, problems, machines):
         files += 1
         refuse_second_environment(environments, path, result)
-        try:
-            read = _read_run(path, result, by_group)
-            readable += 1
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError, statistics.StatisticsError) as exc:
-            problems.append(
-                DataProblem(
-                    f"{path} holds asv results fusedbench cannot read ({type(exc).__name__}: {exc}); "
-                    "its cells were not read",
-                    result.params.get("machine", ""),
-                )
-            )
-            continue
+        read = _read_run(path, result, by_group)
         ceiling_rows += read.ceilings
         rows += read.rows
         mlp += read.mlp
@@ -512,7 +525,7 @@ def _parse_results(results_dir: str, machines: Collection[str] | None) -> Result
         problems += read.problems
     if machines is not None:
         problems = [p for p in problems if p.machine in machines]
-    if readable and not rows and not mlp:
+    if files and not rows and not mlp:
         raise FusedbenchError(
             f"{results_dir} holds asv results, but none of fusedbench's suite; pass fusedbench's results/"
         )
@@ -632,20 +645,14 @@ def select_cells(
 
 
 def kernel_times(cell: Cell) -> tuple[tuple[str, float], ...]:
-    """The kernels a cell's record lists, as (name, microseconds); () where none were recorded or readable."""
-    try:
-        return tuple((str(k["name"]), float(k["us"])) for k in cell.provenance.get("kernels", ()))
-    except (TypeError, KeyError, ValueError):
-        return ()
+    """The kernels a cell's record lists, as (name, microseconds); () where none were recorded."""
+    return tuple((kernel["name"], float(kernel["us"])) for kernel in cell.provenance.get("kernels", ()))
 
 
 def same_size_copy_tbps(cell: Cell) -> float:
     """The bandwidth of the copy an unfused cell's record measured beside its passes; NaN where there is none."""
     copy = cell.provenance.get("same_size_copy")
-    try:
-        return float(copy["bytes"]) / float(copy["us"]) / 1e6
-    except (TypeError, KeyError, ValueError, ZeroDivisionError):
-        return math.nan
+    return copy["bytes"] / copy["us"] / 1e6 if copy else math.nan
 
 
 def power_state(cell: Cell) -> dict[str, float]:

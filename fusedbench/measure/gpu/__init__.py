@@ -61,13 +61,27 @@ def _import(name: str, command: str) -> ModuleType:
         raise GpuUnavailable(f"{command} needs {name.split('.')[0]} ({exc}); {INSTALL_HINT}") from None
 
 
+def _why_none(cuda_error: Exception) -> str:
+    """Why CUDA sees no GPU: NVML's word where there is no driver at all (CUDA's own, 'CUDA driver version is
+    insufficient', reads as an old driver where there is none), else CUDA's."""
+    from fusedbench.measure.telemetry import nvml_device
+
+    try:
+        nvml_device()
+    except GpuUnavailable as missing:
+        return str(missing)
+    except ImportError:  # no nvidia-ml-py to ask
+        pass
+    return str(cuda_error)
+
+
 def load_gpu_stack(command: str) -> GpuStack:
     """Import cupy, nvmath-python and (optionally) torch, and check that a CUDA GPU is visible."""
     cupy = _import("cupy", command)
     try:
         count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # no driver, no device, broken runtime: CUDA says which
-        raise GpuUnavailable(f"{command} needs an NVIDIA GPU, and CUDA found none ({exc})") from None
+    except Exception as exc:  # no driver, no device, broken runtime: CUDA says which (NVML where there is no driver)
+        raise GpuUnavailable(f"{command} needs an NVIDIA GPU, and CUDA found none ({_why_none(exc)})") from None
     if count == 0:
         raise GpuUnavailable(f"{command} needs an NVIDIA GPU, and CUDA found none")
     advanced = _import("nvmath.linalg.advanced", command)
