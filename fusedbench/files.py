@@ -49,11 +49,12 @@ def read_regular(path: str, limit: int = MAX_READ_BYTES) -> bytes:
     except OSError as exc:
         raise RefusedFile(_unreachable(path, exc)) from None
     with os.fdopen(handle, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):  # replaced by something else since it was looked at
-            raise RefusedFile("is not a regular file")
-        data = stream.read(limit + 1)
-    if len(data) > limit:
-        raise RefusedFile(f"is over the {limit / 2**20:.0f} MiB a file may be")
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > limit:  # replaced since it was looked at
+            raise RefusedFile("changed while it was opened; read it again")
+        data = stream.read(status.st_size + 1)  # its size, not the limit: read(limit) would allocate the limit
+    if len(data) > status.st_size:
+        raise RefusedFile("grew while it was read; read it again")
     return data
 
 

@@ -499,3 +499,12 @@ def test_without_a_driver_the_gpu_line_says_so_not_that_the_driver_is_old(monkey
     monkeypatch.setattr(telemetry, "nvml_device", lambda: ("NVIDIA H100 80GB HBM3", 85520809984))  # a driver: CUDA's
     with pytest.raises(GpuUnavailable, match="cudaErrorInsufficientDriver"):
         gpu.load_gpu_stack("check")
+
+
+def test_a_file_is_read_by_its_own_size_never_by_the_limit(tmp_path):
+    """The cache's limit is 4 GiB: reading up to the limit allocated it (MemoryError under a memory cap)."""
+    from fusedbench.files import read_regular
+
+    path = tmp_path / "small.json"
+    path.write_bytes(b"{}")
+    assert read_regular(str(path), limit=2**42) == b"{}"  # 4 TiB: no machine could allocate it
