@@ -142,3 +142,15 @@ def test_a_cells_telemetry_is_small_enough_for_a_default_run_to_carry_under_a_me
     assert (per_cell, default_cells, round(per_cell * default_cells / 1e6, 2)) == (242, 2884, 0.70)
     text = (root / "docs" / "measurement.md").read_text()
     assert "242 bytes a cell" in text and "2,884 cells would carry at most 0.70 MB" in " ".join(text.split())
+
+
+def test_a_records_numbers_are_kept_as_written_an_int_stays_an_int(tmp_path):
+    """The report's environment card shows them as recorded: a checked 73 read back as 73.0 changed the page."""
+    key = CellKey("BIAS", "fp16", 65536, 16384, 8192, "unfused", "h100-80gb-hbm3", COMMIT)
+    copied = Cell(key, Status.OK, provenance={"same_size_copy": {"bytes": 2147614720, "us": 707.5}, "compile_s": 3})
+    written = record(cells=[copied]).to_json()
+    written["environment"]["telemetry"] = {"max_temperature_c": 73, "max_power_w": 635.398}
+    (back,) = read_record_file(write_json(tmp_path / "a.fbenv", written))
+    assert repr(back.environment["telemetry"]) == "{'max_temperature_c': 73, 'max_power_w': 635.398}"
+    assert repr(back.cells[0].provenance["same_size_copy"]["bytes"]) == "2147614720"
+    assert repr(back.cells[0].provenance["compile_s"]) == "3"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
@@ -56,10 +57,18 @@ Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # a time, a rate:
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
+# A record's own numbers kept as written (73 stays 73, not 73.0: a report shows them as they were recorded)
+AnyNumber = int | Finite
+NonNegativeNumber = Count | NonNegative
+PositiveNumber = Annotated[int, Field(gt=0)] | Positive
 Size = Annotated[int, Field(ge=1)]  # a matrix dimension, a batch
 DateMs = Annotated[int, Field(ge=EARLIEST_MS, le=LATEST_MS)]
 Name = Annotated[str, Field(min_length=1)]
 Commit = Annotated[str, Field(pattern=r"^[0-9a-f]{7,40}$")]
+
+
+_STRICT = ConfigDict(strict=True)  # a TypedDict's own: strictness does not reach it from the model around it
+_OPEN = ConfigDict(strict=True, extra="allow")
 
 
 class _Form(BaseModel):
@@ -138,25 +147,27 @@ class BenchmarkRow(_Form):
 
 
 class _Kernel(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
     name: str
-    us: NonNegative
+    us: NonNegativeNumber
 
 
 class _Copy(TypedDict):
-    bytes: Positive
-    us: Positive
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    bytes: PositiveNumber
+    us: PositiveNumber
 
 
 class Provenance(TypedDict, total=False):
     """What a cell's measurement recorded beside its samples: the fields a table reads are typed, the rest kept."""
 
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
     kernels: list[_Kernel]
     same_size_copy: _Copy
     algorithm: str | None
     chosen_by: str | None
-    compile_s: NonNegative | None
-    autotune_s: NonNegative | None
+    compile_s: NonNegativeNumber | None
+    autotune_s: NonNegativeNumber | None
     test_accuracy: Annotated[float, Field(ge=0, le=1)]
 
 
@@ -193,7 +204,7 @@ class CellForm(_Form):
 
 
 class _Gpu(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
     name: str | None
     memory_total_bytes: Count | None
     max_sm_clock_mhz: Count | None
@@ -201,29 +212,31 @@ class _Gpu(TypedDict, total=False):
 
 
 class _RunTelemetry(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
     min_sm_clock_mhz: Count | None
     max_sm_clock_mhz: Count | None
-    max_temperature_c: Finite | None
-    max_power_w: Finite | None
+    max_temperature_c: AnyNumber | None
+    max_power_w: AnyNumber | None
     throttled: list[str]
 
 
 class _Tuning(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
     provider: Name
     setting: Name
     value: int
 
 
 class _Target(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
     target: Name
-    fraction: Positive
+    fraction: PositiveNumber
 
 
 class Environment(TypedDict, total=False):
     """What a record says the group ran on and what was changed on purpose (catalog.deliberate)."""
 
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    __pydantic_config__ = _OPEN  # type: ignore[misc]
     gpu: _Gpu | None
     versions: dict[str, str | int | None] | None
     telemetry: _RunTelemetry | None
@@ -574,20 +587,29 @@ def _validated(data: bytes, form: type[_Form]):
         raise FormatError(_field(exc, "")) from None
 
 
+_BRANCH = re.compile(r"(constrained-)?(int|float|str|bool|none)$|function-|tagged-union|fusedbench-|tuple\[|list\[")
+
+
 def _field(exc: ValidationError, where: str) -> str:
-    """The first error of a validation, as 'results['x'].samples[3][0]: Input should be a finite number (got -1.0)'."""
-    error = exc.errors(include_url=False)[0]
-    if error["type"] == "json_invalid":
-        return f"not JSON ({error['ctx']['error']})"
-    path = where
-    for part in error["loc"]:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif part in ("function-after", "tagged-union") or str(part).startswith(("fusedbench-", "tuple[")):
-            continue  # pydantic's names for a union's branches, not a field
-        else:
-            path += f".{part}" if path else str(part)
+    """The first error of a validation, as 'results['x'].samples[3][0]: Input should be a finite number (got -1.0)';
+    of a union's branches (int or float) the last one's words."""
+    errors = exc.errors(include_url=False)
+    if errors[0]["type"] == "json_invalid":
+        return f"not JSON ({errors[0]['ctx']['error']})"
+    path = _path(errors[0]["loc"], where)
+    error = [e for e in errors if _path(e["loc"], where) == path][-1]
     if error["type"] == "value_error":  # a check across fields (_require): its own words
         return f"{path or 'the file'}: {error['ctx']['error']}"
     got = "" if error["type"] == "missing" else f" (got {error.get('input')!r:.60})"
     return f"{path or 'the file'}: {error['msg']}{got}"
+
+
+def _path(loc: tuple, where: str) -> str:
+    """A field's place as written: where['name'].list[3].field (pydantic's names for branches left out)."""
+    path = where
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif not _BRANCH.match(str(part)):
+            path += f".{part}" if path else str(part)
+    return path
