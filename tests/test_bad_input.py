@@ -224,6 +224,8 @@ def test_an_unexpected_error_is_one_line_naming_the_command_and_exit_2_and_debug
     assert code == 2 and "Traceback (most recent call last)" in err and err.endswith("and report it\n")
     monkeypatch.setenv("FUSEDBENCH_DEBUG", "1")
     assert "Traceback" in run_cli(capsys, "table")[2]
+    monkeypatch.setenv("FUSEDBENCH_DEBUG", "0")
+    assert "Traceback" not in run_cli(capsys, "table")[2]
 
 
 def test_a_numpy_or_pandas_warning_in_a_command_is_an_error_line_never_a_raw_warning(capsys, monkeypatch):

@@ -48,7 +48,7 @@ def build_parser() -> Parser:
     parser.add_argument(
         "--debug",
         action="store_true",
-        default=bool(os.environ.get(DEBUG_VARIABLE)),
+        default=os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"),
         help=f"print the traceback of an unexpected error (also {DEBUG_VARIABLE}=1)",
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
