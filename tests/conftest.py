@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
 import tempfile
 
 import pytest
@@ -63,6 +65,17 @@ def git(folder, *args: str) -> str:
 
     identity = ["-c", "user.name=fusedbench tests", "-c", "user.email=tests@fusedbench"]
     return subprocess.run(["git", *identity, *args], cwd=folder, check=True, capture_output=True, text=True).stdout
+
+
+@contextlib.contextmanager
+def blocked_after(seconds: int):
+    """Code that opens a FIFO waits for a writer forever: fail the test after `seconds` instead."""
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("blocked: a special file was opened"))
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
 
 
 def make_checkout(root, files=None, folders=None):

@@ -3,12 +3,10 @@ was lost; never a traceback, never an exit code that reads as a verdict, never a
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fusedbench.cli import main
+from tests.conftest import blocked_after
 from tests.test_alert_cli import MACHINE, QUICK_RUNS, copy_runs
 
 ROOT = Path(__file__).parent.parent
@@ -309,17 +308,6 @@ def test_a_damaged_results_file_is_a_warning_naming_it_and_its_field_and_the_gat
     assert {row["commit"][:8] for row in json.loads(out)} == {QUICK_RUNS[-2]}  # the other run, every cell of it
     code, out, err = run_cli(capsys, "alert", quick, "--machine", MACHINE)
     assert code == 2 and "error: alert judges only results it can read in full" in err
-
-
-@contextlib.contextmanager
-def blocked_after(seconds: int):
-    """A command that opens a FIFO waits for a writer forever: fail the test instead."""
-    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the command blocked: it opened a special file"))
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
 
 
 def _row(document) -> list:

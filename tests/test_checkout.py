@@ -6,7 +6,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import git, make_checkout
+from conftest import blocked_after, git, make_checkout
 
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.checkout import asv_machine_in_use, read_checkout, require_clean_checkout
@@ -81,3 +81,7 @@ def test_the_machine_asv_records_under_is_the_newest_machine_json(tmp_path):
     assert asv_machine_in_use(str(tmp_path)) == "h100-80gb-hbm3"
     os.utime(tmp_path / "vm" / "machine.json")  # asv run --machine vm rewrites its machine.json as it starts
     assert asv_machine_in_use(str(tmp_path)) == "vm"
+    (tmp_path / "zz").mkdir()
+    os.mkfifo(tmp_path / "zz" / "machine.json")  # newer, but no machine.json to read: never opened (it would block)
+    with blocked_after(30):
+        assert asv_machine_in_use(str(tmp_path)) == "vm"

@@ -1,6 +1,7 @@
 """`fusedbench run` without a GPU: machine names, the asv command line, suites, and runs with asv faked."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -8,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import git, make_checkout
+from conftest import blocked_after, git, make_checkout
 
 from fusedbench.catalog.providers import LADDER
 from fusedbench.catalog.suites import GROUPS, SUITES, select_groups, suite_bench_regex, suite_groups
@@ -368,3 +369,13 @@ def test_a_failed_check_times_nothing_and_names_the_failed_cells(checkout, fake_
     )
     assert invoked == [] and "FAILED BIAS/fp16/(64,64)x(64,64)/fused: error 0.5 > tolerance 0.01" in echoed
     assert echoed[-1] == "1 cells failed the check; nothing was timed (run `fusedbench check` for the table)"
+
+
+def test_a_special_file_among_a_commits_results_is_refused_never_read(tmp_path):
+    """`fusedbench run` keeps the commit's results to put back after a failed run: a FIFO would block it."""
+    from fusedbench.cli.run import KeptResults
+    from fusedbench.errors import FusedbenchError
+
+    os.mkfifo(tmp_path / "c0ffee00-existing-py.json")
+    with blocked_after(30), pytest.raises(FusedbenchError, match="is a FIFO, not a regular file; it cannot be kept"):
+        KeptResults(str(tmp_path), "c0ffee00" * 5)

@@ -34,7 +34,7 @@ from fusedbench.catalog.suites import (
 )
 from fusedbench.catalog.tuning import SETTINGS
 from fusedbench.errors import FusedbenchError
-from fusedbench.files import write_bytes_atomically
+from fusedbench.files import RefusedFile, read_regular, write_bytes_atomically
 from fusedbench.measure.checkout import asv_results_dir, require_clean_checkout
 from fusedbench.measure.machine import machine_name, register_asv_machine
 from fusedbench.measure.progress import PROGRESS_DIR_VARIABLE, ProgressEcho
@@ -132,8 +132,11 @@ def record_summary(path: str) -> str:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as stream:
-        return stream.read()
+    """A results file of this commit, kept to put back after a failed run (a regular one only)."""
+    try:
+        return read_regular(path)
+    except RefusedFile as exc:
+        raise FusedbenchError(f"{path} {exc}; it cannot be kept to put back after a failed run: move it away") from None
 
 
 def run_suite(

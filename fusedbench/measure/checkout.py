@@ -8,11 +8,11 @@ run writes (`results/`, `reports/`) does not count, so the same commit can be ru
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from dataclasses import dataclass
 
+from fusedbench.catalog.model import FormatError
 from fusedbench.errors import FusedbenchError
 
 CODE_FOLDERS = ("benchmarks", "fusedbench")  # untracked files here would be measured under HEAD
@@ -119,13 +119,14 @@ def asv_machine_in_use(results_dir: str) -> str | None:
         folders = os.listdir(results_dir)
     except OSError:
         return None
+    from fusedbench.catalog.formats import read_machine
+
     for folder in folders:
         path = os.path.join(results_dir, folder, "machine.json")
         try:
             modified = os.path.getmtime(path)
             if modified > newest:
-                with open(path, encoding="utf-8") as stream:
-                    newest, machine = modified, str(json.load(stream)["machine"])
-        except (OSError, ValueError, KeyError, TypeError):
+                newest, machine = modified, read_machine(path)  # a regular file of its form, or none
+        except (OSError, FormatError):
             continue
     return machine
