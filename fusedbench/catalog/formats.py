@@ -3,9 +3,10 @@
 asv's results files and machine.json, fusedbench's records (.fbenv, the legacy environments) and the cells inside
 them and inside confirmation and side-by-side records are pydantic models: each field's type is checked as the file
 is parsed (strictly: a string is not a number, a bool is not a count). The checks across fields follow the models:
-a values list as long as its parameter sets, times finite and positive, dates plausible, and every epilog, dtype,
-shape and provider a name the catalog knows. What fails is a FormatError naming the file and the field; a reader
-warns and skips the file, and a gate refuses to judge what it could not read.
+a values list as long as its parameter sets, times finite, positive, plausible (SHORTEST_S to LONGEST_S) and within
+their own statistics, as many samples as asv says, dates plausible, and every epilog, dtype, shape and provider a
+name the catalog knows. What fails is a FormatError naming the field (the reader names the file): `table` and
+`report` warn and skip the file, and a gate refuses to judge what it could not read.
 
 Only regular files are read (`files.read_regular`): a FIFO, a device, a link loop or a file over the size limit is
 refused before it is opened.
@@ -95,7 +96,7 @@ class AsvMachine(_OpenForm):
 class AsvResults(_OpenForm):
     """One asv results file: a run of one commit in one environment on one machine, a row per benchmark."""
 
-    version: Literal[2]
+    version: Literal[ASV_API_VERSION]  # type: ignore[valid-type]
     commit_hash: Commit
     env_name: str
     date: DateMs
