@@ -33,6 +33,14 @@ from fusedbench.catalog.suites import (
     select_groups,
 )
 from fusedbench.catalog.tuning import SETTINGS
+from fusedbench.cli.common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    command_parser,
+    deliberate_arguments,
+)
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import RefusedFile, read_regular, write_bytes_atomically
 from fusedbench.measure.checkout import asv_results_dir, require_clean_checkout
@@ -148,7 +156,8 @@ def run_suite(
     echo: Callable[[str], None],
     deliberate: Deliberate | None = None,
 ) -> int:
-    """Check, then time the suite with asv, a group at a time; returns the worst asv exit code (1: check failed).
+    """Check, then time the suite with asv, a group at a time. Returns 1 where the check failed a cell (nothing is
+    timed), 2 where asv failed a group (its earlier results kept), 130 where it was interrupted, else 0.
 
     With a `deliberate` change (a provider tuned, or cells slowed on purpose), under the change's own machine."""
     from fusedbench.measure.gpu import load_gpu_stack
@@ -181,7 +190,7 @@ def run_suite(
     if cell_groups and check_cells(
         cell_groups, suite=suite, device=stack.device_name, tuning=deliberate.tuning, echo=echo
     ):
-        return 1
+        return EXIT_FAILED
 
     register_asv_machine(machine, cwd=repo)
     results_folder = os.path.join(asv_results_dir(repo), machine)
@@ -195,10 +204,17 @@ def run_suite(
         codes = runner.run_all(run_targets(groups), results_folder, echo)
         progress.stop()
         wall = time.perf_counter() - wall
-    code = max(codes.values(), default=0)
     echo(f"asv finished in {wall:.0f} s (exit codes {codes}); results and records in {results_folder}")
     write_run_report(repo, echo)
-    return code
+    return exit_code(codes)
+
+
+def exit_code(asv_codes: dict[str, int]) -> int:
+    """run's exit code from asv's, one a group: 130 where one was interrupted, 2 where asv failed one (asv's 1 is its
+    own error, never the failed check's verdict that run's 1 is), else 0."""
+    if EXIT_INTERRUPTED in asv_codes.values():
+        return EXIT_INTERRUPTED
+    return EXIT_USAGE if any(asv_codes.values()) else EXIT_OK
 
 
 def asv_environment(progress_dir: str, deliberate: Deliberate) -> dict[str, str]:
@@ -231,7 +247,7 @@ class GroupRunner:
         for index, (label, regex, count) in enumerate(targets, start=1):
             echo(f"[{index}/{len(targets)}] {label} ({count} cells), {time.perf_counter() - wall:.0f} s in")
             codes[label] = self.run_one(regex, KeptResults(results_folder, self.commit), label, echo)
-            if codes[label] == 130:
+            if codes[label] == EXIT_INTERRUPTED:
                 echo(f"interrupted during {label}: every group before it is saved in results/")
                 break
         return codes
@@ -243,7 +259,7 @@ class GroupRunner:
         try:
             code = subprocess.run(command, cwd=self.repo, env=self.environment).returncode
         except KeyboardInterrupt:
-            code = 130
+            code = EXIT_INTERRUPTED
         for path in kept.new_records():
             echo(f"  {record_summary(path)}")
         if code != 0 and kept.had_results:
@@ -293,10 +309,12 @@ def write_run_report(repo: str, echo: Callable[[str], None]) -> None:
 
 
 def add_parser(commands) -> None:
-    from fusedbench.cli.common import deliberate_arguments
-
-    parser = commands.add_parser(
-        "run", help="the main job: check, time a suite with asv, write the report (run from the checkout's root)"
+    parser = command_parser(
+        commands,
+        "run",
+        "the main job: check, time a suite with asv, write the report (run from the checkout's root)",
+        page="run.md",
+        verdict="the check failed a cell: nothing was timed",
     )
     parser.add_argument("--suite", default="default", help="quick, default, full, peers or mlp (default: default)")
     parser.add_argument(
@@ -309,7 +327,7 @@ def add_parser(commands) -> None:
         "--launch-method",
         default="forkserver",
         choices=LAUNCH_METHODS,
-        help="how asv starts a benchmark process (default: forkserver; see docs/architecture.md)",
+        help="how asv starts a benchmark process (default: forkserver; docs/architecture.md says why)",
     )
     deliberate_arguments(parser, "time, recorded and kept apart under its own asv machine,")
     parser.set_defaults(
