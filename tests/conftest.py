@@ -7,6 +7,7 @@ import functools
 import os
 import signal
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +95,13 @@ def make_checkout(root, files=None, folders=None):
     git(root, "add", ".")
     git(root, "commit", "-qm", "a fusedbench checkout for a test")
     return root
+
+
+FINDINGS = Path(__file__).parent.parent / "docs" / "findings"
+
+
+def finding(topic: str, folded: bool = True) -> str:
+    """The text of the dated findings page on `topic` (docs/findings/<date>-<topic>.md), its whitespace folded unless
+    asked: the figures a test recomputes from the committed results are quoted from there."""
+    (page,) = FINDINGS.glob(f"????-??-??-{topic}.md")
+    return " ".join(page.read_text().split()) if folded else page.read_text()

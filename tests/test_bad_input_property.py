@@ -5,8 +5,8 @@ command run on it in-process. Whatever the mutation: exit 0 or 2 (1 only for `al
 error line and no traceback, nothing on stderr but `warning:` and `error:` lines, and no cell read as ok with a time
 the unmutated folder does not give it.
 
-CI runs FUZZ_EXAMPLES (1,000) derandomized examples; FUSEDBENCH_FUZZ_EXAMPLES=10000 runs a longer sweep (README's
-"Bad input")."""
+CI runs FUZZ_EXAMPLES (1,000) derandomized examples; FUSEDBENCH_FUZZ_EXAMPLES=10000 runs a longer sweep (docs/run.md,
+"Exit codes and bad input")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The figures docs/measurement.md and the README give for the first default-suite run under the burst lead-in
-(6fd4f0d, an H100) are what the committed results give, beside the back-to-back runs they are compared with."""
+"""The figures the README and docs/findings give for the default-suite runs under the burst lead-in (6fd4f0d and
+8fda10a on H100s, 32f0587 on an H200) are what the committed results give, beside the back-to-back runs they are
+compared with."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import finding
 
 from fusedbench.analysis.speedups import indistinct, speedups
 from fusedbench.catalog.suites import SUITES
@@ -24,7 +26,13 @@ def results(committed_results):
 
 
 def _docs() -> str:
-    return " ".join((ROOT / "docs" / "measurement.md").read_text().split())
+    """The findings pages these runs' figures moved to: the default suite under burst, and the screen's page, which
+    opens with what the power state did to a cell."""
+    return finding("default-suite-under-burst") + " " + finding("protocol-screen")
+
+
+def _readme() -> str:
+    return " ".join((ROOT / "README.md").read_text().split())
 
 
 def _run(results, commit: str, machine: str = MACHINE):
@@ -95,7 +103,7 @@ def test_the_default_runs_telemetry_stays_under_a_megabyte(results):
 
 
 def test_the_seed_shapes_intervals_narrowed_as_the_docs_say(results):
-    text, readme = _docs(), " ".join((ROOT / "README.md").read_text().split())
+    text, readme = _docs(), _readme()
     widths, iqrs, greyed = [], [], []
     for commit in (BACK_TO_BACK, BURST):
         run = _run(results, commit)
@@ -134,10 +142,20 @@ def test_the_seed_shapes_intervals_narrowed_as_the_docs_say(results):
     ]
     assert (
         "64 of the H100's 478 default-suite workloads of every dtype here, 73 in the pair's first run 6fd4f0d, 139"
+        in text
+    )
+    assert "(up to 2.27x, RELU at (16384,256)x(256,16384); 2.31x at 6fd4f0d)" in text
+    assert "(down to 0.33x, DGELU_BGRAD at (8192,256)x(256,65536); bf16 0.32x)" in text
+    best, worst = (table.loc[fp16.agg(which)] for which in ("idxmax", "idxmin"))
+    assert [(best.epilog, best["shape"]), (worst.epilog, worst["shape"])] == [
+        ("RELU", "(16384,256)x(256,16384)"),
+        ("DGELU_BGRAD", "(8192,256)x(256,65536)"),
+    ]
+    assert (
+        "on an H100, fp16, at 8fda10a: up to 2.27x (RELU at (16384,256)x(256,16384)); red rows are fusion inversions, "
+        "down to 0.33x (DGELU_BGRAD at (8192,256)x(256,65536)); grey: no measurable difference, 64 of 478 workloads."
         in readme
     )
-    assert "(up to 2.27x, RELU at (16384,256)x(256,16384); 2.31x at 6fd4f0d)" in readme
-    assert "(down to 0.33x, DGELU_BGRAD at (8192,256)x(256,65536); bf16 0.32x)" in readme
 
 
 def test_every_class_of_cell_is_quieter_within_the_burst_run(results):
@@ -159,7 +177,7 @@ def test_every_class_of_cell_is_quieter_within_the_burst_run(results):
 def test_the_h200s_burst_run_gives_the_figures_the_readme_and_docs_give(results):
     """32f0587 on a lent H200, beside its last back-to-back run c8c600b: the textbook's neighbours, the greyed
     workloads, the heatmap's extremes and the seconds."""
-    text, readme = _docs(), " ".join((ROOT / "README.md").read_text().split())
+    text = _docs()
     burst, back_to_back = (_run(results, c, "h200-141gb") for c in ("32f0587", BACK_TO_BACK))
     assert _textbook_blog_and_seed_ms(burst) == [(35.21, 35.64, 1.2), (33.92, 34.37, 1.3)]
     assert _textbook_blog_and_seed_ms(back_to_back) == [(36.19, 40.58, 12.1), (35.32, 38.44, 8.9)]
@@ -177,7 +195,7 @@ def test_the_h200s_burst_run_gives_the_figures_the_readme_and_docs_give(results)
     assert "on the H200, c8c600b to 32f0587, 152 to 62" in text
     assert (
         "62 of its 478 workloads greyed (152 at c8c600b, back to back), up to 2.00x (RELU at (16384,256)x(256,16384)), "
-        "down to 0.28x (DGELU_BGRAD at (8192,256)x(256,65536); bf16 0.29x)" in readme
+        "down to 0.28x (DGELU_BGRAD at (8192,256)x(256,65536); bf16 0.29x)" in text
     )
     seconds = [round(sum(r.seconds for r in _default_records(results, c, m))) for c, m in
                (("32f0587", "h200-141gb"), (BACK_TO_BACK, "h200-141gb"), ("8fda10a", MACHINE))]  # fmt: skip

@@ -1,6 +1,6 @@
-"""The README's peers figures are what each GPU's peers-suite run under the burst lead-in gives (fcf16cf, every group
-at one commit): each table's H100 and H200 columns and the prose's figures, recomputed from the committed results
-(no GPU). The prose words a figure differently on each GPU: PHRASES holds those wordings."""
+"""The peers figures in docs/findings are what each GPU's peers-suite run under the burst lead-in gives (fcf16cf,
+every group at one commit): each table's H100 and H200 columns and the prose's figures, recomputed from the committed
+results (no GPU). The prose words a figure differently on each GPU: PHRASES holds those wordings."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import finding
 
 from fusedbench.analysis.advice import Advice, advise
 from fusedbench.analysis.speedups import peer_ratio_column, peers_speedups, speedup_column
@@ -27,7 +28,7 @@ DERIVATIVES = ("DRELU", "DGELU", "DRELU_BGRAD", "DGELU_BGRAD")
 SEED = "(65536,16384)x(16384,8192)"
 
 
-# Where the README words a figure differently on each GPU: its wording there, figures in braces.
+# Where the findings page words a figure differently on each GPU: its wording there, figures in braces.
 PHRASES = {
     "H100": {
         "triton gemm": "{seed} cuBLASLt's time at the seed shape and up to {worst}x at K = 256 on the H100",
@@ -65,7 +66,7 @@ PHRASES = {
         "fused walkthrough": "and {ms} ms on the H200",
     },
 }
-# Where each GPU's triton and torch-compile beat both fused and unfused, told apart (the README's prose names them)
+# Where each GPU's triton and torch-compile beat both fused and unfused, told apart (the page's prose names them)
 WINNERS = {
     "H100": {
         "triton": [["bf16", "DRELU", "4 of 5"]],
@@ -109,14 +110,15 @@ def peers(request, tmp_path_factory):
     return cells, peers_speedups(cells, results.detail.loc[cells.index]), results, request.param
 
 
-def _readme() -> str:
-    return (ROOT / "README.md").read_text()
+def _page() -> str:
+    """The dated findings page the peers figures moved to from the README."""
+    return finding("peers-under-burst", folded=False)
 
 
 def _says(gpu: str, phrase: str, **figures) -> None:
-    """The README (its whitespace folded) words this GPU's figures as PHRASES gives them."""
+    """The findings page (its whitespace folded) words this GPU's figures as PHRASES gives them."""
     wording = PHRASES[gpu][phrase].format(**figures)
-    assert wording in " ".join(_readme().split()), wording
+    assert wording in " ".join(_page().split()), wording
 
 
 def _columns(gpu: str, row: list[str], width: int = 2) -> list[str]:
@@ -125,9 +127,9 @@ def _columns(gpu: str, row: list[str], width: int = 2) -> list[str]:
     return [cell for block in range(0, len(row), 2 * width) for cell in row[block + start : block + start + width]]
 
 
-def _readme_table(header: str) -> dict[str, list[str]]:
-    """The README table whose header row starts with `header`: its rows' cells by their first cell."""
-    lines = _readme().splitlines()
+def _page_table(header: str) -> dict[str, list[str]]:
+    """The findings page's table whose header row starts with `header`: its rows' cells by their first cell."""
+    lines = _page().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(header))
     rows = {}
     for line in lines[start + 2 :]:
@@ -139,7 +141,7 @@ def _readme_table(header: str) -> dict[str, list[str]]:
 
 
 def _x(value: float) -> str:
-    """A ratio as the README writes it: three significant figures, two decimals below 10x."""
+    """A ratio as the findings page writes it: three significant figures, two decimals below 10x."""
     return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
@@ -181,8 +183,8 @@ def triton_columns(cells, table, results) -> dict[str, list[str]]:
 def test_the_triton_tables_columns_are_the_burst_runs(peers):
     gpu = peers[3]
     expected = triton_columns(*peers[:3])
-    readme = _readme_table("| | H100 fp16 | H100 bf16 | H200 fp16 | H200 bf16 |")
-    assert {label: _columns(gpu, readme[label]) for label in expected} == expected
+    shown = _page_table("| | H100 fp16 | H100 bf16 | H200 fp16 | H200 bf16 |")
+    assert {label: _columns(gpu, shown[label]) for label in expected} == expected
 
 
 def test_the_triton_prose_gives_the_burst_runs_figures(peers):
@@ -220,15 +222,15 @@ def torch_compile_columns(cells, table, results) -> dict[str, list[str]]:
 def test_the_torch_compile_tables_columns_are_the_burst_runs(peers):
     gpu = peers[3]
     expected = torch_compile_columns(*peers[:3])
-    readme = _readme_table("| epilogs | over fused: H100 fp16 |")
-    assert {label: _columns(gpu, readme[label]) for label in expected} == expected
+    shown = _page_table("| epilogs | over fused: H100 fp16 |")
+    assert {label: _columns(gpu, shown[label]) for label in expected} == expected
     # the plain GEMM is cuBLAS's in both: under burst the same kernel times the same (back to back 1.04-1.21x)
     assert expected["DEFAULT, BIAS, BGRADA, BGRADB"][:2] == ["1.00-1.02x", "0.99-1.00x"]
 
 
 def test_the_torch_compile_prose_gives_the_burst_runs_figures(peers):
     cells, table, _, gpu = peers
-    text = " ".join(_readme().split())
+    text = " ".join(_page().split())
     compiled = cells[(cells["provider"] == "torch-compile") & (cells["status"] == "ok")]
     templates = compiled[compiled["kernel_names"].str.contains("triton_tem")]
     counts = {d: len(templates[templates.dtype == d]) for d in ("fp16", "bf16")}
@@ -262,12 +264,12 @@ def test_the_torch_compile_prose_gives_the_burst_runs_figures(peers):
 
 def test_the_cutlass_table_columns_are_the_burst_runs(peers):
     cells, table, _, gpu = peers
-    readme = _readme_table("| epilog | over fused: H100 fp16 |")
+    shown = _page_table("| epilog | over fused: H100 fp16 |")
     by_dtype = {
         d: peer_rows(table, cells, "cutlass-evt").query("dtype == @d").set_index("epilog") for d in ("fp16", "bf16")
     }
-    assert set(readme) == set(by_dtype["fp16"].index) == set(by_dtype["bf16"].index)
-    for epilog, row in readme.items():
+    assert set(shown) == set(by_dtype["fp16"].index) == set(by_dtype["bf16"].index)
+    for epilog, row in shown.items():
         mine = [by_dtype[d].loc[epilog, "cutlass-evt / fused"] for d in ("fp16", "bf16")]
         mine += [by_dtype[d].loc[epilog, "cutlass-evt / unfused"] for d in ("fp16", "bf16")]
         assert _columns(gpu, row[:8]) == mine, epilog
@@ -294,7 +296,7 @@ def test_the_cutlass_prose_gives_the_burst_runs_figures(peers):
     )
     beside_unfused = table.loc[k.index, "cutlass-evt_over_unfused"]
     aux = table.loc[k.index, "epilog"].isin(["GELU_AUX", "GELU_AUX_BIAS"]) & k.isin([256, 512])
-    text = " ".join(_readme().split())
+    text = " ".join(_page().split())
     for ratios in (
         beside_unfused[forward & k.isin([256, 512])],  # it beats unfused where K is 256 or 512
         beside_unfused[forward & (k == 1024)],  # about even
@@ -328,8 +330,8 @@ def walkthrough_columns(cells, table, results) -> dict[str, list[str]]:
 def test_the_walkthrough_tables_columns_are_the_burst_runs(peers):
     cells, gpu = peers[0], peers[3]
     expected = walkthrough_columns(*peers[:3])
-    readme = _readme_table("| | H100 fp16 | H100 fp32 | H200 fp16 | H200 fp32 |")
-    assert {label: _columns(gpu, readme[label]) for label in expected} == expected
+    shown = _page_table("| | H100 fp16 | H100 fp32 | H200 fp16 | H200 fp32 |")
+    assert {label: _columns(gpu, shown[label]) for label in expected} == expected
     # beside the numba rungs fused fp16 DEFAULT at (16384,256)x(256,16384) took up to twice as long back to back
     fused = cells[(cells["provider"] == "fused") & (cells["dtype"] == "fp16") & (cells["epilog"] == "DEFAULT")]
     fused = fused[(fused["m"] == 16384) & (fused["k"] == 256) & (fused["group"] == "Fp16MemboundWalkthrough")]
@@ -373,7 +375,7 @@ def test_the_docs_table_of_quieter_cells_is_the_runs(committed, gpu):
     run = cells["commit"].str[:7].map(lambda c: "burst" if RUN.startswith(c) else "back" if c in back else "")
     cells = cells.assign(run=run, size=cells["time_s"].map(cell_class))[run != ""]
     spread = cells.groupby(["size", "run"])["rel_iqr"]
-    docs = " ".join((ROOT / "docs" / "measurement.md").read_text().split())
+    docs = finding("peers-under-burst")
     for size, label in (("large", "large (>= 5 ms)"), ("medium", "medium (1-5 ms)"), ("small", "small (< 1 ms)")):
         counts = spread.size()[size]
         medians, high = spread.median()[size] * 100, spread.quantile(0.95)[size] * 100
@@ -385,7 +387,7 @@ def test_the_docs_table_of_quieter_cells_is_the_runs(committed, gpu):
         assert 4 <= round(high["back"] / high["burst"]) <= 15  # "the 95th percentile falls 4-15 fold"
 
 
-def test_the_advice_names_the_peers_the_readme_names(committed):
+def test_the_advice_names_the_peers_the_findings_name(committed):
     policy = advise(committed, list(GPUS.values())).assign(gpu=lambda p: p["machine"].map(_gpu_of))
     named = policy[~policy["advice"].isin([advice.value for advice in Advice])]
     # the newest runs: on the H100 15 groups from its A/A pair (AA_RUN), the membound Compiled ones from LATEST_AA_RUN;
@@ -410,7 +412,7 @@ def test_the_advice_names_the_peers_the_readme_names(committed):
         "torch-compile",
     )
     over_fused = re.search(r"is (\d+%) faster than fused \(the ladder's advice\); fusion within the noise", at_seed.why)
-    text = " ".join(_readme().split())
+    text = " ".join(_page().split())
     assert (
         "names a peer in five classes. Four are at the memory-bound shapes, each where the ladder's advice is "
         f"unfused: torch-compile for DRELU_BGRAD at fp16 and bf16 on the H200 ({compiled[0]}-{compiled[1]}% faster "

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import finding
 
 from fusedbench.regressions.calibration import ALPHA, DETECT, GOALS, calibrate, detection, red_builds, replicate_builds
 from fusedbench.regressions.compare import Run
@@ -75,7 +76,7 @@ def test_the_thresholds_in_docs_regressions_are_the_committed_presets():
     from fusedbench.cli.calibrate import effect
     from fusedbench.regressions.thresholds import CLASSES, GATES
 
-    docs = (ROOT / "docs" / "regressions.md").read_text()
+    docs = finding("threshold-presets", folded=False)
     quick, default = presets()["h100-80gb-hbm3/quick@17e9ce1"], presets()["h100-80gb-hbm3/default@6fd4f0d"]
     for metric in ("time", "epilog-cost", "fusion-speedup"):
         for klass in (*(c for c, _ in CLASSES), *GATES):
@@ -192,7 +193,7 @@ def test_the_a_a_spreads_in_the_docs_come_from_the_committed_runs(results, machi
     assert len(spreads) == (23 if leave_out else 28 if len(commits) > 2 else 1742)  # the default pair: 1,742 cells
     figures = [spreads.median(), spreads.quantile(0.95, interpolation="linear"), spreads.max()]
     assert " | ".join(f"{100 * figure:.2f}%" for figure in figures) in row
-    assert row in (ROOT / "docs" / "measurement.md").read_text()
+    assert row in finding("aa-spread", folded=False)
     elsewhere = "c8c600b" if len(commits) > 2 else "67306e2"  # a run of the other suite: no cell in every run
     assert aa_spreads(results, machine, [*commits, elsewhere]).empty
 
@@ -234,7 +235,7 @@ def test_calibrate_prints_each_sets_a_a_spread(results):
     ]
 
 
-def test_the_h200s_quick_suite_is_judged_by_its_own_preset_as_the_readme_says(results):
+def test_the_h200s_quick_suite_is_judged_by_its_own_preset_as_the_findings_say(results):
     from fusedbench.regressions.gate import Choice, Outcome, judge
 
     (verdict,) = judge(results, Choice("h200-141gb", ("quick",))).suites
@@ -244,10 +245,10 @@ def test_the_h200s_quick_suite_is_judged_by_its_own_preset_as_the_readme_says(re
     assert verdict.preset.calibrated_on == "h200-141gb"
     assert [[c[:7] for c in commits] for commits in verdict.preset.runs] == [H200_SESSION_5, H200_ISSUE_30]
     assert verdict.preset.pairs == 30
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    findings = finding("report-and-gate-on-committed-results")
     assert (
         f"quick suite is judged green by its own preset, earned on {verdict.preset.pairs} A/A pairs of twelve runs "
-        f"in four machine sessions (its last two A/A runs, {runs[0]} against {runs[1]}, out of sample" in readme
+        f"in four machine sessions (its last two A/A runs, {runs[0]} against {runs[1]}, out of sample" in findings
     )
 
 
@@ -295,16 +296,16 @@ def test_the_h200s_default_suite_is_judged_by_its_own_preset_on_all_nine_groups(
     assert judged == set(SUITES["default"]) == set(verdict.preset.versions)
     latest = {g.group: (g.candidate.commit[:7], g.baseline.commit[:7]) for g in verdict.groups}
     assert latest["Tf32Seed"] == latest["Fp8Seed"] == ("57d8a23", "32f0587")
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    findings = finding("report-and-gate-on-committed-results")
     assert (
         "the H200's default suite is judged green by its own preset, `h200-141gb/default@32f0587`, earned on "
-        f"{verdict.preset.pairs} A/A pairs of six runs" in readme
+        f"{verdict.preset.pairs} A/A pairs of six runs" in findings
     )
 
 
 def test_the_h200s_peers_suite_is_judged_by_its_own_preset_on_every_group(results):
     """One cross-session pair (fcf16cf, the whole suite; 57d8a23, every group, over sessions 18 to 20): the H200's
-    peers preset is in force and judges all seventeen groups; the README says so."""
+    peers preset is in force and judges all seventeen groups; the findings say so."""
     from fusedbench.catalog.suites import SUITES
     from fusedbench.regressions.gate import Choice, Outcome, judge
 
@@ -314,6 +315,6 @@ def test_the_h200s_peers_suite_is_judged_by_its_own_preset_on_every_group(result
     judged = {g.group for g in verdict.groups if g.judged is not None and not g.not_judged}
     assert judged == set(SUITES["peers"]) == set(verdict.preset.versions)
     assert {(g.candidate.commit[:7], g.baseline.commit[:7]) for g in verdict.groups} == {("57d8a23", "fcf16cf")}
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    findings = finding("report-and-gate-on-committed-results")
     said = "the H200's, `h200-141gb/peers@fcf16cf`, on all 17 (57d8a23 against fcf16cf, in-sample), both green"
-    assert said in readme
+    assert said in findings

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import finding
 
 from fusedbench.catalog.suites import EPOCH_TIME, GPU_TIME, WALL
 from fusedbench.regressions.compare import NEVER_JUDGED, cells_run, compare_runs, judged_clock, mlp_as_cells
@@ -116,7 +117,7 @@ def clocks_text(results) -> str:
 
 
 def test_the_clocks_and_presets_the_docs_give_for_the_mlp_suite_are_the_committed_ones(results):
-    docs = " ".join((ROOT / "docs" / "regressions.md").read_text().split())
+    docs = finding("threshold-presets")
     assert clocks_text(results) in docs
     epochs = results.mlp[(results.mlp["machine"] == H100) & (results.mlp["group"] == "MlpEpoch")]
     table = epochs.pivot_table(index=["dtype", "version"], columns="commit", values="time_s")

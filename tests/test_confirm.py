@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, make_checkout
+from conftest import finding, git, make_checkout
 from test_alert_cli import MACHINE, run_cli, tuned_results
 
 from fusedbench.catalog.model import Cell
@@ -400,7 +400,7 @@ def aa_rows(results) -> list[str]:
 
 def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs(committed_results):
     results = committed_results
-    docs = (ROOT / "docs" / "regressions.md").read_text()
+    docs = finding("confirmation", folded=False)
     rows = detection_rows(results)
     assert len(rows) == 11 and all(": 0 of 5 (" in row and " 5 of 5 (" in row for row in rows)
     others_alerted = [row.split(" | ")[6] for row in rows]  # the docs name the one: the H100's RELU textbook
@@ -424,7 +424,7 @@ def test_the_detection_and_false_alarm_tables_in_the_docs_are_the_committed_runs
     gate = presets()["h200-141gb/quick@7aa40b3"].threshold("time", "group")
     flat = " ".join(docs.split())
     assert f"stays green: the H200's group threshold is {gate:.1%}" in flat
-    assert f"under the H200's {gate:.1%} group threshold" in " ".join((ROOT / "README.md").read_text().split())
+    assert f"under the H200's {gate:.1%} group threshold" in finding("confirmation")
     earlier = sum(len(commits) - 1 for commits in EARLIER_AA.values())
     assert f"With this issue's thirteen: {len(pairs) + earlier} A/A pairs in eleven machine sessions" in docs
     from collections import Counter
@@ -508,9 +508,9 @@ def margins_text(results) -> str:
 
 
 def test_the_earlier_a_a_pairs_and_the_h200_preset_in_the_docs_are_the_committed_ones(committed_results):
-    docs = " ".join((ROOT / "docs" / "regressions.md").read_text().split())
+    docs = finding("confirmation")
     assert earlier_aa_text(committed_results) in docs
-    assert h200_preset_text() in docs
+    assert h200_preset_text() in finding("threshold-presets")
     assert margins_text(committed_results) in docs
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_checkout
+from conftest import finding, make_checkout
 from test_alert_cli import run_cli
 from test_confirm import FAKE, _remeasured
 from test_confirm import tuned_verdict as tuned_verdict  # a fixture
@@ -240,7 +240,7 @@ def test_the_h100s_margins_are_its_side_by_side_records_of_two_sessions_and_the_
     assert (first.pairs, pooled.pairs, llm.pairs) == (3, 6, 2)
     assert set(first.versions) == set(pooled.versions) == {"Fp16Membound", "Fp16Seed", "Quick"}
     assert set(llm.versions) == {"Fp16Llm"}
-    docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
+    docs = finding("confirmation")
     for margins in (first, pooled, llm):
         large, medium, small = (margins.threshold("time", k) for k in ("large", "medium", "small"))
         detected = margins.rates["minimum_detectable"]["time/large"]
@@ -275,7 +275,7 @@ def test_whole_group_a_a_confirmations_are_red_by_the_fixed_margins_and_green_by
     assert worst[("Fp16Llm", "llm")] <= 0.05
     for group in ("Quick", "Fp16Seed", "Fp16Membound"):
         assert worst[(group, "pooled")] <= 0.05
-    docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
+    docs = finding("confirmation")
     for group in ("Quick", "Fp16Seed", "Fp16Membound", "Fp16Llm"):
         own = "llm" if group == "Fp16Llm" else "pooled"
         row = "| " + " | ".join([group, *(f"{worst[(group, name)]:.0%}" for name in ("fixed", "pooled", "llm"))]) + " |"
@@ -367,7 +367,7 @@ def test_the_h200s_margins_are_its_two_side_by_side_records_and_hold_its_whole_g
     assert [g for r in records for g in r["groups"]] == ["Quick", "Fp16Seed"] and margins.pairs == 2
     # the pinned records of session 16 decide its confirmations now
     assert margins_for("h200-141gb", "Fp16Seed", margins.versions["Fp16Seed"]) is presets()[H200_PINNED]
-    docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
+    docs = finding("confirmation")
     said = docs[docs.index(f"**The H200's, `{H200}`**") :][:700]
     detected = margins.rates["minimum_detectable"]["time/large"]
     large = margins.threshold("time", "large")
@@ -399,7 +399,7 @@ def test_each_gpus_pinned_margins_decide_its_confirmations_by_cells_judged_and_t
     """Side-by-side records with fused-autotuned pinned (the H100's of session 15, membound on two cards; the
     H200's of session 16) earn margins per number of cells judged, by group family; they decide each GPU's
     confirmations now, and the docs give a workload's and a whole group's."""
-    docs = " ".join((Path(__file__).parent.parent / "docs" / "regressions.md").read_text().split())
+    docs = finding("confirmation")
     for (machine, group), name in PINNED.items():
         margins = presets()[name]
         assert margins.protocol == 2 and margins_for(machine, group, margins.versions[group]) is margins
@@ -461,7 +461,7 @@ def injected_by_margins_now(results, machine: str = MACHINE) -> list[str]:
 
 
 def test_the_h100s_injected_confirmations_judged_by_the_margins_now_in_force_are_the_docs_table(committed_results):
-    docs = (Path(__file__).parent.parent / "docs" / "regressions.md").read_text()
+    docs = finding("confirmation", folded=False)
     rows = injected_by_margins_now(committed_results)
     print("\n".join(rows))
     assert len(rows) == 5
@@ -470,7 +470,7 @@ def test_the_h100s_injected_confirmations_judged_by_the_margins_now_in_force_are
 
 
 def test_the_h200s_injected_confirmations_judged_by_its_pinned_margins_are_the_docs_table(committed_results):
-    docs = (Path(__file__).parent.parent / "docs" / "regressions.md").read_text()
+    docs = finding("confirmation", folded=False)
     rows = injected_by_margins_now(committed_results, "h200-141gb")
     print("\n".join(rows))
     assert len(rows) >= 4

@@ -7,6 +7,7 @@ import shutil
 from dataclasses import replace
 
 import pytest
+from conftest import finding
 
 from fusedbench.catalog.formats import cell_from_json
 from fusedbench.catalog.model import Cell, CellKey, FormatError, Status
@@ -140,7 +141,7 @@ def test_a_cells_telemetry_is_small_enough_for_a_default_run_to_carry_under_a_me
     per_cell = round(sum(len(json.dumps(series, separators=(",", ":"))) for series in carried) / len(carried))
     default_cells = sum(GROUPS[name].cell_count for name in SUITES["default"] if name in GROUPS)
     assert (per_cell, default_cells, round(per_cell * default_cells / 1e6, 2)) == (242, 2884, 0.70)
-    text = (root / "docs" / "measurement.md").read_text()
+    text = finding("protocol-screen", folded=False)
     assert "242 bytes a cell" in text and "2,884 cells would carry at most 0.70 MB" in " ".join(text.split())
 
 

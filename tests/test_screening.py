@@ -3,6 +3,7 @@ fusing buys under it. The GPU side (`measure.gpu.screen`) ran on the device as `
 committed runs the last test reads; no GPU test drives it yet."""
 
 import pytest
+from conftest import finding
 
 from fusedbench.regressions.screening import SUMMARY_COLUMNS, fusion_speedups, summarize
 
@@ -45,11 +46,10 @@ def test_fusion_speedups_are_told_protocol_by_protocol():
 def test_the_screen_table_in_the_docs_is_the_committed_screens():
     """docs/measurement.md's screen tables and its burst-against-sustained speedups are recomputed from the runs
     committed beside them."""
-    from pathlib import Path
 
     from fusedbench.regressions.screening import summary_markdown
 
-    docs = (Path(__file__).parent.parent / "docs" / "measurement.md").read_text()
+    docs = finding("protocol-screen", folded=False)
     for name in ("2026-11-25-h100-screen-2", "2026-11-25-h100-screen-1-energy-counter"):
         assert summary_markdown(summarize(runs_of(name))) in docs, name
     speedups = fusion_speedups(runs_of("2026-11-25-h100-screen-2"))

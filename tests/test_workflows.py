@@ -44,7 +44,7 @@ def test_the_gpu_job_installs_with_the_readme_command_and_alerts_only_on_pull_re
     job = gpu_workflow()["jobs"]["bench"]
     install = next(s for s in job["steps"] if s.get("name", "").startswith("Install"))
     readme = (ROOT / "README.md").read_text()
-    command = "pip install -e '.[cu13,torch]'"
+    command = "pip install -e '.[cu13,torch,mlp]'"
     assert command in install["run"] and command in readme
     assert step(job, "alert")["if"] == "github.event_name == 'pull_request'"
     assert step(job, "alert")["run"].endswith(" --confirm")  # flagged cells measured again before the job goes red

@@ -1,8 +1,8 @@
 """An injected slowdown: chosen cells made slower by a chosen fraction, on the GPU, inside their timed region.
 
 It is how a user checks that their CI would catch what they care about ("the fused RELU_BIAS at the seed
-shape 5% slower"), and how docs/regressions.md measures what the gate catches: a real slowdown, with
-the real noise of a run around it, rather than a resampled copy of an old run. Each target is a cell
+shape 5% slower"), and how docs/findings/2026-11-26-confirmation.md measured what the gate catches: a real
+slowdown, with the real noise of a run around it, rather than a resampled copy of an old run. Each target is a cell
 (`RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused=5%`) or a whole group (`Fp16Seed=2%`). On the GPU,
 every sampled call of a target is followed, inside the timed region, by a spin kernel on the same stream
 that lasts the fraction of that very call (`measure.gpu.timing.Stretcher`); warm-up and the lead-in are

@@ -218,7 +218,7 @@ PROVIDERS: dict[str, Provider] = {
 LADDER = tuple(name for name, provider in PROVIDERS.items() if not provider.control and not provider.peer)
 PEERS = tuple(name for name, provider in PROVIDERS.items() if provider.peer)
 
-# The providers fused is compared against (README, 'The provider ladder'), and the plain GEMM every
+# The providers fused is compared against (docs/providers.md, 'The ladder'), and the plain GEMM every
 # cell's epilog cost is measured over.
 BASELINES = ("textbook", "unfused")
 FUSED = "fused"

@@ -32,7 +32,7 @@ from fusedbench.cli import (
     run,
     table,
 )
-from fusedbench.cli.common import EXIT_OK, EXIT_USAGE, Parser
+from fusedbench.cli.common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Parser
 from fusedbench.errors import FusedbenchError
 
 # In the order `fusedbench --help` lists them: the main job first, then reading results, then the gate.
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         except KeyboardInterrupt:
             sys.stderr.write("interrupted\n")
-            return 130
+            return EXIT_INTERRUPTED
         except Exception as exc:  # a bug: one line and exit 2, never a traceback that reads as a verdict (exit 1)
             if args.debug:
                 traceback.print_exc()

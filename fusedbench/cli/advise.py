@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 
-from fusedbench.cli.common import EXIT_OK, emit, folder_arguments, load, names, render, table
+from fusedbench.cli.common import EXIT_OK, command_parser, emit, folder_arguments, load, names, render, table
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
+    parser = command_parser(
+        commands,
         "advise",
-        help="the dispatch policy per machine, dtype, epilog and shape class: fuse, fuse-autotuned, unfused or a peer",
+        "the dispatch policy per machine, dtype, epilog and shape class: fuse, fuse-autotuned, unfused or a peer",
+        page="report.md",
     )
     folder_arguments(parser)
     parser.add_argument(

@@ -22,6 +22,8 @@ def add_parser(commands) -> None:
         "alert",
         "the CI gate: exit 1 when a run regresses against its baseline, 0 when nothing changed",
         BASELINE_DEFAULT,
+        ok="green, or not judged (too little compared to tell; the verdict says which)",
+        verdict="red: a regression, and nothing else",
     )
     parser.add_argument(
         "--dump-thresholds",
@@ -32,7 +34,7 @@ def add_parser(commands) -> None:
         "--confirm",
         action="store_true",
         help="on the GPU machine, in the checkout of the candidate: measure what the first look flags again, the "
-        "baseline's code beside the candidate's, and decide by that (docs/regressions.md, 'Confirmation')",
+        "baseline's code beside the candidate's, and decide by that (docs/regressions.md)",
     )
     parser.set_defaults(handler=lambda a: command_alert(**options(a), dump=a.dump_thresholds, confirm=a.confirm))
 

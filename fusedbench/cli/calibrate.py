@@ -4,13 +4,27 @@ and a GPU's confirmation margins from side-by-side A/A records (`regressions.mar
 from __future__ import annotations
 
 from fusedbench.catalog.suites import MLP_GROUPS, SUITES
-from fusedbench.cli.common import EXIT_OK, emit, folder_arguments, load, names, nonempty, render, require_gpu, table
+from fusedbench.cli.common import (
+    EXIT_OK,
+    command_parser,
+    emit,
+    folder_arguments,
+    load,
+    names,
+    nonempty,
+    render,
+    require_gpu,
+    table,
+)
 from fusedbench.errors import FusedbenchError
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
-        "calibrate", help="earn a threshold preset per suite from A/A runs (the same code run again)"
+    parser = command_parser(
+        commands,
+        "calibrate",
+        "earn a threshold preset per suite from A/A runs (the same code run again)",
+        page="calibrate.md",
     )
     folder_arguments(parser)
     parser.add_argument("--machine", type=nonempty, help="the machine the A/A runs or records were made on")
@@ -32,7 +46,7 @@ def add_parser(commands) -> None:
         "--measure-side-by-side",
         action="store_true",
         help="on the GPU machine, in a clean checkout: time --suite's workloads with this code on both sides of a "
-        "confirmation and keep the record under the results folder (docs/regressions.md, 'Confirmation margins')",
+        "confirmation and keep the record under the results folder (docs/calibrate.md)",
     )
     timed_by_cells = [name for name, groups in SUITES.items() if not set(groups) <= set(MLP_GROUPS)]
     parser.add_argument("--suite", choices=timed_by_cells, help="with --measure-side-by-side (default: quick)")

@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, console, emit, names, render, seed
+from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, command_parser, console, emit, names, render, seed
 from fusedbench.errors import FusedbenchError
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("check", help="verify every provider against float64 references on the GPU")
+    parser = command_parser(
+        commands,
+        "check",
+        "verify every provider against float64 references on the GPU",
+        page="run.md",
+        verdict="a cell failed: a wrong result or an error",
+    )
     parser.add_argument("--shapes", default="small", help="shape set to check on (default: small)")
     parser.add_argument(
         "--suite", help="check the epilogs, dtypes and providers that suite times (quick, default, full, peers)"

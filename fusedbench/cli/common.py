@@ -8,11 +8,21 @@ import io
 import os
 import shutil
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from fusedbench.errors import FusedbenchError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# What every command's exit codes but 1 mean (`fusedbench.cli.main` makes them so); 1 is a verdict, its own per command.
+EXIT_MEANINGS = {
+    EXIT_OK: "success",
+    EXIT_USAGE: "an error: bad input, unreadable data, a failed write, no GPU where one is needed, or a bug (one "
+    "`error:` line saying what to do)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+# The checkout's docs/ (an editable install's), where each command's page is.
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs")
 
 
 class Parser(argparse.ArgumentParser):
@@ -21,6 +31,22 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"error: {message} (see '{self.prog} --help')\n")
         raise SystemExit(EXIT_USAGE)
+
+
+def command_parser(commands, name: str, summary: str, *, page: str, verdict: str = "", ok: str = "") -> Parser:
+    """A command's parser whose --help ends with its exit codes and the page of the docs that covers it (`page`, a
+    file in docs/): `verdict` is what exit 1 means for this command ("" where it never exits 1), `ok` what 0 means
+    where it is more than success."""
+    codes = {**EXIT_MEANINGS, **({EXIT_OK: ok} if ok else {}), **({EXIT_FAILED: verdict} if verdict else {})}
+    path = os.path.join(DOCS, page)
+    epilog = "exit codes:\n" + "".join(
+        textwrap.fill(codes[code], 100, initial_indent=f"  {code:<3}  ", subsequent_indent=" " * 7) + "\n"
+        for code in sorted(codes)
+    )
+    epilog += f"\ndocs: {path if os.path.isfile(path) else 'docs/' + page + ' in the fusedbench repository'}"
+    return commands.add_parser(
+        name, help=summary, description=summary, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
 
 
 def names(value: str) -> list[str]:

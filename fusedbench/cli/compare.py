@@ -19,6 +19,7 @@ def add_parser(commands) -> None:
         "compare two runs cell by cell: each metric's change, its interval and a verdict",
         BASELINE_DEFAULT,
         formats=("text", "md", "json", "html"),
+        ok="compared, whatever changed: compare shows, alert judges",
     )
     parser.set_defaults(handler=lambda a: command_compare(**options(a)))
 

@@ -6,16 +6,19 @@ import os
 import re
 
 from fusedbench.catalog.suites import SUITES
-from fusedbench.cli.common import count, load, nonempty, render, warn
+from fusedbench.cli.common import command_parser, count, load, nonempty, render, warn
 from fusedbench.errors import FusedbenchError
 
 REF_HELP = "COMMIT (a prefix, on --machine), MACHINE@COMMIT, or MACHINE@ (its newest runs)"
 REF = re.compile(r"(?:(?P<machine>[^@\s]+)@)?(?P<commit>[0-9a-fA-F]*)")
 
 
-def add_arguments(commands, name: str, helptext: str, baseline_default: str, formats=("text", "md", "json")):
-    """The command's parser with the flags alert and compare share (`formats`: its --format choices)."""
-    parser = commands.add_parser(name, help=helptext)
+def add_arguments(
+    commands, name: str, helptext: str, baseline_default: str, formats=("text", "md", "json"), **exits: str
+):
+    """The command's parser with the flags alert and compare share (`formats`: its --format choices; `exits`: what
+    its exit codes mean, as `cli.common.command_parser` takes them)."""
+    parser = command_parser(commands, name, helptext, page="verdict.md", **exits)
     parser.add_argument(
         "results_dirs",
         nargs="*",

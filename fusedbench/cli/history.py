@@ -3,12 +3,14 @@ start of its last step up."""
 
 from __future__ import annotations
 
-from fusedbench.cli.common import EXIT_OK, emit, folder_arguments, load, nonempty
+from fusedbench.cli.common import EXIT_OK, command_parser, emit, folder_arguments, load, nonempty
 from fusedbench.errors import FusedbenchError
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("history", help="one cell's time over commits on a machine, and where a step began")
+    parser = command_parser(
+        commands, "history", "one cell's time over commits on a machine, and where a step began", page="verdict.md"
+    )
     folder_arguments(parser)
     parser.add_argument("--machine", required=True, type=nonempty, help="the machine (asv's name, e.g. h100-80gb-hbm3)")
     parser.add_argument(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
-from fusedbench.cli.common import EXIT_OK, emit, nonempty, render, table
+from fusedbench.cli.common import EXIT_OK, command_parser, emit, nonempty, render, table
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("list", help="print the catalog: epilogs, dtypes, shapes, providers and suites")
+    parser = command_parser(
+        commands, "list", "print the catalog: epilogs, dtypes, shapes, providers and suites", page="run.md"
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print it as one JSON object")
     output.add_argument(

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 
-from fusedbench.cli.common import EXIT_OK, deliberate_arguments, deliberate_of, emit
+from fusedbench.cli.common import EXIT_OK, command_parser, deliberate_arguments, deliberate_of, emit
 from fusedbench.errors import FusedbenchError
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
-        "machine", help="name asv's machine after this GPU (h100-80gb-hbm3) and print the name, for asv run --machine"
+    parser = command_parser(
+        commands,
+        "machine",
+        "name asv's machine after this GPU (h100-80gb-hbm3) and print the name, for asv run --machine",
+        page="ci.md",
     )
     deliberate_arguments(parser, "the machine name of a run with")
     parser.set_defaults(handler=lambda a: command_machine(a.tune, a.inject))

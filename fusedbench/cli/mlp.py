@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from fusedbench.catalog.mlp_settings import BATCH, DEFAULT_EPOCHS, DEFAULT_HIDDEN
-from fusedbench.cli.common import EXIT_OK, emit, names, render, table
+from fusedbench.cli.common import EXIT_OK, command_parser, emit, names, render, table
 from fusedbench.errors import FusedbenchError
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
-        "mlp", help="train the seed notebook's MLP on sklearn's digits: fused against the rest"
+    parser = command_parser(
+        commands, "mlp", "train the seed notebook's MLP on sklearn's digits: fused against the rest", page="mlp.md"
     )
     parser.add_argument("--device", choices=("cpu", "gpu"), default="gpu", help="where to train (default: gpu)")
     parser.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS, help=f"(default: {DEFAULT_EPOCHS})")

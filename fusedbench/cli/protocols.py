@@ -1,11 +1,11 @@
 """`fusedbench protocols`: screen the measurement protocols on this GPU, each candidate's repeat-to-repeat spread
-and time cost side by side (docs/measurement.md shows the screen that chose the one every run uses)."""
+and time cost side by side (docs/calibrate.md; docs/measurement.md says how the one every run uses was chosen)."""
 
 from __future__ import annotations
 
 import json
 
-from fusedbench.cli.common import EXIT_OK, emit, names, render, table
+from fusedbench.cli.common import EXIT_OK, command_parser, emit, names, render, table
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, write_text_atomically
 
@@ -13,7 +13,9 @@ DEFAULT_GROUPS = ("Fp16Seed", "Fp16Llm", "Fp16Membound")
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("protocols", help="screen the measurement protocols on this GPU (spread and cost)")
+    parser = command_parser(
+        commands, "protocols", "screen the measurement protocols on this GPU (spread and cost)", page="calibrate.md"
+    )
     parser.add_argument(
         "--group",
         action="extend",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import time
 
-from fusedbench.cli.common import EXIT_OK, emit, load, nonempty, results_arguments
+from fusedbench.cli.common import EXIT_OK, command_parser, emit, load, nonempty, results_arguments
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("report", help="one self-contained HTML speedup report from asv results")
+    parser = command_parser(
+        commands, "report", "one self-contained HTML speedup report from asv results", page="report.md"
+    )
     results_arguments(parser)
     parser.add_argument(
         "-o", "--output", dest="out_dir", default="reports", type=nonempty, help="folder for index.html (reports)"

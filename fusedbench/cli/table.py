@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from fusedbench.cli.common import EXIT_OK, emit, load, results_arguments
+from fusedbench.cli.common import EXIT_OK, command_parser, emit, load, results_arguments
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("table", help="the tidy table of asv results: a row per cell and run")
+    parser = command_parser(
+        commands, "table", "the tidy table of asv results: a row per cell and run", page="report.md"
+    )
     results_arguments(parser)
     parser.add_argument("--format", dest="output_format", choices=("csv", "json", "md"), default="csv")
     parser.add_argument("--mlp", action="store_true", help="the mlp suite's cells (the MLP's training step) instead")

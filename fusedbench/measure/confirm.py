@@ -11,9 +11,10 @@ one GPU allow, which is what takes the session's drift out of the comparison (du
 `continuous`). The rounds become cells (`catalog.model.Cell`) of each side, compared as runs are.
 
 fused-autotuned autotunes in each process, and two processes of the same code may choose algorithms 4-11% apart
-(docs/regressions.md), which no margin that catches 5% survives. So the candidate's side prepares each workload
-first, and the other sides time the algorithm its autotune chose (by its rank in cuBLASLt's heuristic list, checked
-by its description): the comparison is of everything but the choice, which the first look still sees.
+(docs/findings/2026-11-26-confirmation.md), which no margin that catches 5% survives. So the candidate's side
+prepares each workload first, and the other sides time the algorithm its autotune chose (by its rank in cuBLASLt's
+heuristic list, checked by its description): the comparison is of everything but the choice, which the first look
+still sees.
 """
 
 from __future__ import annotations

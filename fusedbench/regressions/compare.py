@@ -2,7 +2,7 @@
 
 Metrics (`regressions.metrics.METRICS`: time, epilog cost, fusion speedup), each the median of a per-round
 series of one run. Both calls of a round saw the same clock, so the paired metrics cancel much of the power
-cap's drift; they are not immune to a run's power state (docs/regressions.md has the noise).
+cap's drift; they are not immune to a run's power state (docs/findings/2026-11-25-threshold-presets.md has the noise).
 
 The interval is a bootstrap of the runs' rounds: one resample of round indices for every cell of
 both runs, so the pairing within a run holds, and so does the pairing between the runs: both
@@ -116,7 +116,7 @@ def mlp_as_cells(results: ResultSet, machine: str, commit: str, groups=None) -> 
 def judged_clock(group: str) -> str:
     """The clock an mlp group is compared by: a step's kernels' GPU time where the group records it (the wall clock of
     these small steps is the host's: between two A/A runs on one H100 it moved 19% in median, the GPU time 0.0%,
-    docs/regressions.md), else its wall clock (an epoch's, never judged: `NEVER_JUDGED`)."""
+    docs/findings/2026-11-25-threshold-presets.md), else its wall clock (an epoch's, never judged: `NEVER_JUDGED`)."""
     clocks = MLP_GROUPS[group].benchmarks
     return GPU_TIME if GPU_TIME in clocks else next(iter(clocks))
 

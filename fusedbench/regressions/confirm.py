@@ -42,12 +42,12 @@ ROUNDS = {"cell": 20, "gate": 10}  # rounds a side; a whole group's median needs
 CONFIRM_SUFFIX = ".fbconfirm"
 # The margins of a side-by-side comparison where the GPU has earned none of its own (`margins_for`): a change
 # beyond these, its interval excluding none, is confirmed. Side by side, the H200's A/A confirmations moved a cell
-# of at least 1 ms by at most 1.2% (docs/regressions.md, "Confirmation"), and a 5% slowdown lies well beyond 2%.
+# of at least 1 ms by at most 1.2% (docs/findings/2026-11-26-confirmation.md), and a 5% slowdown lies well beyond 2%.
 _MARGINS = {"large": 0.02, "medium": 0.02, "small": 0.05, "group": 0.01, "provider": 0.01}
 CONFIRMATION = Preset(
     name="confirmation",
     thresholds={(metric, klass): _MARGINS[klass] for metric in METRICS for klass in (*(c for c, _ in CLASSES), *GATES)},
-    calibrated_on="side-by-side A/A confirmations (docs/regressions.md)",
+    calibrated_on="side-by-side A/A confirmations (docs/findings/2026-11-26-confirmation.md)",
 )
 
 

@@ -108,7 +108,7 @@ def shown(value, column: str) -> str:
 
 
 def summary_markdown(rows: list[dict]) -> str:
-    """The summary as the Markdown table docs/measurement.md shows."""
+    """The summary as the Markdown table docs/findings/2026-11-25-protocol-screen.md shows."""
     lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|" + "---|" * len(SUMMARY_COLUMNS)]
     lines += ["| " + " | ".join(shown(row[c], c) for c in SUMMARY_COLUMNS) + " |" for row in rows]
     return "\n".join(lines) + "\n"

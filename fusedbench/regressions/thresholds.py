@@ -3,7 +3,8 @@
 A preset is earned from measured noise, never picked: `fusedbench.regressions.calibration` derives it from
 A/A runs (the same code run again on one machine), and tests/test_calibration.py recomputes
 every committed preset from the committed runs it names, so a preset cannot drift from its data.
-docs/regressions.md gives the noise each one came from, its false-alarm and detection rates.
+docs/regressions.md gives the method; docs/findings/2026-11-25-threshold-presets.md the noise each committed preset
+came from, its false-alarm and detection rates.
 """
 
 from __future__ import annotations
@@ -221,5 +222,5 @@ def _why(preset: Preset, gpu: str, suite: str, fits: bool) -> str:
         return f"preset {preset.name!r}, calibrated on this GPU's own A/A runs of the {suite} suite"
     return (
         f"preset {preset.name!r}: {gpu} has no A/A runs of the {suite} suite at these benchmark versions, so it uses "
-        f"the {preset.calibrated_on} calibration (run the calibration there to earn its own; docs/regressions.md)"
+        f"the {preset.calibrated_on} calibration (run the calibration there to earn its own; docs/calibrate.md)"
     )

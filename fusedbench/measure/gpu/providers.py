@@ -167,8 +167,8 @@ def fastest_algorithm(stack: GpuStack, matmul, algorithms: list):
     """The algorithm of the plan with the fastest median in fusedbench's own rounds: each call cold and after the
     lead-in of the protocol every run uses (`sampling.PROTOCOL`), as a run's cells are timed. nvmath's
     Matmul.autotune times them back to back, the clock falling as they run: on an H100 it picked a tile 5-7% slower
-    than the heuristic's in 2 of 5 same-code runs (docs/measurement.md). An algorithm that raises is passed over;
-    where all do, the first one's error is raised."""
+    than the heuristic's in 2 of 5 same-code runs (docs/findings/2026-11-25-aa-spread.md). An algorithm that raises
+    is passed over; where all do, the first one's error is raised."""
     runs = {
         str(index): functools.partial(matmul.execute, algorithm=algorithm) for index, algorithm in enumerate(algorithms)
     }
