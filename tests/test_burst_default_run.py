@@ -103,7 +103,7 @@ def test_the_default_runs_telemetry_stays_under_a_megabyte(results):
 
 
 def test_the_seed_shapes_intervals_narrowed_as_the_docs_say(results):
-    text, readme = _docs(), _readme()
+    text = _docs()
     widths, iqrs, greyed = [], [], []
     for commit in (BACK_TO_BACK, BURST):
         run = _run(results, commit)
@@ -146,15 +146,26 @@ def test_the_seed_shapes_intervals_narrowed_as_the_docs_say(results):
     )
     assert "(up to 2.27x, RELU at (16384,256)x(256,16384); 2.31x at 6fd4f0d)" in text
     assert "(down to 0.33x, DGELU_BGRAD at (8192,256)x(256,65536); bf16 0.32x)" in text
-    best, worst = (table.loc[fp16.agg(which)] for which in ("idxmax", "idxmin"))
-    assert [(best.epilog, best["shape"]), (worst.epilog, worst["shape"])] == [
-        ("RELU", "(16384,256)x(256,16384)"),
-        ("DGELU_BGRAD", "(8192,256)x(256,65536)"),
-    ]
+
+
+def test_the_readmes_figure_caption_is_the_figures_data(results):
+    """The README's PNG is the report's fp16 heatmap of the H100's newest default-suite runs (report.key_figures): its
+    caption's commits, extremes and greyed workloads are that selection's."""
+    from fusedbench.report import group_runs, in_peers_suite, ladder_cells, newest_cells, shown_cells
+
+    cells = shown_cells(results, machines=[MACHINE])
+    cells = cells[~in_peers_suite(cells)]
+    chosen = ladder_cells(newest_cells(cells, group_runs(results), MACHINE), across_commits=True)
+    table = speedups(chosen, results.detail.loc[chosen.index])
+    fp16 = table[table.dtype == "fp16"]
+    best, worst = (fp16.loc[fp16.over_unfused.agg(which)] for which in ("idxmax", "idxmin"))
+    commits = {group: commit[:7] for group, commit in zip(chosen.group, chosen.commit, strict=True)}
+    assert set(commits.values()) == {"8fda10a", "4971522"} and commits["Fp16Llm"] == "4971522"
+    greyed = f"{int(indistinct(fp16, 'unfused').sum())} of {len(fp16)}"
+    figures = [f"{row.over_unfused:.2f}x ({row.epilog} at {row['shape']})" for row in (best, worst)] + [greyed]
     assert (
-        "on an H100, fp16, at 8fda10a: up to 2.27x (RELU at (16384,256)x(256,16384)); red rows are fusion inversions, "
-        "down to 0.33x (DGELU_BGRAD at (8192,256)x(256,65536)); grey: no measurable difference, 64 of 478 workloads."
-        in readme
+        f"on an H100, fp16, the default suite (8fda10a; Fp16Llm 4971522): up to {figures[0]}; red: fused slower, "
+        f"fusion inversions, down to {figures[1]}; grey: no measurable difference, {figures[2]} workloads." in _readme()
     )
 
 
@@ -174,7 +185,7 @@ def test_every_class_of_cell_is_quieter_within_the_burst_run(results):
         assert f"| {label} | {n0} / {n1} | {median0:.2f}% | {median1:.2f}% | {p95_0:.2f}% | {p95_1:.2f}% |" in text
 
 
-def test_the_h200s_burst_run_gives_the_figures_the_readme_and_docs_give(results):
+def test_the_h200s_burst_run_gives_the_figures_the_findings_give(results):
     """32f0587 on a lent H200, beside its last back-to-back run c8c600b: the textbook's neighbours, the greyed
     workloads, the heatmap's extremes and the seconds."""
     text = _docs()

@@ -58,7 +58,8 @@ def page_of(command) -> Path:
 
 
 def documented_flags(page: Path) -> dict[str, set[str]]:
-    """Per `### \\`fusedbench CMD\\`` section of a page, the flags (and RESULTS_DIR) its table's first column names."""
+    """Per `### \\`fusedbench CMD\\`` section of a page, the flags and positionals (as --help names them) its table's
+    first column names."""
     found, command = {}, None
     for line in page.read_text().splitlines():
         heading = re.match(r"### `fusedbench (\w+)`", line)
@@ -69,16 +70,25 @@ def documented_flags(page: Path) -> dict[str, set[str]]:
             command = None
         elif command and line.startswith("| `"):
             first = line.split("|")[1]
-            found[command] |= set(re.findall(r"`(-[-\w]+|RESULTS_DIR)`", first))
+            found[command] |= set(re.findall(r"`(-[-\w]+|[A-Z_]+)`", first))
     return found
+
+
+def exit_codes(help_text: str) -> list[str]:
+    return re.findall(r"^  (\d+) ", help_text.split("exit codes:\n")[1], re.M)
+
+
+def test_fusedbench_help_names_the_exit_codes_and_the_readme():
+    text = build_parser().format_help()
+    assert exit_codes(text) == ["0", "1", "2", "130"]
+    assert re.search(r"^docs: (\S+)$", text, re.M).group(1) == str(ROOT / "README.md")
 
 
 def test_each_commands_help_names_its_exit_codes_and_its_page():
     verdicts = {"check", "run", "alert"}  # the only commands whose exit 1 means anything: a verdict
     for name, command in subcommands().items():
-        text = command.format_help()
-        codes = re.findall(r"^  (\d+) ", text.split("exit codes:\n")[1], re.M)
-        assert codes == (["0", "1", "2", "130"] if name in verdicts else ["0", "2", "130"]), name
+        expected = ["0", "1", "2", "130"] if name in verdicts else ["0", "2", "130"]
+        assert exit_codes(command.format_help()) == expected, name
         page = page_of(command)
         assert page.is_file() and page.parent == DOCS, (name, page)
 
@@ -93,8 +103,7 @@ def test_every_flag_is_documented_on_its_commands_page_and_no_other():
         page, flags = documented.get(name, (None, set()))
         assert page == DOCS / page_of(command).name, f"fusedbench {name}: its flags belong on {page_of(command)}"
         options = {o for a in command._actions for o in a.option_strings if o not in ("-h", "--help")}
-        if any(not a.option_strings for a in command._actions):
-            options.add("RESULTS_DIR")
+        options |= {a.metavar or a.dest.upper() for a in command._actions if not a.option_strings}
         assert flags == options, f"fusedbench {name}: documented {sorted(flags)}, the parser's {sorted(options)}"
 
 

@@ -196,7 +196,7 @@ def test_a_failed_rerun_keeps_the_earlier_timings_and_drops_its_records(checkout
     )
 
 
-def test_asvs_own_error_is_an_error_never_the_failed_checks_verdict(checkout, fake_gpu, monkeypatch):
+def test_asvs_own_error_is_an_error_never_the_failed_checks_verdict(checkout, fake_gpu, monkeypatch, capsys):
     """asv exits 1 on its own errors (no benchmark selected, a bad configuration); run's 1 means a failed check."""
     monkeypatch.setattr(fake_gpu, "require_clean_checkout", _real_checkout_at(COMMIT))
     fake_asv(monkeypatch, lambda label, folder: 1 if label == "Fp16Membound" else 0)
@@ -204,6 +204,7 @@ def test_asvs_own_error_is_an_error_never_the_failed_checks_verdict(checkout, fa
         suite="default", bench="Fp16Membound", launch_method="forkserver", repo=str(checkout), echo=lambda line: None
     )
     assert code == 2
+    assert capsys.readouterr().err.startswith("error: asv failed Fp16Membound (exit 1): asv's output above says why")
 
 
 def test_an_interrupt_keeps_finished_groups_and_the_earlier_timings_of_the_one_in_progress(

@@ -10,6 +10,7 @@ error: the data that would cause one is refused at load, so one that is left is 
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import traceback
@@ -32,7 +33,7 @@ from fusedbench.cli import (
     run,
     table,
 )
-from fusedbench.cli.common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Parser
+from fusedbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MEANINGS, EXIT_OK, EXIT_USAGE, Parser, help_epilog
 from fusedbench.errors import FusedbenchError
 
 # In the order `fusedbench --help` lists them: the main job first, then reading results, then the gate.
@@ -43,7 +44,13 @@ DEBUG_VARIABLE = "FUSEDBENCH_DEBUG"
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="fusedbench", description="What fusing work into a matmul buys on your GPU.")
+    verdict = "a verdict, and nothing else: `check` (and so `run`) found a failed cell, `alert` is red"
+    parser = Parser(
+        prog="fusedbench",
+        description="What fusing work into a matmul buys on your GPU.",
+        epilog=help_epilog({**EXIT_MEANINGS, EXIT_FAILED: verdict}, "README.md"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"fusedbench {__version__}")
     parser.add_argument(
         "--debug",

@@ -20,10 +20,11 @@ def add_parser(commands) -> None:
     parser = add_arguments(
         commands,
         "alert",
-        "the CI gate: exit 1 when a run regresses against its baseline, 0 when nothing changed",
+        "the CI gate: each group's newest run against its baseline; exit 1 when it regresses (red), 0 when not",
         BASELINE_DEFAULT,
         ok="green, or not judged (too little compared to tell; the verdict says which)",
-        verdict="red: a regression, and nothing else",
+        verdict="red: an alert (a regression, a new fusion inversion or loss, a missing or newly failing cell), and "
+        "nothing else",
     )
     parser.add_argument(
         "--dump-thresholds",

@@ -21,8 +21,8 @@ EXIT_MEANINGS = {
     "`error:` line saying what to do)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
-# The checkout's docs/ (an editable install's), where each command's page is.
-DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs")
+# The checkout fusedbench is installed from (an editable install's), whose docs/ has each command's page.
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,14 +38,26 @@ def command_parser(commands, name: str, summary: str, *, page: str, verdict: str
     file in docs/): `verdict` is what exit 1 means for this command ("" where it never exits 1), `ok` what 0 means
     where it is more than success."""
     codes = {**EXIT_MEANINGS, **({EXIT_OK: ok} if ok else {}), **({EXIT_FAILED: verdict} if verdict else {})}
-    path = os.path.join(DOCS, page)
-    epilog = "exit codes:\n" + "".join(
-        textwrap.fill(codes[code], 100, initial_indent=f"  {code:<3}  ", subsequent_indent=" " * 7) + "\n"
-        for code in sorted(codes)
-    )
-    epilog += f"\ndocs: {path if os.path.isfile(path) else 'docs/' + page + ' in the fusedbench repository'}"
     return commands.add_parser(
-        name, help=summary, description=summary, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
+        name,
+        help=summary,
+        description=summary,
+        epilog=help_epilog(codes, f"docs/{page}"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def help_epilog(codes: dict[int, str], page: str) -> str:
+    """The end of a --help: what each exit code means, and where the page about it is (`page`, from the checkout's
+    root: its full path where this install has the checkout)."""
+    path = os.path.join(CHECKOUT, page)
+    return (
+        "exit codes:\n"
+        + "".join(
+            textwrap.fill(codes[code], 100, initial_indent=f"  {code:<3}  ", subsequent_indent=" " * 7) + "\n"
+            for code in sorted(codes)
+        )
+        + f"\ndocs: {path if os.path.isfile(path) else page + ' in the fusedbench repository'}"
     )
 
 

@@ -210,11 +210,18 @@ def run_suite(
 
 
 def exit_code(asv_codes: dict[str, int]) -> int:
-    """run's exit code from asv's, one a group: 130 where one was interrupted, 2 where asv failed one (asv's 1 is its
-    own error, never the failed check's verdict that run's 1 is), else 0."""
+    """run's exit code from asv's, one a group: 130 where one was interrupted, 2 where asv failed one, with the
+    error line naming them (asv's 1 is its own error, never the failed check's verdict that run's 1 is), else 0."""
     if EXIT_INTERRUPTED in asv_codes.values():
         return EXIT_INTERRUPTED
-    return EXIT_USAGE if any(asv_codes.values()) else EXIT_OK
+    failed = {label: code for label, code in asv_codes.items() if code}
+    if failed:
+        sys.stderr.write(
+            f"error: asv failed {', '.join(f'{label} (exit {code})' for label, code in failed.items())}: asv's output "
+            "above says why; the commit's earlier results of those groups are kept, every other group's are new\n"
+        )
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def asv_environment(progress_dir: str, deliberate: Deliberate) -> dict[str, str]:
