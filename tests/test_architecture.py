@@ -11,7 +11,7 @@ ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "fusedbench"
 GPU_LIBRARIES = {"cupy", "cupyx", "nvmath", "torch", "triton", "numba"}
 # The layers in the order the data flows (docs/architecture.md): each imports only itself and those before it.
-LAYERS = ("catalog", "measure", "results", "analysis", "regressions", "report", "cli")
+LAYERS = ("catalog", "measure", "results", "analysis", "regressions", "paired", "report", "cli")
 # The foundation every layer may use, which imports nothing of the layers: errors, atomic files, statistics, rows of
 # frames as plain tuples.
 FOUNDATION = {
@@ -88,6 +88,14 @@ def test_layers_import_only_downward():
                 f"{name} ({LAYERS[layer(name)] if layer(name) >= 0 else 'foundation'}) imports {target}, "
                 f"of a layer above it ({LAYERS[layer(target)]}); the order is {' -> '.join(LAYERS)}"
             )
+
+
+def test_regressions_judge_what_was_measured_and_drive_nothing():
+    """The verdict's layer reads cells and records, never `measure/`: what measures two codes side by side and then
+    judges them is `paired/`, the layer above both."""
+    for name, tree in sources(PACKAGE / "regressions").items():
+        measured = sorted(m for m in imported_modules(tree) if m.startswith("fusedbench.measure"))
+        assert not measured, f"{name} imports {measured[0]}: drive the GPU from fusedbench/paired/, judge here"
 
 
 def test_only_fusedbench_measure_gpu_imports_a_gpu_library():

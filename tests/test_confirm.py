@@ -12,10 +12,10 @@ import pytest
 from conftest import finding, git, make_checkout
 from test_alert_cli import MACHINE, run_cli, tuned_results
 
-from fusedbench.catalog.model import Cell
+from fusedbench.catalog.model import Cell, Request
 from fusedbench.cli.gating import judged
 from fusedbench.measure import confirm as measure
-from fusedbench.measure.confirm import ConfirmError, Request, Side, export_source, measure_again
+from fusedbench.measure.confirm import ConfirmError, Side, export_source, measure_again
 from fusedbench.regressions.confirm import (
     CONFIRMATION,
     cells_of,
@@ -563,6 +563,7 @@ def test_alert_confirm_prints_what_it_measured_again_writes_its_record_and_exits
     red turns green where the slowdown is gone side by side, stays red where it is confirmed, and the record written
     beside the candidate's results judges the same again."""
     import fusedbench.cli.alert
+    import fusedbench.paired.confirm as paired
     import fusedbench.regressions.confirm as confirming
     from fusedbench.results.loader import load_results
 
@@ -581,7 +582,7 @@ def test_alert_confirm_prints_what_it_measured_again_writes_its_record_and_exits
                 )
             return confirmed(verdict, confirmations), confirmations
 
-        monkeypatch.setattr(confirming, "confirm_verdict", measured_again)
+        monkeypatch.setattr(paired, "confirm_verdict", measured_again)
         argv = ["alert", results, "--baseline", f"{MACHINE}@7dd23c5", "--candidate", f"{tuned}@", "--confirm"]
         exit_code, out, _ = run_cli(capsys, *argv, "--format", "json")
         assert exit_code == code

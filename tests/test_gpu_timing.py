@@ -165,7 +165,8 @@ def test_a_confirmation_times_both_sides_in_lock_step_and_sees_an_injected_slowd
     candidate's autotune chose on both sides."""
     import os
 
-    from fusedbench.measure.confirm import Request, Side, measure_again
+    from fusedbench.catalog.model import Request
+    from fusedbench.measure.confirm import Side, measure_again
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     target = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
@@ -192,9 +193,10 @@ def test_a_side_by_side_a_a_record_holds_both_sides_of_a_workload_timed_alike(gp
     every round, the group at its benchmark version, and the sides within a few per cent of each other."""
     import os
 
+    from fusedbench.catalog.model import Request
     from fusedbench.catalog.suites import ASV_VERSIONS
-    from fusedbench.measure.confirm import Request
-    from fusedbench.regressions.margins import measure_side_by_side, record_runs
+    from fusedbench.paired.margins import measure_side_by_side
+    from fusedbench.regressions.margins import record_runs
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     request = Request("Quick", "RELU_BIAS", "fp16", 65536, 16384, 8192, ("fused", "gemm"))

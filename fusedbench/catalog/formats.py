@@ -43,7 +43,7 @@ from fusedbench.catalog.suites import (
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import read_regular
 
-SIDE_BY_SIDE_FORMAT = "fusedbench-side-by-side-aa/1"  # regressions.margins writes it
+SIDE_BY_SIDE_FORMAT = "fusedbench-side-by-side-aa/1"  # paired.margins measures it, regressions.margins reads it
 CONFIRMATION_FORMAT = "fusedbench-confirmation/1"  # regressions.confirm writes it
 ASV_API_VERSION = 2  # asv.results.Results.api_version: the results format asv 0.6 writes and reads
 # Dates a run can carry: asv's (ms since the epoch) and a record's (ISO 8601). A date outside them is damage, not a run.
@@ -310,7 +310,7 @@ class _Sides(_OpenForm):
 
 
 class SideBySideForm(_OpenForm):
-    """A side-by-side A/A record (regressions.margins, .fbaa): this code on both sides of a confirmation."""
+    """A side-by-side A/A record (paired.margins, .fbaa): this code on both sides of a confirmation."""
 
     format: Literal[SIDE_BY_SIDE_FORMAT]  # type: ignore[valid-type]
     machine: Name

@@ -178,3 +178,41 @@ def count_by_status(cells) -> dict[Status, int]:
 def format_counts(counts: Mapping[Status, int]) -> str:
     """'86 ok, 10 unsupported, 0 skipped, 0 failed'."""
     return ", ".join(f"{count} {status.value}" for status, count in counts.items())
+
+
+@dataclass(frozen=True)
+class Request:
+    """One workload to measure (again, or beside another code): the group it is timed in, and the providers to time."""
+
+    group: str
+    epilog: str
+    dtype: str
+    m: int
+    k: int
+    n: int
+    providers: tuple[str, ...]
+
+    def key(self, provider: str) -> CellKey:
+        return CellKey(self.epilog, self.dtype, self.m, self.k, self.n, provider)
+
+    def to_json(self) -> dict:
+        return {
+            "group": self.group,
+            "epilog": self.epilog,
+            "dtype": self.dtype,
+            "m": self.m,
+            "k": self.k,
+            "n": self.n,
+            "providers": list(self.providers),
+        }
+
+
+def sample_clocks(series) -> list[float]:
+    """Each sample's SM clock from a cell's telemetry: the mean of the readings right before and right after it."""
+    return [(b + a) / 2 for b, a in zip(series.get("sm_mhz_before", ()), series.get("sm_mhz_after", ()), strict=False)]
+
+
+def sample_watts(series) -> list[int]:
+    """The instantaneous power right after each sample, the samples NVML gave none for left out (so not
+    aligned with the samples: for medians, not for pairing)."""
+    return [watts for watts in series.get("power_w", ()) if watts >= 0]

@@ -97,12 +97,8 @@ def confirmed_verdict(verdict, folder: str, strict: bool):
 
     from fusedbench.cli.common import load
     from fusedbench.files import write_text_atomically
-    from fusedbench.regressions.confirm import (
-        CONFIRM_SUFFIX,
-        confirm_verdict,
-        confirmation_lines,
-        to_record,
-    )
+    from fusedbench.paired.confirm import confirm_verdict
+    from fusedbench.regressions.confirm import CONFIRM_SUFFIX, confirmation_lines, to_record
     from fusedbench.regressions.render import dump as dump_json
 
     judged = [verdict.machine, *{g.baseline.machine for s in verdict.suites for g in s.groups if g.baseline}]

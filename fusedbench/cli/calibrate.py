@@ -166,8 +166,9 @@ def command_measure_side_by_side(*, results_dir: str, suite: str, bench: str | N
     from fusedbench.files import write_text_atomically
     from fusedbench.measure.checkout import require_clean_checkout
     from fusedbench.measure.machine import gpu_machine_name
+    from fusedbench.paired.margins import measure_side_by_side
     from fusedbench.regressions.confirm import ROUNDS
-    from fusedbench.regressions.margins import AA_SUFFIX, measure_side_by_side, requests_for
+    from fusedbench.regressions.margins import AA_SUFFIX, requests_for
     from fusedbench.regressions.render import dump
 
     groups = select_groups(suite, bench)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fusedbench.catalog.model import Cell, CellKey
+from fusedbench.catalog.model import Cell, Request
 from fusedbench.catalog.providers import AUTOTUNED
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.gpu.confirm_worker import PROTOCOL
@@ -45,33 +45,6 @@ REPLY_TIMEOUT_S = 600  # a workload's preparation (operands, plans, warm-up) on 
 
 class ConfirmError(FusedbenchError):
     """A confirmation that cannot be measured: the line says which side and why."""
-
-
-@dataclass(frozen=True)
-class Request:
-    """One workload to measure again: the group it was timed in, and the providers to time."""
-
-    group: str
-    epilog: str
-    dtype: str
-    m: int
-    k: int
-    n: int
-    providers: tuple[str, ...]
-
-    def key(self, provider: str) -> CellKey:
-        return CellKey(self.epilog, self.dtype, self.m, self.k, self.n, provider)
-
-    def to_json(self) -> dict:
-        return {
-            "group": self.group,
-            "epilog": self.epilog,
-            "dtype": self.dtype,
-            "m": self.m,
-            "k": self.k,
-            "n": self.n,
-            "providers": list(self.providers),
-        }
 
 
 @dataclass(frozen=True)

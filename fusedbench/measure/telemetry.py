@@ -165,17 +165,6 @@ class TelemetrySampler:
 SAMPLE_SERIES = ("sm_mhz_before", "sm_mhz_after", "power_w", "throttle")
 
 
-def sample_clocks(series) -> list[float]:
-    """Each sample's SM clock from a cell's telemetry: the mean of the readings right before and right after it."""
-    return [(b + a) / 2 for b, a in zip(series.get("sm_mhz_before", ()), series.get("sm_mhz_after", ()), strict=False)]
-
-
-def sample_watts(series) -> list[int]:
-    """The instantaneous power right after each sample, the samples NVML gave none for left out (so not
-    aligned with the samples: for medians, not for pairing)."""
-    return [watts for watts in series.get("power_w", ()) if watts >= 0]
-
-
 class SampleTelemetry:
     """The GPU's state around every timed call (a `sampling.Probe`): the SM clock right before and right after,
     the instantaneous power right after (NVML's instant-power field: `nvmlDeviceGetPowerUsage` is a one-second

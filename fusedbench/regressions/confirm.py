@@ -4,8 +4,9 @@ Between two sessions a GPU's power state moves whole workloads by a few per cent
 (earned on A/A runs from different sessions) cannot catch a 5% slowdown of one cell without false alarms. The
 first look therefore flags generously, below its thresholds (`FLAG_BAR` for cells of at least 1 ms and for gates,
 half the threshold for smaller cells), and `fusedbench alert --confirm` measures each flagged workload again
-(`measure.confirm`): the baseline's code beside the candidate's in lock-step, so both see the same session, or,
-where the baseline cannot be rebuilt, the candidate alone with more rounds against the baseline's recorded run.
+(`paired.confirm`, through `measure.confirm`): the baseline's code beside the candidate's in lock-step, so both see
+the same session, or, where the baseline cannot be rebuilt, the candidate alone with more rounds against the
+baseline's recorded run. This module judges what was measured; it measures nothing.
 The re-measured rounds are compared as runs are (`compare.compare_runs`), with `CONFIRMATION` as the preset: a
 cell (or gate) is confirmed slower where its change passes the preset's margin and its bootstrap interval
 excludes no change. A flagged gate has its whole group measured again.
@@ -19,7 +20,6 @@ which the same verdict is computed again anywhere.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -27,11 +27,9 @@ import numpy as np
 import pandas as pd
 
 from fusedbench.catalog.formats import CONFIRMATION_FORMAT, ConfirmationForm, cell_from_json, read_record
-from fusedbench.catalog.model import WORKLOAD, Cell, Status
-from fusedbench.catalog.providers import AUTOTUNED
+from fusedbench.catalog.model import WORKLOAD, Cell, Request, Status
 from fusedbench.catalog.suites import MLP_GROUPS
 from fusedbench.errors import FusedbenchError
-from fusedbench.measure.confirm import Request
 from fusedbench.regressions.compare import ALL_PROVIDERS, CELL, Run, compare_runs, worse_ratio
 from fusedbench.regressions.gate import GroupJudgement, Judged, MachineVerdict, SuiteVerdict, judge_comparison
 from fusedbench.regressions.metrics import METRICS, AlertKind
@@ -337,85 +335,6 @@ def read_confirmations(results_dir: str) -> list[dict]:
         for name in sorted(n for n in os.listdir(folder) if n.endswith(CONFIRM_SUFFIX)):
             found.append(read_record(os.path.join(folder, name), ConfirmationForm, "confirmation record"))
     return found
-
-
-def confirm_verdict(verdict: MachineVerdict, results, repo: str) -> tuple[MachineVerdict, list[Confirmation]]:
-    """Measure what the first look flags again (on this machine's GPU, the candidate's code from the checkout at
-    `repo`), and the verdict after it; nothing flagged, nothing measured."""
-    from fusedbench.measure.checkout import read_checkout
-
-    flags = flag(verdict)
-    if not flags:
-        return verdict, []
-    checkout = read_checkout(repo)
-    confirmations = []
-    with tempfile.TemporaryDirectory(prefix="fusedbench-baseline-") as scratch:
-        for flagged in flags:
-            confirmations.append(_confirm_group(flagged, results, repo, checkout, scratch))
-    return confirmed(verdict, confirmations), confirmations
-
-
-def _record_environment(results, run: Run, group: str) -> dict:
-    mine = [r for r in results.records if (r.machine, r.commit, r.group) == (run.machine, run.commit, group)]
-    return dict(mine[-1].environment) if mine else {}
-
-
-def _not_rebuildable(results, flagged: Flagged) -> str:
-    """Why the baseline's measurement cannot be rebuilt beside the candidate's ('' where it can): a library or the
-    driver changed between the two runs, by their records."""
-    first = flagged.judgement
-    base = _record_environment(results, first.baseline, flagged.group)
-    cand = _record_environment(results, first.candidate, flagged.group)
-    for what, before, after in (
-        ("library versions", base.get("versions"), cand.get("versions")),
-        ("driver", (base.get("gpu") or {}).get("driver"), (cand.get("gpu") or {}).get("driver")),
-    ):
-        if before != after:
-            return f"the {what} changed between the runs ({before} -> {after})"
-    return ""
-
-
-def _confirm_group(flagged: Flagged, results, repo: str, checkout, scratch: str) -> Confirmation:
-    """One flagged group measured again: side by side where the baseline can be rebuilt, else the candidate alone."""
-    from fusedbench.catalog.deliberate import Deliberate
-    from fusedbench.measure.confirm import ConfirmError, Side, export_source, measure_again
-
-    first = flagged.judgement
-    cand, base = first.candidate, first.baseline
-    if checkout.commit != cand.commit or checkout.dirty:
-        state = f"{checkout.commit[:8]}{' with changes' if checkout.dirty else ''}"
-        raise FusedbenchError(
-            f"--confirm times the candidate's code from the checkout, which is at {state}, not the candidate "
-            f"{cand.commit[:8]}: check out {cand.commit[:8]} (clean) and run it again"
-        )
-    changed = Deliberate.from_json(_record_environment(results, cand, flagged.group))
-    candidate = Side("candidate", repo, changed.environment())
-    reason = _not_rebuildable(results, flagged)
-    source = repo
-    if not reason and base.commit != cand.commit:
-        try:
-            source = export_source(repo, base.commit, os.path.join(scratch, base.commit))
-        except ConfirmError as exc:
-            reason = str(exc)
-    requests, rounds = flagged.requests(), flagged.rounds * (3 if reason else 1)
-    if reason:
-        measured = measure_again(requests, [candidate], rounds)
-        how, base_cells = f"candidate again against its record ({reason})", None
-    else:
-        measured = measure_again(requests, [Side("baseline", source), candidate], rounds)
-        how = "side by side" + (f", its {'injection' if changed.injection else 'tuning'} re-applied" if changed else "")
-        how += f", {AUTOTUNED} at the candidate's algorithm" if measured.pinned else ""
-        base_cells = measured.cells["baseline"]
-    return judge_confirmation(
-        flagged,
-        how,
-        base_cells,
-        measured.cells["candidate"],
-        rounds=rounds,
-        seconds=measured.seconds,
-        calls=measured.calls,
-        not_measured=measured.not_measured,
-    )
 
 
 def replay(results, record: dict) -> tuple[MachineVerdict, MachineVerdict, list[Confirmation]]:

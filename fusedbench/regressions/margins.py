@@ -4,9 +4,9 @@ A confirmation decides a flagged cell by how far its candidate moved from its ba
 (`regressions.confirm`). How far an unchanged cell moves that way is the card's: on an H200 the cells of at least
 1 ms stayed within 1.2%, on an H100 a textbook cell of 6.6-7.1 ms came out 2.2% apart. So each GPU earns its own
 margins, the way it earns its first-look thresholds: `fusedbench calibrate --measure-side-by-side` times a suite's
-workloads with the checkout's code on both sides of a confirmation (two workers in lock-step, the rounds of a
-flagged cell) and keeps the record (`catalog.formats.SIDE_BY_SIDE_FORMAT`, `<commit>-side-by-side-<time>.fbaa` under
-the machine's results);
+workloads with the checkout's code on both sides of a confirmation (`paired.margins`: two workers in lock-step, the
+rounds of a flagged cell) and keeps the record (`catalog.formats.SIDE_BY_SIDE_FORMAT`,
+`<commit>-side-by-side-<time>.fbaa` under the machine's results);
 `fusedbench calibrate --side-by-side C1,C2` turns the records of one or more sessions into a preset named
 `<GPU>/confirmation@<commits>` by the calibration's rule (each record one A/A pair, judged both ways; with `--bench`,
 from some of their groups only), and `regressions.confirm.margins_for` puts it in force for the groups it was earned
@@ -20,9 +20,9 @@ from collections.abc import Collection, Sequence
 
 import pandas as pd
 
-from fusedbench.catalog.formats import SIDE_BY_SIDE_FORMAT, SideBySideForm, cell_from_json, read_record
+from fusedbench.catalog.formats import SideBySideForm, cell_from_json, read_record
+from fusedbench.catalog.model import Request
 from fusedbench.errors import FusedbenchError
-from fusedbench.measure.confirm import Request, Side, measure_again
 from fusedbench.regressions.compare import Run
 from fusedbench.regressions.thresholds import MARGINS_SUITE, Preset
 
@@ -36,31 +36,6 @@ def requests_for(groups) -> list[Request]:
         for group in groups
         for w in group.workloads()
     ]
-
-
-def measure_side_by_side(repo: str, machine: str, commit: str, requests: Sequence[Request], rounds: int) -> dict:
-    """The checkout's code at `repo` on both sides, every request timed `rounds` times a side: the record."""
-    measured = measure_again(requests, [Side("baseline", repo), Side("candidate", repo)], rounds)
-    versions = measured.hellos["candidate"]["benchmark_versions"]
-    groups = {}
-    for side, cells in measured.cells.items():
-        for request in requests:
-            mine = [c.to_json() for c in cells if c.key in {request.key(p) for p in request.providers}]
-            entry = groups.setdefault(request.group, {"version": versions[request.group], "cells": {}})
-            entry["cells"].setdefault(side, []).extend(mine)
-    return {
-        "format": SIDE_BY_SIDE_FORMAT,
-        "machine": machine,
-        "commit": commit,
-        "device": measured.hellos["candidate"]["device"],
-        "versions": measured.hellos["candidate"]["versions"],
-        "rounds": rounds,
-        "seconds": measured.seconds,
-        "calls": measured.calls,
-        "not_measured": measured.not_measured,
-        "pinned": measured.pinned,
-        "groups": groups,
-    }
 
 
 def read_side_by_side(results_dir: str, machine: str, commits: Sequence[str]) -> list[dict]:

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from fusedbench.measure.telemetry import sample_clocks, sample_watts
+from fusedbench.catalog.model import sample_clocks, sample_watts
 from fusedbench.regressions.thresholds import CLASS_LABELS, CLASSES, cell_class
 from fusedbench.stats import clock_explains, relative_iqr, spread
 

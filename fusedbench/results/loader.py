@@ -30,7 +30,7 @@ import pandas as pd
 
 from fusedbench.catalog.dtypes import dtype_spec
 from fusedbench.catalog.epilogs import EPILOGS, Epilog, epilog_spec
-from fusedbench.catalog.model import Cell, CellKey, FormatError, Status
+from fusedbench.catalog.model import Cell, CellKey, FormatError, Status, sample_clocks, sample_watts
 from fusedbench.catalog.providers import GEMM
 from fusedbench.catalog.shapes import parse_shape, shape_label
 from fusedbench.catalog.suites import (
@@ -51,7 +51,6 @@ from fusedbench.errors import DataProblem, FusedbenchError
 from fusedbench.files import RefusedFile, regular_file
 from fusedbench.measure.records import GroupRecord, load_records
 from fusedbench.measure.sampling import PAIRED_SAMPLINGS
-from fusedbench.measure.telemetry import sample_clocks, sample_watts
 from fusedbench.results.cache import cached
 from fusedbench.results.derived import flags, paired_metrics, pass_bandwidths
 from fusedbench.stats import clock_explains, relative_iqr
