@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from fusedbench import __version__
 from fusedbench.cli import (
+    ab,
     advise,
     alert,
     calibrate,
@@ -37,14 +38,14 @@ from fusedbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MEANINGS, 
 from fusedbench.errors import FusedbenchError
 
 # In the order `fusedbench --help` lists them: the main job first, then reading results, then the gate.
-COMMANDS = (listing, check, run, machine, table, advise, report, compare, alert, history, mlp, calibrate, protocols)
+COMMANDS = (listing, check, run, machine, table, advise, report, compare, alert, ab, history, mlp, calibrate, protocols)
 
 
 DEBUG_VARIABLE = "FUSEDBENCH_DEBUG"
 
 
 def build_parser() -> Parser:
-    verdict = "a verdict, and nothing else: `check` (and so `run`) found a failed cell, `alert` is red"
+    verdict = "a verdict, and nothing else: `check` (and so `run`) found a failed cell, `alert` or `ab` is red"
     parser = Parser(
         prog="fusedbench",
         description="What fusing work into a matmul buys on your GPU.",

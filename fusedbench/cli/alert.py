@@ -4,11 +4,8 @@
 
 from __future__ import annotations
 
-import sys
-
-from fusedbench.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, emit, require_gpu, silence_stdout
-from fusedbench.cli.gating import add_arguments, judged, options, verdict_text, warn_all
-from fusedbench.errors import FusedbenchError
+from fusedbench.cli.common import EXIT_OK, emit, require_gpu
+from fusedbench.cli.gating import add_arguments, gate_exit, judged, options
 
 BASELINE_DEFAULT = (
     " (default: each group's newest earlier run on the machine at the same benchmark version; a tuned run's, its GPU's;"
@@ -43,10 +40,6 @@ def add_parser(commands) -> None:
 def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = False, **selection) -> int:
     """Judge (`selection`: the runs, as `cli.gating.judged` takes them), confirm what it flags where asked, print
     the verdict (and what warns), append it to GitHub's step summary; exit 1 on an alert."""
-    from fusedbench.regressions.gate import Outcome
-    from fusedbench.regressions.render import dump as dump_json
-    from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
-
     if dump:
         return dump_thresholds(
             selection["results_dirs"],
@@ -60,33 +53,10 @@ def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = 
             "--confirm measures flagged cells again", "run alert without --confirm here, and with it on the GPU runner"
         )
     verdict = judged(**selection, gate=True)
-    lines = []
-    if confirm:
-        verdict, lines = confirmed_verdict(verdict, (selection["results_dirs"] or ["results"])[-1], selection["strict"])
-    markdown = summary_markdown(verdict) + "".join(f"\n    {line}" for line in lines)  # what was measured again
-    if output_format == "json":
-        text = dump_json(to_json(verdict) | ({"confirmation": lines} if confirm else {}))
-    elif output_format == "md":
-        text = markdown
-    else:
-        text = verdict_text(verdict, rows=rows, only_alerts=True) + "".join(f"{line}\n" for line in lines)
-    red = verdict.outcome is Outcome.RED
-    failures = []
-    try:
-        emit(text)
-    except BrokenPipeError:  # `alert | head`: the verdict still decides the exit code
-        silence_stdout()
-    except FusedbenchError as exc:
-        failures.append(exc)
-    warn_all(verdict)
-    try:
-        write_step_summary(markdown)
-    except FusedbenchError as exc:
-        failures.append(exc)
-    if failures:  # a verdict that could not be written: 2, but a regression is still 1 (it is what happened)
-        sys.stderr.write(f"error: {failures[0]}\n")
-        return EXIT_FAILED if red else EXIT_USAGE
-    return EXIT_FAILED if red else EXIT_OK
+    if not confirm:
+        return gate_exit(verdict, output_format=output_format, rows=rows)
+    verdict, lines = confirmed_verdict(verdict, (selection["results_dirs"] or ["results"])[-1], selection["strict"])
+    return gate_exit(verdict, output_format=output_format, rows=rows, measured=lines, measured_key="confirmation")
 
 
 def confirmed_verdict(verdict, folder: str, strict: bool):

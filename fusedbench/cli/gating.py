@@ -1,12 +1,26 @@
-"""What `alert` and `compare` share: their flags, the runs they are asked to judge, the verdict in a terminal."""
+"""What `alert`, `compare` and `ab` share: their flags, the runs they are asked to judge, the verdict in a terminal
+and the gate's exit code."""
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 
 from fusedbench.catalog.suites import SUITES
-from fusedbench.cli.common import command_parser, count, load, nonempty, render, warn
+from fusedbench.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    command_parser,
+    count,
+    emit,
+    load,
+    nonempty,
+    render,
+    silence_stdout,
+    warn,
+)
 from fusedbench.errors import FusedbenchError
 
 REF_HELP = "COMMIT (a prefix, on --machine), MACHINE@COMMIT, or MACHINE@ (its newest runs)"
@@ -185,3 +199,37 @@ def warn_all(verdict) -> None:
     for suite in verdict.suites:
         for warning in suite.warnings:
             warn(warning)
+
+
+def gate_exit(verdict, *, output_format: str, rows: int, measured=(), measured_key: str = "") -> int:
+    """Print a gate's verdict (and `measured`: lines saying what was measured for it, under `measured_key` in JSON),
+    what warns, append it to GitHub's step summary; the exit code: 1 red, 0 green or not judged, 2 where it could not
+    be written (a red verdict still 1)."""
+    from fusedbench.regressions.gate import Outcome
+    from fusedbench.regressions.render import dump as dump_json
+    from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
+
+    markdown = summary_markdown(verdict) + "".join(f"\n    {line}" for line in measured)
+    if output_format == "json":
+        text = dump_json(to_json(verdict) | ({measured_key: list(measured)} if measured_key else {}))
+    elif output_format == "md":
+        text = markdown
+    else:
+        text = verdict_text(verdict, rows=rows, only_alerts=True) + "".join(f"{line}\n" for line in measured)
+    red = verdict.outcome is Outcome.RED
+    failures = []
+    try:
+        emit(text)
+    except BrokenPipeError:  # `alert | head`: the verdict still decides the exit code
+        silence_stdout()
+    except FusedbenchError as exc:
+        failures.append(exc)
+    warn_all(verdict)
+    try:
+        write_step_summary(markdown)
+    except FusedbenchError as exc:
+        failures.append(exc)
+    if failures:  # a verdict that could not be written: 2, but a regression is still 1 (it is what happened)
+        sys.stderr.write(f"error: {failures[0]}\n")
+        return EXIT_FAILED if red else EXIT_USAGE
+    return EXIT_FAILED if red else EXIT_OK

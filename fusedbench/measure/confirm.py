@@ -62,6 +62,7 @@ class Measured:
     """What a confirmation measured: each side's cells, each side's hello, what could not be measured, its cost."""
 
     cells: dict[str, list[Cell]]  # side name -> cells (request order, providers in request order)
+    groups: dict[str, list[str]]  # side name -> the group each of its cells was requested in (a key may be in two)
     hellos: dict[str, dict]
     not_measured: list[str]  # a line per workload or cell left out, and why
     seconds: float  # wall time, the workers' start included
@@ -180,9 +181,10 @@ def measure_again(requests: Sequence[Request], sides: Sequence[Side], rounds: in
         finally:
             for worker in workers:
                 worker.close()
-    cells = {w.side.name: [Cell.measured(key, found) for key, found in samples[w.side.name]] for w in workers}
+    cells = {w.side.name: [Cell.measured(key, found) for key, found, _ in samples[w.side.name]] for w in workers}
+    groups = {w.side.name: [group for _, _, group in samples[w.side.name]] for w in workers}
     hellos = {w.side.name: w.hello for w in workers}
-    return Measured(cells, hellos, not_measured, time.perf_counter() - started, calls, pinned)
+    return Measured(cells, groups, hellos, not_measured, time.perf_counter() - started, calls, pinned)
 
 
 def refuse_mismatch(workers: Sequence[Worker]) -> None:
@@ -247,7 +249,7 @@ def _lock_step(workers, requests, rounds, seed):
                     found[worker.side.name][provider].append(reply["seconds"])
         not_measured += list(failed.values())
         for name, by_provider in found.items():
-            samples[name] += [(request.key(p), by_provider[p]) for p in providers if p not in failed]
+            samples[name] += [(request.key(p), by_provider[p], request.group) for p in providers if p not in failed]
     return samples, not_measured, calls, pinned
 
 

@@ -1,0 +1,60 @@
+"""`fusedbench ab BASE`: a change measured beside its base on this GPU, every cell of a suite in lock-step, and
+judged side by side (`paired.ab`)."""
+
+from __future__ import annotations
+
+import os
+
+from fusedbench.cli.common import command_parser, count, nonempty, require_gpu
+from fusedbench.cli.gating import gate_exit
+
+
+def add_parser(commands) -> None:
+    from fusedbench.measure.sampling import SAMPLES
+
+    parser = command_parser(
+        commands,
+        "ab",
+        "measure the checkout beside BASE on this GPU, every cell of a suite in lock-step, and judge the change",
+        page="ab.md",
+        ok="green, or not judged (no side-by-side margins of this GPU's for the groups; the verdict says which)",
+        verdict="red: an alert (a cell or group slower than its side-by-side margin, a new fusion inversion or loss, "
+        "a cell that no longer runs), and nothing else",
+    )
+    parser.add_argument("base", type=nonempty, metavar="BASE", help="the commit the change is measured against")
+    parser.add_argument("--suite", default="quick", help="the suite whose cells are measured (default: quick)")
+    parser.add_argument("--bench", default=None, metavar="REGEX", help="only the suite's groups matching REGEX")
+    parser.add_argument(
+        "--rounds", type=count, default=SAMPLES, help=f"timed calls of each cell a side (default: {SAMPLES}, a run's)"
+    )
+    parser.add_argument("--format", dest="output_format", choices=("text", "md", "json"), default="text")
+    parser.add_argument("--rows", type=count, default=40, help="rows of the terminal table (default: 40)")
+    parser.set_defaults(
+        handler=lambda a: command_ab(
+            base=a.base, suite=a.suite, bench=a.bench, rounds=a.rounds, output_format=a.output_format, rows=a.rows
+        )
+    )
+
+
+def command_ab(*, base: str, suite: str, bench: str | None, rounds: int, output_format: str, rows: int) -> int:
+    """Resolve BASE beside the clean checkout, measure both codes on this GPU, print the verdict; exit as alert."""
+    from fusedbench.catalog.suites import select_groups
+    from fusedbench.errors import FusedbenchError
+    from fusedbench.measure.machine import gpu_machine_name
+    from fusedbench.paired.ab import cell_groups, judge_pair, measure_pair, resolve_pair
+
+    if rounds < 2:
+        raise FusedbenchError(f"--rounds {rounds}: a paired interval needs 2 rounds a side at least; give 2 or more")
+    groups = cell_groups(select_groups(suite, bench))
+    pair = resolve_pair(os.getcwd(), base)
+    require_gpu("ab measures both codes", "run it on the GPU machine, in the candidate's checkout")
+    measured = measure_pair(os.getcwd(), pair, groups, rounds)
+    verdict = judge_pair(gpu_machine_name(), suite, pair, measured)
+    cells = len(measured.cells["candidate"])
+    lines = [
+        f"measured: {pair.base[:8]} (base) beside {pair.candidate[:8]} (candidate) on "
+        f"{measured.hellos['candidate']['device']}, {cells} cells a side, {rounds} rounds, in {measured.seconds:.0f} s "
+        f"({measured.calls} calls)",
+        *(f"not measured: {line}" for line in measured.not_measured),
+    ]
+    return gate_exit(verdict, output_format=output_format, rows=rows, measured=lines, measured_key="measured")
