@@ -109,3 +109,22 @@ def test_a_group_without_margins_of_its_gpu_is_compared_and_not_judged(checkout,
     code, out, _ = run(capsys, base, "--rounds", "4", "--format", "json")
     (suite,) = json.loads(out)["suites"]
     assert code == 0 and suite["outcome"] == "not judged" and "no side-by-side margins" in suite["reason"]
+
+
+def test_a_cell_timed_in_two_groups_is_judged_in_each_with_its_own_samples():
+    """The Blog control and Fp16Seed both time the textbook's RELU_BIAS at the seed shape: each group's verdict is
+    of the cells measured in it, here slower in Blog only."""
+    from fusedbench.catalog.model import Cell, CellKey
+    from fusedbench.measure.confirm import Measured
+    from fusedbench.paired.ab import Pair, judge_pair
+
+    key = CellKey("RELU_BIAS", "fp16", 65536, 16384, 8192, "textbook")
+    steady = [0.036 + 0.0001 * (i % 3) for i in range(10)]
+    cells = {"baseline": [Cell.measured(key, steady)] * 2,
+             "candidate": [Cell.measured(key, steady), Cell.measured(key, [t * 1.2 for t in steady])]}  # fmt: skip
+    groups = {side: ["Fp16Seed", "Blog"] for side in cells}
+    hello = {"benchmark_versions": dict(ASV_VERSIONS), "device": "fake"}
+    measured = Measured(cells, groups, {"baseline": hello, "candidate": hello}, [], 1.0, 40)
+    (suite,) = judge_pair(MACHINE, "default", Pair("a" * 40, "b" * 40), measured).suites
+    slower = {g.group: sorted({v.value for v in g.judged.comparison.cells["verdict"]}) for g in suite.groups}
+    assert slower == {"Fp16Seed": ["same"], "Blog": ["slower"]}

@@ -320,7 +320,7 @@ def test_two_folders_each_hold_their_sides_machine(capsys, tmp_path):
 
 
 def test_a_reader_that_goes_away_does_not_turn_a_red_alert_green(capsys, tmp_path, monkeypatch):
-    import fusedbench.cli.alert as alert
+    import fusedbench.cli.gating as gating  # where the gate's verdict is written and its exit code decided
 
     tuned, results = tuned_results(tmp_path, "workspace-0")
     summary = tmp_path / "summary.md"
@@ -329,8 +329,8 @@ def test_a_reader_that_goes_away_does_not_turn_a_red_alert_green(capsys, tmp_pat
     def reader_gone(*args, **kwargs):
         raise BrokenPipeError
 
-    monkeypatch.setattr(alert, "emit", reader_gone)
-    monkeypatch.setattr(alert, "silence_stdout", lambda: None)
+    monkeypatch.setattr(gating, "emit", reader_gone)
+    monkeypatch.setattr(gating, "silence_stdout", lambda: None)
     code, _, _ = run_cli(capsys, "alert", results, "--baseline", f"{MACHINE}@7dd23c5", "--candidate", f"{tuned}@")
     assert code == 1 and summary.read_text().startswith("## fusedbench alert: RED")
 
