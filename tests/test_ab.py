@@ -86,7 +86,7 @@ def test_an_unchanged_cell_is_green_and_a_cell_5_percent_slower_on_the_candidate
 ):
     _, base = checkout
     code, out, _ = run(capsys, base, "--rounds", "4")
-    assert code == 0 and out.startswith("fusedbench alert: green"), out
+    assert code == 0 and out.startswith("fusedbench ab: green"), out
     assert f"measured: {base[:8]} (base) beside" in out and "30 cells a side, 4 rounds" in out
     monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}=5%")
     monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")  # the checkout's folder: the change is the candidate's

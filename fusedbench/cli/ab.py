@@ -57,4 +57,6 @@ def command_ab(*, base: str, suite: str, bench: str | None, rounds: int, output_
         f"({measured.calls} calls)",
         *(f"not measured: {line}" for line in measured.not_measured),
     ]
-    return gate_exit(verdict, output_format=output_format, rows=rows, measured=lines, measured_key="measured")
+    return gate_exit(
+        verdict, output_format=output_format, rows=rows, measured=lines, measured_key="measured", command="ab"
+    )

@@ -153,12 +153,12 @@ def refuse_unreadable(loaded, machines: set[str]) -> None:
             raise FusedbenchError(f"alert judges only results it can read in full: {lost[0]}")
 
 
-def verdict_text(verdict, *, rows: int, only_alerts: bool) -> str:
+def verdict_text(verdict, *, rows: int, only_alerts: bool, command: str = "alert") -> str:
     """The verdict for a terminal: its headline, then per suite its line, the runs compared, and a table of its
     alerts (or, for compare, of every row that is not 'same' and the group gates that moved)."""
     from fusedbench.regressions.render import headline, run_pairs, suite_line
 
-    parts = [headline(verdict, gate=only_alerts)]
+    parts = [headline(verdict, gate=only_alerts, command=command)]
     for suite in verdict.suites:
         parts.append(suite_line(suite))
         pairs = run_pairs(suite)
@@ -201,21 +201,24 @@ def warn_all(verdict) -> None:
             warn(warning)
 
 
-def gate_exit(verdict, *, output_format: str, rows: int, measured=(), measured_key: str = "") -> int:
-    """Print a gate's verdict (and `measured`: lines saying what was measured for it, under `measured_key` in JSON),
-    what warns, append it to GitHub's step summary; the exit code: 1 red, 0 green or not judged, 2 where it could not
-    be written (a red verdict still 1)."""
+def gate_exit(
+    verdict, *, output_format: str, rows: int, measured=(), measured_key: str = "", command: str = "alert"
+) -> int:
+    """Print a gate's verdict as `command` (alert, ab) gives it, with `measured` (lines saying what was measured for
+    it, under `measured_key` in JSON), and what warns; append it to GitHub's step summary. The exit code: 1 red, 0
+    green or not judged, 2 where it could not be written (a red verdict still 1)."""
     from fusedbench.regressions.gate import Outcome
     from fusedbench.regressions.render import dump as dump_json
     from fusedbench.regressions.render import summary_markdown, to_json, write_step_summary
 
-    markdown = summary_markdown(verdict) + "".join(f"\n    {line}" for line in measured)
+    markdown = summary_markdown(verdict, command=command) + "".join(f"\n    {line}" for line in measured)
     if output_format == "json":
         text = dump_json(to_json(verdict) | ({measured_key: list(measured)} if measured_key else {}))
     elif output_format == "md":
         text = markdown
     else:
-        text = verdict_text(verdict, rows=rows, only_alerts=True) + "".join(f"{line}\n" for line in measured)
+        text = verdict_text(verdict, rows=rows, only_alerts=True, command=command)
+        text += "".join(f"{line}\n" for line in measured)
     red = verdict.outcome is Outcome.RED
     failures = []
     try:

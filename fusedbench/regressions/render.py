@@ -88,19 +88,20 @@ def dump(obj) -> str:
     return json.dumps(obj, indent=2, allow_nan=False) + "\n"
 
 
-def headline(verdict: MachineVerdict, *, gate: bool = True) -> str:
-    """'fusedbench alert: RED (h100-80gb-hbm3: 2 alert(s)): the build fails' and the like: the first line of every
-    rendering; `compare` (not the gate, `gate` False) says what alert would say, and that it fails nothing itself."""
+def headline(verdict: MachineVerdict, *, gate: bool = True, command: str = "alert") -> str:
+    """'fusedbench alert: RED (h100-80gb-hbm3: 2 alert(s)): the build fails' and the like (`command`: the gate that
+    speaks, alert or ab): the first line of every rendering; `compare` (not the gate, `gate` False) says what alert
+    would say, and that it fails nothing itself."""
     if not gate:
         return (
             f"fusedbench compare: {verdict.outcome.value} by the gate's rules ({verdict.machine}: {verdict.alerts} "
             "alert(s)); compare fails nothing, alert does"
         )
     if verdict.outcome is Outcome.RED:
-        return f"fusedbench alert: RED ({verdict.machine}: {verdict.alerts} alert(s)): the build fails"
+        return f"fusedbench {command}: RED ({verdict.machine}: {verdict.alerts} alert(s)): the build fails"
     if verdict.outcome is Outcome.GREEN:
-        return f"fusedbench alert: green ({verdict.machine}: no alert)"
-    return f"fusedbench alert: not judged ({verdict.machine}: too little compared to tell; nothing failed)"
+        return f"fusedbench {command}: green ({verdict.machine}: no alert)"
+    return f"fusedbench {command}: not judged ({verdict.machine}: too little compared to tell; nothing failed)"
 
 
 def suite_line(suite: SuiteVerdict) -> str:
@@ -119,10 +120,10 @@ def run_pairs(suite: SuiteVerdict) -> str:
     return "; ".join(f"{', '.join(groups)}: {pair}" for pair, groups in pairs.items())
 
 
-def summary_markdown(verdict: MachineVerdict, limit: int = STEP_SUMMARY_LIMIT) -> str:
-    """GitHub step summary: the verdict, per suite its line, alerts worst first and warnings; cut to stay under
-    `limit` bytes."""
-    head = [f"## {headline(verdict)}", ""]
+def summary_markdown(verdict: MachineVerdict, limit: int = STEP_SUMMARY_LIMIT, command: str = "alert") -> str:
+    """GitHub step summary: the verdict (`command`'s), per suite its line, alerts worst first and warnings; cut to stay
+    under `limit` bytes."""
+    head = [f"## {headline(verdict, command=command)}", ""]
     body = []
     for suite in verdict.suites:
         body += [f"### {suite_line(suite)}", ""]
