@@ -76,7 +76,8 @@ def resolve_pair(repo: str, base_ref: str) -> Pair:
 
 
 def dependency_changes(repo: str, base: str, candidate: str) -> list[str]:
-    """What differs between the two commits' declared dependencies (pyproject.toml's, extras included)."""
+    """What differs between the two commits' declared dependencies (pyproject.toml's, extras included but `dev`: the
+    tests' and linters' tools, which nothing measured imports)."""
     declared = [_dependencies(repo, commit) for commit in (base, candidate)]
     return [
         f"{name}: {declared[0].get(name) or 'none'} -> {declared[1].get(name) or 'none'}"
@@ -89,8 +90,11 @@ def _dependencies(repo: str, commit: str) -> dict[str, str]:
     done = subprocess.run(["git", "-C", repo, "show", f"{commit}:pyproject.toml"], capture_output=True, text=True)
     if done.returncode != 0:
         raise FusedbenchError(f"the commit {commit[:8]} has no pyproject.toml: it is not a fusedbench commit")
-    project = tomllib.loads(done.stdout).get("project", {})
-    extras = project.get("optional-dependencies", {})
+    try:
+        project = tomllib.loads(done.stdout).get("project", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise FusedbenchError(f"the commit {commit[:8]}'s pyproject.toml cannot be read ({exc})") from None
+    extras = {name: packages for name, packages in project.get("optional-dependencies", {}).items() if name != "dev"}
     found = {"(required)": ", ".join(sorted(project.get("dependencies", [])))}
     return found | {f"[{extra}]": ", ".join(sorted(packages)) for extra, packages in extras.items()}
 
