@@ -3,24 +3,28 @@ needs no GPU stands in, tests/fixtures/fake_confirm_worker.py) and judged by the
 
 from __future__ import annotations
 
+import itertools
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import git, make_checkout
+from test_alert_cli import run_cli
 
 from fusedbench.catalog.suites import ASV_VERSIONS
 from fusedbench.cli import main
 from fusedbench.measure import confirm as measure
-from fusedbench.regressions.confirm import CONFIRMATION, margins_for
+from fusedbench.regressions.thresholds import CONFIRMATION, margins_for
 
 ROOT = Path(__file__).parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_confirm_worker.py"
 MACHINE = "h100-80gb-hbm3"
 TARGET = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
 PYPROJECT = '[project]\nname = "fusedbench"\ndependencies = ["numpy>=1.25"]\n'
-WORKER = "PROTOCOL = 2\n"
+WORKER = "PROTOCOL = 3\n"
 
 
 @pytest.fixture
@@ -33,6 +37,8 @@ def checkout(tmp_path, monkeypatch):
     base = git(root, "rev-parse", "HEAD").strip()
     (root / "fusedbench" / "x.py").write_text("A = 2\n")
     git(root, "commit", "-qam", "the change")
+    (root / "results").mkdir()
+    shutil.copy(ROOT / "results" / "benchmarks.json", root / "results")  # asv's description of the suite
     monkeypatch.chdir(root)
     return root, base
 
@@ -116,20 +122,76 @@ def test_a_group_without_margins_of_its_gpu_is_compared_and_not_judged(checkout,
     assert code == 0 and suite["outcome"] == "not judged" and "no side-by-side margins" in suite["reason"]
 
 
-def test_a_cell_timed_in_two_groups_is_judged_in_each_with_its_own_samples():
-    """The Blog control and Fp16Seed both time the textbook's RELU_BIAS at the seed shape: each group's verdict is
-    of the cells measured in it, here slower in Blog only."""
-    from fusedbench.catalog.model import Cell, CellKey
-    from fusedbench.measure.confirm import Measured
-    from fusedbench.paired.ab import Pair, judge_pair
+def paired_folder(root: Path) -> Path:
+    (folder,) = (root / "results").glob(f"{MACHINE}-paired-*")
+    return folder
 
-    key = CellKey("RELU_BIAS", "fp16", 65536, 16384, 8192, "textbook")
-    steady = [0.036 + 0.0001 * (i % 3) for i in range(10)]
-    cells = {"baseline": [Cell.measured(key, steady)] * 2,
-             "candidate": [Cell.measured(key, steady), Cell.measured(key, [t * 1.2 for t in steady])]}  # fmt: skip
-    groups = {side: ["Fp16Seed", "Blog"] for side in cells}
-    hello = {"benchmark_versions": dict(ASV_VERSIONS), "device": "fake"}
-    measured = Measured(cells, groups, {"baseline": hello, "candidate": hello}, [], 1.0, 40)
-    (suite,) = judge_pair(MACHINE, "default", Pair("a" * 40, "b" * 40), measured).suites
-    slower = {g.group: sorted({v.value for v in g.judged.comparison.cells["verdict"]}) for g in suite.groups}
-    assert slower == {"Fp16Seed": ["same"], "Blog": ["slower"]}
+
+def test_the_pair_is_kept_as_asv_results_of_a_machine_of_its_own_and_alert_gives_the_same_verdict(
+    checkout, fake_gpu, capsys, monkeypatch
+):
+    root, base = checkout
+    monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}=5%")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    code, out, _ = run(capsys, base, "--rounds", "4", "--format", "json")
+    folder = paired_folder(root)
+    assert code == 1 and f"kept as machine {folder.name}" in json.loads(out)["measured"][0]
+    candidate = git(root, "rev-parse", "HEAD").strip()
+    from asv.results import iter_results_for_machine
+
+    results = {r.commit_hash: r for r in iter_results_for_machine(str(root / "results"), folder.name)}
+    assert set(results) == {base, candidate}  # asv reads both sides, each a commit of the session's machine
+    asked = "cells.Quick.time_cell"
+    params = results[candidate].get_result_params(asked)
+    combos = list(itertools.product(*params))
+    index = combos.index(("'RELU_BIAS'", "'(65536,16384)x(16384,8192)'", "'fused'"))
+    samples = results[candidate].get_result_samples(asked, params)[index]
+    assert len(samples) >= 4 and samples == pytest.approx([0.00105] * len(samples))  # the candidate's own samples
+    assert results[base].get_result_value("ceilings.CopyCeiling.time_copy", []) == [0.001]
+    compared = subprocess.run([sys.executable, "-m", "asv", "compare", base, candidate, "--machine", folder.name],
+                              cwd=root, capture_output=True, text=True)  # fmt: skip
+    assert compared.returncode == 0 and "RELU_BIAS" in compared.stdout and "1.05" in compared.stdout
+    (record,) = [json.loads(p.read_text()) for p in folder.glob(f"{candidate[:8]}-Quick-*.fbenv")]
+    paired = record["environment"]["paired"]
+    assert (paired["baseline"], paired["candidate"], paired["side"], paired["rounds"]) == (
+        base,
+        candidate,
+        "candidate",
+        4,
+    )
+    assert paired["order"].startswith("lock-step") and paired["check"]["failures"] == []
+    again, out_again, _ = run_cli(capsys, "alert", "--machine", folder.name, "--format", "json")
+    assert again == 1 and json.loads(out_again)["suites"] == json.loads(out)["suites"]  # one verdict, wherever shown
+    run(capsys, base, "--rounds", "4")  # another session of the same pair: a machine of its own, nothing overwritten
+    assert len(list((root / "results").glob(f"{MACHINE}-paired-*"))) == 2
+
+
+def test_a_slower_pick_of_the_candidates_autotuning_is_its_own_alert_and_the_cell_is_judged_at_one_pick(
+    checkout, fake_gpu, capsys, monkeypatch
+):
+    _, base = checkout
+    monkeypatch.setenv("FAKE_RANK", "3")  # the candidate's autotuning picks rank 3, 6% slower than the base's rank 0
+    monkeypatch.setenv("FAKE_RANK_COST", "0.02")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    code, out, _ = run(capsys, base, "--rounds", "4", "--format", "json")
+    (suite,) = json.loads(out)["suites"]
+    assert code == 1 and {a["provider"] for a in suite["alerts"]} == {"fused-autotuned"}
+    assert all("the candidate's autotuning picked id=3, slower than the base's id=0" in a["reason"]
+               for a in suite["alerts"])  # fmt: skip
+    assert len(suite["alerts"]) == 5  # one a workload: the cells themselves, at one pick, did not move
+
+
+def test_cells_near_their_margin_get_more_rounds_and_a_cell_failing_the_check_on_the_candidate_side_is_red(
+    checkout, fake_gpu, capsys, monkeypatch
+):
+    _, base = checkout
+    margin = margins_for(MACHINE, "Quick", ASV_VERSIONS["Quick"]).threshold("time", "small")
+    monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}={margin * 100:.2f}%")  # right at its margin
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    monkeypatch.setenv("FAKE_CHECK_FAIL", "GELU_AUX_BIAS/fp16/unfused")
+    code, out, _ = run(capsys, base, "--rounds", "4", "--format", "json")
+    verdict = json.loads(out)
+    assert "1 near their margin given 8 more" in verdict["measured"][0]
+    failed = [a for a in verdict["suites"][0]["alerts"] if a["verdict"] == "failed"]
+    assert code == 1 and [(a["epilog"], a["provider"]) for a in failed] == [("GELU_AUX_BIAS", "unfused")]
+    assert "failed the check against float64 on the candidate side" in failed[0]["reason"]

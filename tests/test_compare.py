@@ -341,3 +341,15 @@ def test_a_cells_status_is_read_with_no_reason_as_none():
     keys = pd.MultiIndex.from_frame(run.cells[CELL])
     found = _statuses(run, keys)
     assert len(found) == len(run.cells) and set(found.values()) >= {("skipped", None), ("ok", "")}
+
+
+def test_a_cell_with_extra_rounds_is_paired_with_its_workload_over_the_rounds_they_share():
+    """A paired run gives a cell near its margin extra rounds after those its workload's cells share: its epilog
+    cost is still a round-by-round ratio, over the shared rounds."""
+    import numpy as np
+
+    from fusedbench.regressions.metrics import EPILOG_COST, metric_rows
+
+    samples = {"fused": np.array([2.0, 2.2, 2.4, 9.0, 9.0]), "gemm": np.array([1.0, 1.1, 1.2])}
+    series = {(provider, metric): values for provider, metric, values, _ in metric_rows(samples)}
+    assert list(series[("fused", EPILOG_COST)]) == [2.0, 2.0, 2.0]

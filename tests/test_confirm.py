@@ -16,16 +16,9 @@ from fusedbench.catalog.model import Cell, Request
 from fusedbench.cli.gating import judged
 from fusedbench.measure import confirm as measure
 from fusedbench.measure.confirm import ConfirmError, Side, export_source, measure_again
-from fusedbench.regressions.confirm import (
-    CONFIRMATION,
-    cells_of,
-    confirmation_lines,
-    confirmed,
-    flag,
-    judge_confirmation,
-    to_record,
-)
+from fusedbench.regressions.confirm import cells_of, confirmation_lines, confirmed, flag, judge_confirmation, to_record
 from fusedbench.regressions.gate import Outcome
+from fusedbench.regressions.thresholds import CONFIRMATION
 
 ROOT = Path(__file__).parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_confirm_worker.py"
@@ -64,22 +57,70 @@ def test_the_sides_time_each_cell_in_lock_step_the_first_alternating_and_an_inje
     assert by_side["candidate"]["gemm"] == (0.001,) * 4
 
 
-def test_the_baseline_times_the_algorithm_the_candidates_autotune_chose_and_one_it_cannot_plan_is_left_out(fake_worker):
+def test_each_side_autotunes_and_where_the_picks_differ_both_are_timed_on_both_sides(fake_worker, monkeypatch):
     (base, cand), _ = fake_worker
-    cand = Side("candidate", cand.source, {"FAKE_RANK": "3"})
+    monkeypatch.setenv("FAKE_RANK_COST", "0.02")  # each rank 2% slower: the candidate's pick, rank 3, costs 6%
+    cand = Side("candidate", cand.source, {"FAKE_RANK": "3", "FAKE_INJECT_SIDE": "candidate"})
     request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("fused", "fused-autotuned"))
     measured = measure_again([request], [base, cand], rounds=2)
     label = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused-autotuned"
-    assert measured.pinned == {label: "rank 3: id=3"} and measured.not_measured == []
-    assert {c.key.provider for c in measured.cells["baseline"]} == {"fused", "fused-autotuned"}
+    assert measured.not_measured == [] and measured.calls == 2 * 2 * 3  # fused and both picks, on both sides
+    held = {side: {c.key.provider: c.samples for c in cells} for side, cells in measured.cells.items()}
+    assert held["baseline"]["fused-autotuned"] == held["candidate"]["fused-autotuned"] == pytest.approx((0.00106,) * 2)
+    (pick,) = measured.picks
+    assert pick.key.label == label and pick.algorithms == {"baseline": "id=0", "candidate": "id=3"}
+    assert pick.samples["baseline"] == {"baseline": [0.001] * 2, "candidate": [0.001] * 2}
+    assert pick.samples["candidate"]["baseline"] == pytest.approx([0.00106] * 2)
+    own = {c.key.provider: c.samples for c in measured.own_cells("baseline")}
+    assert own["fused-autotuned"] == (0.001,) * 2 and own["fused"] == (0.001,) * 2  # what the base's code runs
+    assert {c.provenance["algorithm"] for c in measured.cells["baseline"]} == {"id=0", "id=3"}
+
+
+def test_a_pick_one_side_cannot_plan_is_not_compared_and_the_cell_is_measured_at_each_sides_own(fake_worker):
+    (base, cand), _ = fake_worker
+    cand = Side("candidate", cand.source, {"FAKE_RANK": "3", "FAKE_INJECT_SIDE": "candidate"})
     base = Side("baseline", base.source, {"FAKE_ALGORITHM": "id=9"})  # its plan lacks the candidate's algorithm
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("fused", "fused-autotuned"))
     measured = measure_again([request], [base, cand], rounds=2)
     assert measured.not_measured == [
-        f"{label} on the baseline side: the candidate's algorithm (rank 3: id=3) is not in its plan (found id=9)"
+        "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused-autotuned: the candidate's pick (rank 3: id=3) cannot be "
+        "timed on the baseline side ({'rank': 3, 'algorithm': 'id=9'}): the picks are not compared"
     ]
-    assert measured.pinned == {} and [c.key.provider for c in measured.cells["baseline"]] == ["fused"]
-    alone = measure_again([request], [cand], rounds=2)  # nothing to pin against
-    assert alone.pinned == {} and len(alone.cells["candidate"]) == 2
+    assert measured.picks == [] and [c.key.provider for c in measured.cells["baseline"]] == ["fused", "fused-autotuned"]
+    alone = measure_again([request], [cand], rounds=2)  # one side: nothing to compare picks with
+    assert alone.picks == [] and len(alone.cells["candidate"]) == 2
+
+
+def test_a_cell_failing_the_check_on_one_side_is_failed_there_and_timed_on_the_other_alone(fake_worker):
+    (base, cand), _ = fake_worker
+    cand = Side("candidate", cand.source, {"FAKE_CHECK_FAIL": "RELU_BIAS/fp16/fused"})
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("unfused", "fused"))
+    check = {"epilogs": ["RELU_BIAS"], "dtypes": ["fp16"], "providers": ["unfused", "fused"]}
+    measured = measure_again([request], [base, cand], rounds=2, asked=measure.Asked(check=check, ceilings=["fp16"]))
+    assert measured.checked["candidate"]["checked"] == 2 and measured.checked["baseline"]["failures"] == []
+    cells = {side: {c.key.provider: c for c in found} for side, found in measured.cells.items()}
+    assert cells["candidate"]["fused"].status.value == "failed"
+    assert cells["candidate"]["fused"].reason.startswith("failed the check against float64 on the candidate side")
+    assert cells["baseline"]["fused"].samples == (0.001,) * 2 and measured.calls == 2 * 2 + 2
+    assert dict(cells["baseline"]["fused"].telemetry) == {"power_w": [700]}  # the probe's series, as a run keeps it
+    assert set(measured.ceilings) == {"baseline", "candidate"} and measured.ceilings["candidate"]["copy"]
+
+
+def test_more_rounds_go_to_the_cells_asked_for_in_the_same_lock_step(fake_worker):
+    (base, cand), log = fake_worker
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("unfused", "fused", "gemm"))
+    seen = []
+
+    def more(asked, samples):
+        seen.append({side: {p: len(s) for p, s in found.items()} for side, found in samples.items()})
+        return {"fused": 3}
+
+    measured = measure_again([request], [base, cand], rounds=2, asked=measure.Asked(more=more))
+    assert seen == [{side: {"unfused": 2, "fused": 2, "gemm": 2} for side in ("baseline", "candidate")}]
+    lengths = {c.key.provider: len(c.samples) for c in measured.cells["candidate"]}
+    assert lengths == {"unfused": 2, "fused": 5, "gemm": 2} and measured.extra_rounds == {TARGET: 3}
+    calls = [line.split() for line in log.read_text().splitlines()][-6:]
+    assert [c[0] for c in calls] == ["baseline", "candidate", "candidate", "baseline", "baseline", "candidate"]
 
 
 def test_a_call_that_raises_leaves_its_cell_unmeasured_on_both_sides_and_the_others_measured(fake_worker):
@@ -99,7 +140,7 @@ def test_a_call_that_raises_leaves_its_cell_unmeasured_on_both_sides_and_the_oth
 @pytest.mark.parametrize(
     ("hello", "says"),
     [
-        ({"protocol": 1}, "the baseline side speaks protocol 1, not 2"),
+        ({"protocol": 1}, "the baseline side speaks protocol 1, not 3"),
         ({"fusedbench": "/elsewhere"}, "the baseline side imported fusedbench from /elsewhere, not from its source"),
         ({"versions": {"cupy": "1"}}, "the sides differ in versions"),
     ],
@@ -486,7 +527,7 @@ def h200_preset_text() -> str:
 def margins_text(results) -> str:
     """The docs' sentence on the confirmation margins against every A/A confirmation: the same code side by side."""
     from fusedbench.regressions.compare import worse_ratio
-    from fusedbench.regressions.confirm import CONFIRMATION, read_confirmations, replay
+    from fusedbench.regressions.confirm import read_confirmations, replay
 
     cells, gates, records = [], [], 0
     for record in read_confirmations(str(ROOT / "results")):

@@ -161,30 +161,40 @@ def test_an_injected_run_records_its_injection_under_its_own_machine_and_slows_o
 
 def test_a_confirmation_times_both_sides_in_lock_step_and_sees_an_injected_slowdown_side_by_side(gpu_stack):
     """Two real workers from this checkout, one with a 5% injection on the fused RELU_BIAS at the seed shape: side by
-    side, the target comes out 5% slower and its neighbours as fast as before, fused-autotuned at the algorithm the
-    candidate's autotune chose on both sides."""
+    side, the target comes out 5% slower and its neighbours as fast as before; each side checks its cells against
+    float64 first, autotunes on its own (both picks timed on both sides where they differ), and keeps each cell's
+    telemetry and kernels as a plain run does; the ceilings are timed on each side."""
     import os
 
     from fusedbench.catalog.model import Request
-    from fusedbench.measure.confirm import Side, measure_again
+    from fusedbench.measure.confirm import Asked, Side, measure_again
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     target = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
     sides = [Side("baseline", root), Side("candidate", root, {"FUSEDBENCH_INJECT": f"{target}=5%"})]
-    request = Request("Quick", "RELU_BIAS", "fp16", 65536, 16384, 8192, ("fused", "fused-autotuned", "gemm"))
-    measured = measure_again([request], sides, rounds=12)
-    assert measured.not_measured == [] and measured.calls == 72
-    (pinned,) = measured.pinned.values()  # the baseline's plan held the candidate's choice, by its description
-    assert list(measured.pinned) == [f"{target}-autotuned"] and pinned.startswith("rank ") and "id=" in pinned
+    providers = ("fused", "fused-autotuned", "gemm")
+    request = Request("Quick", "RELU_BIAS", "fp16", 65536, 16384, 8192, providers)
+    check = {"epilogs": ["RELU_BIAS"], "dtypes": ["fp16"], "providers": list(providers)}
+    measured = measure_again([request], sides, rounds=12, asked=Asked(check=check, ceilings=["fp16"]))
+    assert measured.not_measured == [] and measured.calls == 72 + 24 * len(measured.picks)
+    assert all(found["checked"] > 0 and found["failures"] == [] for found in measured.checked.values())
+    for pick in measured.picks:  # the sides' autotuning chose apart: both picks timed on both sides, 12 rounds each
+        assert pick.algorithms["baseline"] != pick.algorithms["candidate"]
+        assert {len(s) for by_side in pick.samples.values() for s in by_side.values()} == {12}
     assert (
         measured.hellos["baseline"]["benchmark_versions"]["Quick"]
         == measured.hellos["candidate"]["benchmark_versions"]["Quick"]
+    )
+    for cell in measured.cells["candidate"]:  # as a plain run keeps them: the GPU's state per call, the kernels
+        assert len(cell.telemetry["sm_mhz_before"]) == 12 and cell.provenance["kernels"], cell.key.label
+    assert (
+        measured.ceilings["baseline"]["gemm"]["fp16"]["samples"] and len(measured.ceilings["candidate"]["copy"]) == 10
     )
     median = {
         (side, c.key.provider): statistics.median(c.samples) for side, cells in measured.cells.items() for c in cells
     }
     assert median[("candidate", "fused")] / median[("baseline", "fused")] == pytest.approx(1.05, abs=0.015), median
-    for provider in ("fused-autotuned", "gemm"):
+    for provider in ("fused-autotuned", "gemm"):  # fused-autotuned: the candidate's pick, held fixed
         assert median[("candidate", provider)] / median[("baseline", provider)] == pytest.approx(1.0, abs=0.015), median
 
 

@@ -19,18 +19,9 @@ from fusedbench.catalog.formats import SIDE_BY_SIDE_FORMAT
 from fusedbench.catalog.model import Cell
 from fusedbench.catalog.suites import GROUPS
 from fusedbench.measure import confirm as measure
-from fusedbench.regressions.confirm import (
-    CONFIRMATION,
-    cells_of,
-    confirmed,
-    flag,
-    judge_confirmation,
-    margins_for,
-    replay,
-    to_record,
-)
+from fusedbench.regressions.confirm import cells_of, confirmed, flag, judge_confirmation, replay, to_record
 from fusedbench.regressions.margins import earn_margins, record_runs, requests_for
-from fusedbench.regressions.thresholds import presets
+from fusedbench.regressions.thresholds import CONFIRMATION, margins_for, presets
 
 MACHINE = "h100-80gb-hbm3"
 
@@ -54,7 +45,7 @@ def test_measuring_side_by_side_times_every_workload_with_the_checkouts_code_on_
     (path,) = (repo / "results" / MACHINE).glob("*-side-by-side-*.fbaa")
     record = json.loads(path.read_text())
     assert record["shard"] == "0/1"
-    assert record["pinned"] == {f"{w.cell_keys(['fused-autotuned'])[0].label}": "rank 0: id=0" for w in workloads}
+    assert record["protocol"] == 3 and record["picks"] == []  # both sides' autotuning picked rank 0
     assert record["format"] == SIDE_BY_SIDE_FORMAT and record["machine"] == MACHINE and record["rounds"] == 20
     assert record["groups"]["Quick"]["version"] == "v1"  # the worker's benchmark version of the group
     base, cand = record_runs(record)

@@ -707,8 +707,8 @@ def test_deliberate_runs_machines_are_named_in_a_note_and_not_shown_as_machines(
     shutil.copytree(Path(__file__).parent.parent / "results" / tuned, folder / tuned)
     page = render_report(load_results(str(folder)))
     assert f"<h2 id='{H100}'>" in page and f"<h2 id='{tuned}'>" not in page
-    note = "Not shown as machines: 1 machine of deliberate runs (tuned or injected slowdowns, kept apart from real"
-    assert f"{note} results): {tuned}. " in page
+    note = "Not shown as machines: 1 machine of deliberate runs (tuned or injected slowdowns) and paired sessions"
+    assert note in page and f"kept apart from the history: {tuned}. " in page
     assert "id='set-apart'" not in render_report(load_results(str(folder)), machines=[tuned])  # named: drawn
 
 

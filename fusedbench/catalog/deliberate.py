@@ -21,15 +21,23 @@ from fusedbench.errors import FusedbenchError
 
 TUNED_MARK = "-tuned-"  # between the GPU's machine name and the tuning
 INJECTED_MARK = "-inject-"  # between the GPU's machine name and the injection's digest
+PAIRED_MARK = "-paired-"  # between the GPU's machine name and the session of `fusedbench ab` (paired.results)
 VARIABLES = (TUNE_VARIABLE, INJECT_VARIABLE)
 
 
 def gpu_machine(machine: str) -> str:
     """The GPU's own machine of a marked run's machine ('h100-80gb-hbm3-tuned-fused-algorithm-7',
-    'h100-80gb-hbm3-inject-3f9a02c1' -> 'h100-80gb-hbm3'); any other machine is its own."""
-    for mark in (TUNED_MARK, INJECTED_MARK):
+    'h100-80gb-hbm3-inject-3f9a02c1', 'h100-80gb-hbm3-paired-20261128T013000Z' -> 'h100-80gb-hbm3'); any other
+    machine is its own."""
+    for mark in (TUNED_MARK, INJECTED_MARK, PAIRED_MARK):
         machine = machine.split(mark, 1)[0]
     return machine
+
+
+def baseline_machine(machine: str) -> str:
+    """Where a run's baseline is: a paired run's in its own session (its base commit, measured beside it), any
+    other marked run's on its GPU's own machine."""
+    return machine if PAIRED_MARK in machine else gpu_machine(machine)
 
 
 @dataclass(frozen=True)

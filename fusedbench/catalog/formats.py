@@ -316,6 +316,8 @@ class SideBySideForm(_OpenForm):
     machine: Name
     commit: Commit
     pinned: dict[str, str] = {}  # fused-autotuned's algorithm per cell where pinned (worker protocol 2)
+    protocol: int = 0  # the worker's, from 3 on (before: 2 where `pinned` is there, else 1)
+    picks: list[dict] = []  # where the sides' autotuning picked different algorithms (protocol 3): catalog.model.Pick
     groups: dict[str, _Sides]
 
 
@@ -338,6 +340,7 @@ class _Confirmed(_OpenForm):
     baseline: _Run
     candidate: _Run
     cells: dict[Literal["baseline", "candidate"], list[CellForm]]
+    picks: list[dict] = []  # fused-autotuned's two picks, each timed on both sides (catalog.model.Pick)
 
 
 class ConfirmationForm(_OpenForm):

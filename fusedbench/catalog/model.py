@@ -207,6 +207,32 @@ class Request:
         }
 
 
+@dataclass(frozen=True)
+class Pick:
+    """fused-autotuned's two picks of one cell, where two codes measured side by side autotuned to different
+    algorithms: each pick's algorithm, and its samples on each side (pick -> side -> samples; a pick and a side are
+    "baseline" or "candidate"). Both picks timed on both sides tell the code's change from the choice's."""
+
+    key: CellKey
+    group: str
+    algorithms: dict[str, str]  # "baseline" / "candidate" -> the algorithm its autotune chose
+    samples: dict[str, dict[str, list[float]]]
+
+    def to_json(self) -> dict:
+        key = self.key
+        where = {"epilog": key.epilog, "dtype": key.dtype, "m": key.m, "k": key.k, "n": key.n}
+        return where | {"group": self.group, "algorithms": self.algorithms, "samples": self.samples}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Pick:
+        from fusedbench.catalog.providers import AUTOTUNED
+
+        key = CellKey(data["epilog"], data["dtype"], int(data["m"]), int(data["k"]), int(data["n"]), AUTOTUNED)
+        samples = {pick: {side: [float(s) for s in found] for side, found in by_side.items()}
+                   for pick, by_side in data["samples"].items()}  # fmt: skip
+        return cls(key, str(data["group"]), dict(data["algorithms"]), samples)
+
+
 def sample_clocks(series) -> list[float]:
     """Each sample's SM clock from a cell's telemetry: the mean of the readings right before and right after it."""
     return [(b + a) / 2 for b, a in zip(series.get("sm_mhz_before", ()), series.get("sm_mhz_after", ()), strict=False)]

@@ -37,26 +37,35 @@ def add_parser(commands) -> None:
 
 
 def command_ab(*, base: str, suite: str, bench: str | None, rounds: int, output_format: str, rows: int) -> int:
-    """Resolve BASE beside the clean checkout, measure both codes on this GPU, print the verdict; exit as alert."""
+    """Resolve BASE beside the clean checkout, measure both codes on this GPU, keep them as a paired run, and judge
+    it as alert judges one; exit as alert."""
     from fusedbench.catalog.suites import select_groups
+    from fusedbench.cli.gating import judged
     from fusedbench.errors import FusedbenchError
+    from fusedbench.measure.checkout import asv_results_dir
     from fusedbench.measure.machine import gpu_machine_name
-    from fusedbench.paired.ab import cell_groups, judge_pair, measure_pair, resolve_pair
+    from fusedbench.paired.ab import cell_groups, measure_and_keep, resolve_pair
 
     if rounds < 2:
         raise FusedbenchError(f"--rounds {rounds}: a paired interval needs 2 rounds a side at least; give 2 or more")
     groups = cell_groups(select_groups(suite, bench))
-    pair = resolve_pair(os.getcwd(), base)
+    repo = os.getcwd()
+    pair = resolve_pair(repo, base)
     require_gpu("ab measures both codes", "run it on the GPU machine, in the candidate's checkout")
-    measured = measure_pair(os.getcwd(), pair, groups, rounds)
-    verdict = judge_pair(gpu_machine_name(), suite, pair, measured)
+    machine, measured = measure_and_keep(repo, pair, groups, rounds, gpu_machine_name())
+    verdict = judged(results_dirs=[asv_results_dir(repo)], machine=machine, suite=[suite], baseline=None,
+                     candidate=None, preset=None, strict=True, gate=True)  # fmt: skip
     cells = len(measured.cells["candidate"])
+    extra = f", {len(measured.extra_rounds)} near their margin given {max(measured.extra_rounds.values())} more" if (
+        measured.extra_rounds) else ""  # fmt: skip
     lines = [
         f"measured: {pair.base[:8]} (base) beside {pair.candidate[:8]} (candidate) on "
-        f"{measured.hellos['candidate']['device']}, {cells} cells a side, {rounds} rounds, in {measured.seconds:.0f} s "
-        f"({measured.calls} calls)",
+        f"{measured.hellos['candidate']['device']}, {cells} cells a side, {rounds} rounds{extra}, in "
+        f"{measured.seconds:.0f} s ({measured.calls} calls); kept as machine {machine}",
+        *(f"autotuning: {pick.key.label} picked {pick.algorithms['candidate']} (candidate), "
+          f"{pick.algorithms['baseline']} (base): both timed on both sides" for pick in measured.picks),
         *(f"not measured: {line}" for line in measured.not_measured),
-    ]
+    ]  # fmt: skip
     return gate_exit(
         verdict, output_format=output_format, rows=rows, measured=lines, measured_key="measured", command="ab"
     )

@@ -91,9 +91,8 @@ def dump_thresholds(results_dirs, machine, suites, preset, strict: bool) -> int:
     force depends on the machine's runs: a folder or a machine without any is an error, not another GPU's presets."""
     from fusedbench.catalog.suites import SUITES
     from fusedbench.cli.common import load
-    from fusedbench.regressions.confirm import margins_for
     from fusedbench.regressions.render import dump
-    from fusedbench.regressions.thresholds import preset_for
+    from fusedbench.regressions.thresholds import margins_for, preset_for
     from fusedbench.results.runs import group_runs, newest_machine, newest_runs
 
     folder = (results_dirs or ["results"])[-1]

@@ -103,7 +103,7 @@ def parse_ref(ref: str | None, flag: str) -> tuple[str | None, str | None]:
 
 def judged(*, results_dirs, machine, suite, baseline, candidate, preset, strict: bool, gate: bool = False):
     """Load the folders, resolve the choice of runs, judge it: the gate's MachineVerdict."""
-    from fusedbench.catalog.deliberate import gpu_machine
+    from fusedbench.catalog.deliberate import baseline_machine
     from fusedbench.regressions.gate import Sources, default_choice, judge, resolve
     from fusedbench.results.runs import group_runs, newest_machine
 
@@ -118,14 +118,14 @@ def judged(*, results_dirs, machine, suite, baseline, candidate, preset, strict:
     if cand_machine and machine and cand_machine != machine:
         raise FusedbenchError(f"--machine {machine!r} and --candidate {candidate!r} name two machines; give one")
     named = cand_machine or machine
-    wanted = [named, base_machine or gpu_machine(named)] if named else None  # read only the machines judged
+    wanted = [named, base_machine or baseline_machine(named)] if named else None  # read only the machines judged
     if two:  # each folder must hold its side's machine: the baseline's, the candidate's
         base = load(folders[0], strict=strict, machines=wanted and wanted[::-1], origin=folders[0])
         loaded = [base, load(folders[1], strict=strict, machines=wanted, origin=folders[1])]
     else:
         loaded = [load(folders[0], strict=strict, machines=wanted)]
     machine_name = named or newest_machine(group_runs(loaded[-1]), folders[-1])
-    base_machine = base_machine or gpu_machine(machine_name)  # a tuned run is judged against its GPU's
+    base_machine = base_machine or baseline_machine(machine_name)  # a tuned run against its GPU's, a paired in its own
     if gate:
         refuse_unreadable(loaded, {machine_name, base_machine})
     cand_commit = resolve(loaded[-1], machine_name, cand_ref, folders[-1] if two else "")

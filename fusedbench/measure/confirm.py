@@ -10,11 +10,18 @@ protocol's lead-in. Round i of one side is then paired with round i of the other
 one GPU allow, which is what takes the session's drift out of the comparison (duet benchmarking; asv's
 `continuous`). The rounds become cells (`catalog.model.Cell`) of each side, compared as runs are.
 
-fused-autotuned autotunes in each process, and two processes of the same code may choose algorithms 4-11% apart
-(docs/findings/2026-11-26-confirmation.md), which no margin that catches 5% survives. So the candidate's side
-prepares each workload first, and the other sides time the algorithm its autotune chose (by its rank in cuBLASLt's
-heuristic list, checked by its description): the comparison is of everything but the choice, which the first look
-still sees.
+fused-autotuned autotunes in each process with that process's code, and two processes of the same code may choose
+algorithms 4-11% apart (docs/findings/2026-11-26-confirmation.md). Neither choice is erased: where the two picks
+differ, each side also prepares the other's (pinned by its rank in cuBLASLt's heuristic list, checked by its
+description), and both picks are timed on both sides. The cell is then compared with the pick held fixed (the
+candidate's, on both sides: `Measured.cells`), and the pick itself by the candidate's against the base's, each timed
+on both sides (`Measured.picks`); what each code would run on its own, its own pick, is `Measured.own_cells`.
+
+Everything a plain run keeps comes with it: each side checks the cells it times against float64 first (a cell that
+fails on one side is failed there and timed on the other alone), every call is read by the telemetry probe, each
+cell's kernels are recorded after its timing, and the ceilings can be timed on each side. `more` asks for extra rounds
+of chosen cells once a workload's rounds are in (`paired.ab` gives them to cells near their margin), in the same
+lock-step, while the workload is still prepared.
 """
 
 from __future__ import annotations
@@ -29,10 +36,10 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
-from fusedbench.catalog.model import Cell, Request
+from fusedbench.catalog.model import Cell, Pick, Request
 from fusedbench.catalog.providers import AUTOTUNED
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.gpu.confirm_worker import PROTOCOL
@@ -59,7 +66,9 @@ class Side:
 
 @dataclass
 class Measured:
-    """What a confirmation measured: each side's cells, each side's hello, what could not be measured, its cost."""
+    """What a side-by-side measurement measured: each side's cells (fused-autotuned at the candidate's pick on both),
+    the picks where the sides' autotuning differed, each side's hello and check, what could not be measured, extra
+    rounds given, the ceilings where asked, its cost."""
 
     cells: dict[str, list[Cell]]  # side name -> cells (request order, providers in request order)
     groups: dict[str, list[str]]  # side name -> the group each of its cells was requested in (a key may be in two)
@@ -67,7 +76,18 @@ class Measured:
     not_measured: list[str]  # a line per workload or cell left out, and why
     seconds: float  # wall time, the workers' start included
     calls: int  # timed calls, every side
-    pinned: dict[str, str] = field(default_factory=dict)  # cell label -> the candidate's algorithm every side timed
+    picks: list[Pick] = field(default_factory=list)
+    checked: dict[str, dict] = field(default_factory=dict)  # side name -> the check's {"checked", "failures"}
+    extra_rounds: dict[str, int] = field(default_factory=dict)  # cell label -> rounds added a side
+    ceilings: dict[str, dict] = field(default_factory=dict)  # side name -> the worker's ceilings reply
+
+    def own_cells(self, side: str) -> list[Cell]:
+        """`side`'s cells as its own code runs them: fused-autotuned at its own pick."""
+        own = {(p.key.label, p.group): p.samples[side][side] for p in self.picks}
+        return [
+            replace(cell, samples=tuple(own[(cell.key.label, group)])) if (cell.key.label, group) in own else cell
+            for cell, group in zip(self.cells[side], self.groups[side], strict=True)
+        ]
 
 
 def export_source(repo: str, commit: str, into: str) -> str:
@@ -166,7 +186,20 @@ class Worker:
                 stream.close()
 
 
-def measure_again(requests: Sequence[Request], sides: Sequence[Side], rounds: int, *, seed: int = 0) -> Measured:
+@dataclass(frozen=True)
+class Asked:
+    """What a side-by-side measurement does besides timing: the check's cells (epilogs, dtypes, providers; None: no
+    check), the ceilings' dtypes (none: no ceilings), and `more(request, samples)`, the extra rounds a side each cell
+    of a workload gets once its rounds are in (samples: side -> provider -> samples)."""
+
+    check: Mapping[str, Sequence[str]] | None = None
+    ceilings: Sequence[str] = ()
+    more: Callable[[Request, dict], dict[str, int]] | None = None
+
+
+def measure_again(
+    requests: Sequence[Request], sides: Sequence[Side], rounds: int, *, seed: int = 0, asked: Asked = Asked()
+) -> Measured:
     """Each request's providers timed `rounds` times on every side, in lock-step (module docstring)."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fusedbench-confirm-") as logs:
@@ -177,14 +210,43 @@ def measure_again(requests: Sequence[Request], sides: Sequence[Side], rounds: in
             for worker in workers:
                 worker.greet()
             refuse_mismatch(workers)
-            samples, not_measured, calls, pinned = _lock_step(workers, requests, rounds, seed)
+            checked = {w.side.name: _checked(w, asked.check) for w in workers} if asked.check is not None else {}
+            lock_step = _LockStep(workers, seed, checked, asked.more)
+            for index, request in enumerate(requests):
+                lock_step.measure(index, request, rounds)
+            ceilings = {w.side.name: _ask(w, {"ceilings": list(asked.ceilings)}) for w in workers if asked.ceilings}
         finally:
             for worker in workers:
                 worker.close()
-    cells = {w.side.name: [Cell.measured(key, found) for key, found, _ in samples[w.side.name]] for w in workers}
-    groups = {w.side.name: [group for _, _, group in samples[w.side.name]] for w in workers}
+    samples = lock_step.samples
+    cells = {w.side.name: [cell for cell, _ in samples[w.side.name]] for w in workers}
+    groups = {w.side.name: [group for _, group in samples[w.side.name]] for w in workers}
     hellos = {w.side.name: w.hello for w in workers}
-    return Measured(cells, groups, hellos, not_measured, time.perf_counter() - started, calls, pinned)
+    return Measured(
+        cells,
+        groups,
+        hellos,
+        lock_step.not_measured,
+        time.perf_counter() - started,
+        lock_step.calls,
+        lock_step.picks,
+        checked,
+        lock_step.extra,
+        ceilings,
+    )
+
+
+def _ask(worker: Worker, request: dict) -> dict:
+    """A request every side must answer: its error is the measurement's (ConfirmError naming the side)."""
+    reply = worker.ask(request)
+    if "error" in reply:
+        raise ConfirmError(f"the {worker.side.name} side could not answer {next(iter(request))}: {reply['error']}")
+    return reply
+
+
+def _checked(worker: Worker, check: Mapping[str, Sequence[str]]) -> dict:
+    reply = _ask(worker, {"check": {name: list(values) for name, values in check.items()}})
+    return {"checked": reply["checked"], "failures": reply["failures"]}
 
 
 def refuse_mismatch(workers: Sequence[Worker]) -> None:
@@ -195,62 +257,153 @@ def refuse_mismatch(workers: Sequence[Worker]) -> None:
             raise ConfirmError(f"the sides differ in {what}: {' vs '.join(sorted(seen))}; they cannot be compared")
 
 
-def _lock_step(workers, requests, rounds, seed):
-    samples: dict[str, list] = {w.side.name: [] for w in workers}
-    not_measured, calls, pinned = [], 0, {}
-    for index, request in enumerate(requests):
-        versions = {w.hello["benchmark_versions"].get(request.group) for w in workers}
+class _LockStep:
+    """The workloads measured in lock-step, one after another: what each side's calls gave, and what was left out."""
+
+    def __init__(self, workers: Sequence[Worker], seed: int, checked: dict, more):
+        self.workers, self.seed, self.more = list(workers), seed, more
+        self.failed_check = {
+            name: {(f["epilog"], f["dtype"], f["provider"]): f["reason"] for f in found["failures"]}
+            for name, found in checked.items()
+        }
+        self.samples: dict[str, list[tuple[Cell, str]]] = {w.side.name: [] for w in workers}
+        self.not_measured: list[str] = []
+        self.picks: list[Pick] = []
+        self.extra: dict[str, int] = {}
+        self.calls = 0
+
+    def measure(self, index: int, request: Request, rounds: int) -> None:
+        versions = {w.hello["benchmark_versions"].get(request.group) for w in self.workers}
         if len(versions) > 1:
-            not_measured.append(f"{request.group}: its benchmark version differs between the sides")
-            continue
-        ready, chosen = None, {}
-        for worker in sorted(workers, key=lambda w: w.side.name != "candidate"):  # the candidate's autotune first
-            pins = {p: found["rank"] for p, found in chosen.items() if p == AUTOTUNED}
-            reply = worker.ask({"prepare": request.to_json() | ({"algorithms": pins} if pins else {})})
+            self.not_measured.append(f"{request.group}: its benchmark version differs between the sides")
+            return
+        ready = self._prepare(request)
+        if ready is None:
+            return
+        slots = self._slots(request, ready)
+        if not slots:
+            return
+        found = {w.side.name: {slot: [] for slot in slots} for w in self.workers}
+        failed: dict[str, str] = {}  # a call that raised leaves its slot unmeasured on both sides, not the others
+        places = list(slots)
+        random.Random(self.seed + index).shuffle(places)
+        self._rounds(request, slots, places, range(rounds), found, failed)
+        extra = self.more(request, found) if self.more is not None else {}
+        extra = {slot: n for slot, n in extra.items() if n > 0 and slot in slots and slot not in failed}
+        if extra:
+            more_places = [slot for slot in places if slot in extra]
+            self._rounds(request, slots, more_places, range(rounds, rounds + max(extra.values())), found, failed, extra)
+            self.extra |= {request.key(slot).label: n for slot, n in extra.items() if slot in request.providers}
+        kept = self._finish(slots, failed)
+        self.not_measured += list(failed.values())
+        self._collect(request, slots, found, failed, kept)
+
+    def _prepare(self, request: Request) -> dict[str, dict] | None:
+        """Each side's workload prepared with its own code (fused-autotuned autotuned by each): the providers each
+        side has ready, and the algorithms it will time; None where a side cannot prepare it."""
+        ready: dict[str, dict] = {}
+        for worker in self.workers:
+            reply = worker.ask({"prepare": request.to_json()})
             if "error" in reply:
-                not_measured.append(f"{_label(request)} on the {worker.side.name} side: {reply['error']}")
-                ready = set()
-                break
-            not_measured += [f"{request.key(p).label} on the {worker.side.name} side: {why}" for p, why in
-                             reply["not_ready"].items()]  # fmt: skip
-            ready = set(reply["ready"]) if ready is None else ready & set(reply["ready"])
-            timed = reply["algorithms"]
-            for provider in pins:
-                if provider in ready and timed.get(provider, {}).get("algorithm") != chosen[provider]["algorithm"]:
-                    ready.discard(provider)
-                    not_measured.append(
-                        f"{request.key(provider).label} on the {worker.side.name} side: the candidate's algorithm "
-                        f"(rank {pins[provider]}: {chosen[provider]['algorithm']}) is not in its plan "
-                        f"(found {timed.get(provider, {}).get('algorithm')})"
-                    )
-            chosen = chosen or timed
-        providers = [p for p in request.providers if p in (ready or set())]
-        if len(workers) > 1:
-            pinned |= {request.key(p).label: f"rank {chosen[p]['rank']}: {chosen[p]['algorithm']}"
-                       for p in providers if p == AUTOTUNED and p in chosen}  # fmt: skip
-        if not providers:
-            continue
-        found = {w.side.name: {p: [] for p in providers} for w in workers}
-        failed: dict[str, str] = {}  # a call that raised leaves its cell unmeasured on both sides, not the others
-        places = list(providers)
-        random.Random(seed + index).shuffle(places)
+                self.not_measured.append(f"{_label(request)} on the {worker.side.name} side: {reply['error']}")
+                return None
+            self.not_measured += [f"{request.key(p).label} on the {worker.side.name} side: {why}" for p, why in
+                                  reply["not_ready"].items()]  # fmt: skip
+            ready[worker.side.name] = {"ready": set(reply["ready"]), "algorithms": reply["algorithms"]}
+        return ready
+
+    def _slots(self, request: Request, ready: dict) -> dict[str, dict[str, str | None]]:
+        """What is timed: slot -> side -> the side's name for it (None: not timed on that side, having failed the
+        check there; a failed cell of that side). A provider ready on every side is a slot; where the sides'
+        autotuning chose different algorithms, fused-autotuned's slot times the candidate's pick on both sides, and
+        `AUTOTUNED@baseline` the base's (each side pinned to the other's pick)."""
+        names = [w.side.name for w in self.workers]
+        slots: dict[str, dict[str, str | None]] = {}
+        for provider in request.providers:
+            if not all(provider in ready[name]["ready"] for name in names):
+                continue
+            failing = {n for n in names if (request.epilog, request.dtype, provider) in self.failed_check.get(n, {})}
+            slots[provider] = {n: (None if n in failing else provider) for n in names}
+        picks = {n: ready[n]["algorithms"].get(AUTOTUNED) for n in names}
+        both = len(names) == 2 and AUTOTUNED in slots and None not in slots[AUTOTUNED].values()
+        if both and len({p["algorithm"] for p in picks.values()}) > 1 and self._pin_picks(request, picks):
+            slots[AUTOTUNED] = {"baseline": f"{AUTOTUNED}@candidate", "candidate": AUTOTUNED}
+            slots[f"{AUTOTUNED}@baseline"] = {"baseline": AUTOTUNED, "candidate": f"{AUTOTUNED}@baseline"}
+        return slots
+
+    def _pin_picks(self, request: Request, picks: dict) -> bool:
+        """Each side prepares the other's pick; False (said) where a side cannot time it as the other chose it."""
+        for worker in self.workers:
+            other = "baseline" if worker.side.name == "candidate" else "candidate"
+            pin = {"name": f"{AUTOTUNED}@{other}", "provider": AUTOTUNED, "rank": picks[other]["rank"]}
+            reply = worker.ask({"pin": pin})
+            if reply.get("algorithm", {}).get("algorithm") != picks[other]["algorithm"]:
+                self.not_measured.append(
+                    f"{request.key(AUTOTUNED).label}: the {other}'s pick (rank {picks[other]['rank']}: "
+                    f"{picks[other]['algorithm']}) cannot be timed on the {worker.side.name} side "
+                    f"({reply.get('error') or reply.get('algorithm')}): the picks are not compared"
+                )
+                return False
+        return True
+
+    def _rounds(self, request, slots, places, round_range, found, failed, only=None) -> None:
+        """Rounds of the `places` slots in lock-step: a call on one side, then the same slot's on the other, the
+        side that goes first alternating by round, the slots in carryover-balanced orders (`only`: slot -> the
+        rounds it takes part in, counted from the range's start)."""
         orders = carryover_balanced_orders(len(places))
-        for round_index in range(rounds):
-            turn = workers if round_index % 2 == 0 else workers[::-1]
-            for provider in (places[item] for item in orders[round_index % len(orders)] if places[item] not in failed):
+        for count, round_index in enumerate(round_range):
+            turn = self.workers if round_index % 2 == 0 else self.workers[::-1]
+            for slot in (places[item] for item in orders[round_index % len(orders)]):
+                if slot in failed or (only is not None and count >= only[slot]):
+                    continue
                 for worker in turn:
-                    reply = worker.ask({"time": provider})
-                    calls += 1
+                    name = slots[slot][worker.side.name]
+                    if name is None:
+                        continue
+                    reply = worker.ask({"time": name})
+                    self.calls += 1
                     if "error" in reply:
-                        failed[provider] = f"{request.key(provider).label} on the {worker.side.name} side: " + (
+                        failed[slot] = f"{request.key(slot).label} on the {worker.side.name} side: " + (
                             f"failed in round {round_index + 1}: {reply['error']}"
                         )
                         break
-                    found[worker.side.name][provider].append(reply["seconds"])
-        not_measured += list(failed.values())
-        for name, by_provider in found.items():
-            samples[name] += [(request.key(p), by_provider[p], request.group) for p in providers if p not in failed]
-    return samples, not_measured, calls, pinned
+                    found[worker.side.name][slot].append(reply["seconds"])
+
+    def _finish(self, slots, failed) -> dict[str, dict]:
+        """Each side's telemetry and kernels of every name it timed (side -> name -> {"telemetry", "provenance"})."""
+        kept = {}
+        for worker in self.workers:
+            reply = worker.ask({"finish": True})
+            kept[worker.side.name] = reply.get("cells", {})
+            if "error" in reply:
+                self.not_measured.append(f"telemetry and kernels on the {worker.side.name} side: {reply['error']}")
+        return kept
+
+    def _collect(self, request, slots, found, failed, kept) -> None:
+        for side in found:
+            for slot, names in slots.items():
+                if slot not in request.providers or slot in failed:
+                    continue
+                key = request.key(slot)
+                if names[side] is None:
+                    reason = self.failed_check[side][(request.epilog, request.dtype, slot)]
+                    cell = Cell.failed(key, f"failed the check against float64 on the {side} side: {reason}")
+                else:
+                    extra = kept[side].get(names[side], {})
+                    cell = replace(
+                        Cell.measured(key, found[side][slot]),
+                        provenance=extra.get("provenance", {}),
+                        telemetry=extra.get("telemetry", {}),
+                    )
+                self.samples[side].append((cell, request.group))
+        base_pick = f"{AUTOTUNED}@baseline"
+        if base_pick in slots and base_pick not in failed and AUTOTUNED not in failed:
+            algorithms = {
+                side: kept[side].get(AUTOTUNED, {}).get("provenance", {}).get("algorithm", "") for side in found
+            }
+            by_pick = {"baseline": base_pick, "candidate": AUTOTUNED}
+            samples = {pick: {side: list(found[side][slot]) for side in found} for pick, slot in by_pick.items()}
+            self.picks.append(Pick(request.key(AUTOTUNED), request.group, algorithms, samples))
 
 
 def _label(request: Request) -> str:

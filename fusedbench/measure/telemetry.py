@@ -6,6 +6,7 @@ says which clocks, temperatures and power it was measured at, and whether the GP
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import asdict, dataclass, field
@@ -159,6 +160,23 @@ class TelemetrySampler:
         self._thread.join()
         self.summary.after = read_snapshot(self._nvml, self._handle)
         self._nvml.nvmlShutdown()
+
+
+@contextlib.contextmanager
+def optional_sampler():
+    """A TelemetrySampler over the block where NVML sees a GPU, else None: a measurement made by other processes (a
+    side-by-side one) keeps the GPU's state where it can, and is measured all the same where NVML sees none."""
+    import pynvml
+
+    try:
+        sampler = TelemetrySampler()
+    except pynvml.NVMLError:
+        sampler = None
+    if sampler is None:
+        yield None
+        return
+    with sampler:
+        yield sampler
 
 
 # What `SampleTelemetry` keeps of every timed call, a list per cell in sample order (cells' `telemetry`).

@@ -5,9 +5,9 @@ The gate compares a candidate with a baseline timed in another session, often on
 must stay above what sessions and cards move (a few per cent a group) and one cell's 5% needs a second look. Here
 both codes are measured in one session on one card (`measure.confirm`: two workers, each importing its own
 fusedbench, a call of one side then the same cell's call on the other, the side that goes first alternating by
-round, each call after the protocol's lead-in), so a change is told from the card's own noise only: each group is
-judged by its GPU's side-by-side margins (`regressions.confirm.margins_for`), and a group without margins of its
-own is compared, shown and not judged.
+round, each call after the protocol's lead-in), so a change is told from the card's own noise only. Both sides are
+kept as a paired run (`paired.results`) and judged as `alert` judges one (`regressions.gate`): each group by its
+GPU's side-by-side margins, a group without margins of its own compared, shown and not judged.
 
 Both codes must run on one stack: the base's dependencies (pyproject.toml) and the libraries its worker imports
 must be the candidate's. A library upgrade is not a code change this can measure in one process.
@@ -16,6 +16,7 @@ must be the candidate's. A library upgrade is not a code change this can measure
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,19 +27,15 @@ from fusedbench.catalog.model import Request
 from fusedbench.catalog.suites import MLP_GROUPS, BenchmarkGroup
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.checkout import require_clean_checkout
-from fusedbench.measure.confirm import Measured, Side, export_source, measure_again
-from fusedbench.regressions.compare import compare_runs
-from fusedbench.regressions.confirm import CONFIRMATION, as_run, margins_for
-from fusedbench.regressions.gate import GroupJudgement, MachineVerdict, SuiteVerdict, judge_comparison
+from fusedbench.measure.confirm import Asked, Measured, Side, export_source, measure_again
 from fusedbench.regressions.margins import requests_for
-from fusedbench.results.runs import group_cell_count
+from fusedbench.regressions.metrics import TIME
+from fusedbench.regressions.thresholds import cell_class, margins_for
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover (Python 3.10)
     import tomli as tomllib
-
-NO_MARGINS = "no side-by-side margins of this GPU's for it: compared and shown, not judged"
 
 
 @dataclass(frozen=True)
@@ -107,31 +104,68 @@ def cell_groups(groups: Sequence) -> list[BenchmarkGroup]:
     return chosen
 
 
-def measure_pair(repo: str, pair: Pair, groups: Sequence[BenchmarkGroup], rounds: int) -> Measured:
-    """Every workload of the groups, the base's code (a `git archive` of its commit) beside the checkout's."""
+def measure_and_keep(repo: str, pair: Pair, groups: Sequence[BenchmarkGroup], rounds: int, gpu: str):
+    """Measure the pair (`measure_pair`) with the GPU's state sampled throughout, and keep it as a paired run: (its
+    machine, what was measured)."""
+    from datetime import datetime, timezone
+
+    from fusedbench.measure.checkout import asv_results_dir
+    from fusedbench.measure.telemetry import optional_sampler
+    from fusedbench.paired.results import paired_machine, write_paired
+
+    started = datetime.now(timezone.utc)
+    with optional_sampler() as telemetry:
+        measured = measure_pair(repo, pair, groups, rounds, gpu)
+        gpu_facts = telemetry.device_facts() if telemetry is not None else {}
+    environment = {"versions": measured.hellos["candidate"]["versions"]}
+    if telemetry is not None:
+        environment |= {"gpu": gpu_facts, "telemetry": telemetry.summary.to_json()}
+    machine = paired_machine(gpu, started, asv_results_dir(repo))
+    commits = {"baseline": pair.base, "candidate": pair.candidate}
+    write_paired(repo, machine, commits, measured, started=started, rounds=rounds, environment=environment)
+    return machine, measured
+
+
+def measure_pair(repo: str, pair: Pair, groups: Sequence[BenchmarkGroup], rounds: int, machine: str) -> Measured:
+    """Every workload of the groups, the base's code (a `git archive` of its commit) beside the checkout's, as a plain
+    run measures them: each side's check first, the ceilings last, and extra rounds for cells near their margin."""
     requests: list[Request] = requests_for(groups)
+    check = {
+        "epilogs": sorted({e for g in groups for e in g.epilogs}),
+        "dtypes": sorted({g.dtype for g in groups}),
+        "providers": sorted({p for g in groups for p in g.providers}),
+    }
+    asked = Asked(check=check, ceilings=check["dtypes"], more=NearMargin(machine, rounds))
     with tempfile.TemporaryDirectory(prefix="fusedbench-ab-") as scratch:
         base = export_source(repo, pair.base, os.path.join(scratch, pair.base))
-        return measure_again(requests, [Side("baseline", base), Side("candidate", repo)], rounds)
+        return measure_again(requests, [Side("baseline", base), Side("candidate", repo)], rounds, asked=asked)
 
 
-def judge_pair(machine: str, suite: str, pair: Pair, measured: Measured) -> MachineVerdict:
-    """Each group's candidate cells against its base cells, by its GPU's side-by-side margins (module docstring)."""
-    versions = measured.hellos["candidate"]["benchmark_versions"]
-    judgements = []
-    for group in dict.fromkeys(measured.groups["candidate"]):
-        runs = [
-            as_run(machine, commit, versions[group], group, side_cells(measured, side, group))
-            for side, commit in (("baseline", pair.base), ("candidate", pair.candidate))
-        ]
-        margins = margins_for(machine, group, versions[group])
-        compared = judge_comparison(compare_runs(runs[0], runs[1], margins))
-        why = NO_MARGINS if margins is CONFIRMATION else ""
-        judgements.append(GroupJudgement(group, group_cell_count(group), runs[1], runs[0], compared, not_judged=why))
-    line = "each group by its GPU's side-by-side margins, the base's code beside the candidate's on one card"
-    return MachineVerdict(machine, (SuiteVerdict(machine, suite, CONFIRMATION, line, tuple(judgements)),))
+@dataclass(frozen=True)
+class NearMargin:
+    """Extra rounds for the cells whose change lies within 1.5x their margin either way (from margin / 1.5 to 1.5 x
+    margin slower): there the plain run's rounds leave the interval as wide as the distance to the margin, so the
+    verdict could go either way. EXTRA_FACTOR x the rounds more a side (30 rounds in all for a run's 10) narrows
+    the interval by about sqrt(3), 1.7x: past the band's 1.5x. Cells clearly unchanged or clearly slower keep the
+    plain run's rounds."""
 
+    machine: str
+    rounds: int
 
-def side_cells(measured: Measured, side: str, group: str) -> list:
-    """One side's cells measured in `group`."""
-    return [cell for cell, of in zip(measured.cells[side], measured.groups[side], strict=True) if of == group]
+    EXTRA_FACTOR = 2
+    BAND = 1.5
+
+    def __call__(self, request: Request, samples: dict[str, dict[str, list[float]]]) -> dict[str, int]:
+        from fusedbench.catalog.suites import ASV_VERSIONS
+
+        margins = margins_for(self.machine, request.group, ASV_VERSIONS.get(request.group, ""))
+        extra = {}
+        for provider in request.providers:
+            base, cand = (samples[side].get(provider) for side in ("baseline", "candidate"))
+            if not base or not cand:
+                continue
+            before, after = statistics.median(base), statistics.median(cand)
+            margin = margins.threshold(TIME, cell_class(before))
+            if margin / self.BAND <= after / before - 1 <= margin * self.BAND:
+                extra[provider] = self.EXTRA_FACTOR * self.rounds
+        return extra

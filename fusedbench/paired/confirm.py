@@ -77,7 +77,7 @@ def _confirm_group(flagged: Flagged, results, repo: str, checkout, scratch: str)
     else:
         measured = measure_again(requests, [Side("baseline", source), candidate], rounds)
         how = "side by side" + (f", its {'injection' if changed.injection else 'tuning'} re-applied" if changed else "")
-        how += f", {AUTOTUNED} at the candidate's algorithm" if measured.pinned else ""
+        how += f", {AUTOTUNED} at the candidate's pick, and the picks compared" if measured.picks else ""
         base_cells = measured.cells["baseline"]
     return judge_confirmation(
         flagged,
@@ -88,4 +88,5 @@ def _confirm_group(flagged: Flagged, results, repo: str, checkout, scratch: str)
         seconds=measured.seconds,
         calls=measured.calls,
         not_measured=measured.not_measured,
+        picks=measured.picks,
     )

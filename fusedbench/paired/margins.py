@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from fusedbench.catalog.formats import SIDE_BY_SIDE_FORMAT
 from fusedbench.catalog.model import Request
 from fusedbench.measure.confirm import Side, measure_again
+from fusedbench.measure.gpu.confirm_worker import PROTOCOL
 
 
 def measure_side_by_side(repo: str, machine: str, commit: str, requests: Sequence[Request], rounds: int) -> dict:
@@ -30,6 +31,7 @@ def measure_side_by_side(repo: str, machine: str, commit: str, requests: Sequenc
         "seconds": measured.seconds,
         "calls": measured.calls,
         "not_measured": measured.not_measured,
-        "pinned": measured.pinned,
+        "protocol": PROTOCOL,
+        "picks": [pick.to_json() for pick in measured.picks],
         "groups": groups,
     }

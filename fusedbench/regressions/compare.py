@@ -17,13 +17,14 @@ to pass the preset's threshold for its metric and cell class, calibrated on A/A 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from fusedbench.bootstrap import BOOTSTRAP, bootstrap_medians, last_axis_medians, percentile_interval
-from fusedbench.catalog.model import KEY, WORKLOAD, Status
+from fusedbench.catalog.model import KEY, WORKLOAD, Cell, Status
 from fusedbench.catalog.suites import GPU_TIME, MLP_GROUPS
 from fusedbench.errors import FusedbenchError
 from fusedbench.frames import plain_rows
@@ -67,6 +68,12 @@ class Run:
     def groups(self) -> dict[str, str]:
         """Each group the run has cells of -> its benchmark version."""
         return dict(plain_rows(self.cells, ["group", "version"]))
+
+
+def as_run(machine: str, commit: str, version: str, group: str, cells: Sequence[Cell]) -> Run:
+    """Cells measured again, as a Run `compare_runs` reads (one group at its benchmark version)."""
+    rows = [c.to_json() | {"raw": list(c.samples), "group": group, "version": version} for c in cells]
+    return Run(machine, commit, pd.DataFrame(rows, columns=[*CELL, "status", "reason", "raw", "version"]))
 
 
 def select_run(results: ResultSet, machine: str, commit: str | None, origin: str = "") -> Run:

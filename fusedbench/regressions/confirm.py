@@ -27,50 +27,24 @@ import numpy as np
 import pandas as pd
 
 from fusedbench.catalog.formats import CONFIRMATION_FORMAT, ConfirmationForm, cell_from_json, read_record
-from fusedbench.catalog.model import WORKLOAD, Cell, Request, Status
+from fusedbench.catalog.model import WORKLOAD, Cell, Pick, Request, Status
 from fusedbench.catalog.suites import MLP_GROUPS
 from fusedbench.errors import FusedbenchError
-from fusedbench.regressions.compare import ALL_PROVIDERS, CELL, Run, compare_runs, worse_ratio
-from fusedbench.regressions.gate import GroupJudgement, Judged, MachineVerdict, SuiteVerdict, judge_comparison
-from fusedbench.regressions.metrics import METRICS, AlertKind
-from fusedbench.regressions.thresholds import CLASSES, GATES, MARGINS_SUITE, Preset, presets
+from fusedbench.regressions.compare import ALL_PROVIDERS, CELL, Run, as_run, compare_runs, worse_ratio
+from fusedbench.regressions.gate import (
+    GroupJudgement,
+    Judged,
+    MachineVerdict,
+    SuiteVerdict,
+    judge_comparison,
+    with_picks,
+)
+from fusedbench.regressions.metrics import AlertKind
+from fusedbench.regressions.thresholds import Preset, margins_for, recorded_margins
 
 FLAG_BAR = {"cell": 0.025, "gate": 0.01}  # worse beyond this at first look: measured again (small cells: threshold/2)
 ROUNDS = {"cell": 20, "gate": 10}  # rounds a side; a whole group's median needs fewer than one cell
 CONFIRM_SUFFIX = ".fbconfirm"
-# The margins of a side-by-side comparison where the GPU has earned none of its own (`margins_for`): a change
-# beyond these, its interval excluding none, is confirmed. Side by side, the H200's A/A confirmations moved a cell
-# of at least 1 ms by at most 1.2% (docs/findings/2026-11-26-confirmation.md), and a 5% slowdown lies well beyond 2%.
-_MARGINS = {"large": 0.02, "medium": 0.02, "small": 0.05, "group": 0.01, "provider": 0.01}
-CONFIRMATION = Preset(
-    name="confirmation",
-    thresholds={(metric, klass): _MARGINS[klass] for metric in METRICS for klass in (*(c for c, _ in CLASSES), *GATES)},
-    calibrated_on="side-by-side A/A confirmations (docs/findings/2026-11-26-confirmation.md)",
-)
-
-
-def margins_for(machine: str, group: str, version: str) -> Preset:
-    """The margins a side-by-side confirmation of `group` is decided by: its GPU's own, earned on side-by-side A/A
-    measurements of the group at this benchmark version (`regressions.margins`; those measured as confirmations are
-    now, with fused-autotuned pinned, first, then most pairs), else the fixed CONFIRMATION margins."""
-    from fusedbench.catalog.deliberate import gpu_machine
-
-    gpu = gpu_machine(machine)
-    earned = [
-        p
-        for p in presets().values()
-        if p.suite == MARGINS_SUITE and p.calibrated_on == gpu and p.earned_at(group, version)
-    ]
-    return max(earned, key=lambda p: (p.protocol, p.pairs)) if earned else CONFIRMATION
-
-
-def recorded_margins(name: str | None) -> Preset:
-    """The margins a confirmation record was decided by (a record from before margins were earned: CONFIRMATION)."""
-    if name in (None, CONFIRMATION.name):
-        return CONFIRMATION
-    if name not in presets():
-        raise FusedbenchError(f"a confirmation record was decided by the margins {name!r}, which presets.json lacks")
-    return presets()[name]
 
 
 @dataclass(frozen=True)
@@ -169,6 +143,7 @@ class Confirmation:
     calls: int
     not_measured: tuple[str, ...] = ()
     decided_by: str = ""  # the preset the re-measured cells were judged by: margins side by side, else the first look's
+    picks: tuple[Pick, ...] = ()  # fused-autotuned's two picks, where the sides' autotuning differed
 
     @property
     def group(self) -> str:
@@ -190,12 +165,6 @@ class Confirmation:
         return alerts.assign(reason=[f"confirmed {self.how}" + (f"; {r}" if r else "") for r in alerts["reason"]])
 
 
-def as_run(machine: str, commit: str, version: str, group: str, cells: Sequence[Cell]) -> Run:
-    """Cells measured again, as a Run `compare_runs` reads (one group at its benchmark version)."""
-    rows = [c.to_json() | {"raw": list(c.samples), "group": group, "version": version} for c in cells]
-    return Run(machine, commit, pd.DataFrame(rows, columns=[*CELL, "status", "reason", "raw", "version"]))
-
-
 def judge_confirmation(
     flagged: Flagged,
     how: str,
@@ -207,10 +176,12 @@ def judge_confirmation(
     calls: int,
     not_measured=(),
     margins: Preset | None = None,
+    picks: Sequence[Pick] = (),
 ) -> Confirmation:
     """The confirmation of one flagged group: side by side (`base_cells` re-measured too), with `margins` (a record's)
-    or the GPU's (`margins_for`); the candidate alone (`base_cells` None), against the baseline's recorded run with
-    the first look's preset."""
+    or the GPU's (`margins_for`), fused-autotuned at the candidate's pick and the `picks` judged as `ab` judges them
+    (`regressions.picks`); the candidate alone (`base_cells` None), against the baseline's recorded run with the
+    first look's preset."""
     first = flagged.judgement
     version = first.candidate.groups[flagged.group]
     cand = as_run(first.candidate.machine, first.candidate.commit, version, flagged.group, cand_cells)
@@ -227,10 +198,12 @@ def judge_confirmation(
         counts = measured.groupby(["metric", "cell_class"]).size()
         comparison = compare_runs(base, cand, preset.for_cells(counts.to_dict()))
     judged = judge_comparison(comparison)
+    judged = with_picks(judged, cand.machine, {"baseline": base.commit, "candidate": cand.commit}, version, list(picks))
     remeasured = {"candidate": tuple(cand_cells)} | ({"baseline": tuple(base_cells)} if base_cells is not None else {})
     return Confirmation(
-        flagged, how, base, cand, judged, remeasured, rounds, seconds, calls, tuple(not_measured), preset.name
-    )
+        flagged, how, base, cand, judged, remeasured, rounds, seconds, calls, tuple(not_measured), preset.name,
+        tuple(picks),
+    )  # fmt: skip
 
 
 def confirmed(verdict: MachineVerdict, confirmations: Sequence[Confirmation]) -> MachineVerdict:
@@ -315,6 +288,7 @@ def _group_record(confirmation: Confirmation) -> dict:
         "baseline": {"machine": confirmation.baseline.machine, "commit": confirmation.baseline.commit},
         "candidate": {"machine": confirmation.candidate.machine, "commit": confirmation.candidate.commit},
         "cells": {side: [cell.to_json() for cell in cells] for side, cells in confirmation.remeasured.items()},
+        "picks": [pick.to_json() for pick in confirmation.picks],
     }
 
 
@@ -374,6 +348,7 @@ def replay(results, record: dict) -> tuple[MachineVerdict, MachineVerdict, list[
                 calls=kept["calls"],
                 not_measured=kept["not_measured"],
                 margins=recorded_margins(kept.get("decided_by")) if cells_of(kept, "baseline") is not None else None,
+                picks=[Pick.from_json(pick) for pick in kept.get("picks", [])],
             )
         )
     return first, confirmed(first, confirmations), confirmations

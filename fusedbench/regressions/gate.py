@@ -16,6 +16,11 @@ alerts and warnings (`judge_comparison`). The suite is then
 
 Warnings never fail: changes beyond a threshold too noisy to tell, inversions and failures already in the
 baseline, groups not run or at another benchmark version. Pure: pandas over loaded results.
+
+A paired run (`fusedbench ab`, a machine of its own per session) is judged within its session: its candidate
+against its base, both named by its records, each group by its GPU's side-by-side margins (a group without margins
+of its own is compared and not judged), fused-autotuned with the pick held fixed and the picks judged apart
+(`regressions.picks`).
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from fusedbench.analysis.speedups import INVERSION
-from fusedbench.catalog.deliberate import gpu_machine
-from fusedbench.catalog.model import cell_label
+from fusedbench.catalog.deliberate import PAIRED_MARK, baseline_machine, gpu_machine
+from fusedbench.catalog.model import Pick, cell_label
 from fusedbench.catalog.suites import SUITES
 from fusedbench.errors import FusedbenchError
 from fusedbench.frames import plain_rows
@@ -46,7 +51,8 @@ from fusedbench.regressions.compare import (
 )
 from fusedbench.regressions.history import cell_series, regression_start
 from fusedbench.regressions.metrics import METRICS, TIME, WORSE_WHEN_LOWER, AlertKind
-from fusedbench.regressions.thresholds import Preset, preset_for
+from fusedbench.regressions.picks import held_fixed, pick_comparison
+from fusedbench.regressions.thresholds import CONFIRMATION, Preset, margins_for, preset_for
 from fusedbench.results.loader import ResultSet
 from fusedbench.results.runs import (
     baseline_of,
@@ -62,6 +68,8 @@ from fusedbench.results.runs import (
 KNOWN_SHOWN = 3  # known inversions named in the warning (the worst); the rest are counted
 JUDGED_SHARE = 0.5  # a suite with fewer of its cells compared than this is not judged
 SELF_BASELINE = "its baseline would be the run itself"  # a group whose only baseline is its own run
+NO_MARGINS = "no side-by-side margins of this GPU's for it: compared and shown, not judged"
+PAIRED_LINE = "each group by its GPU's side-by-side margins, the base's code beside the candidate's on one card"
 
 
 class Outcome(enum.Enum):
@@ -169,6 +177,32 @@ def judge_comparison(comparison: Comparison) -> Judged:
         if groups:
             warnings.append(f"group(s) {', '.join(groups)} {what}: {_count(cells, verdict)} cells not compared")
     return Judged(comparison, alerts.reset_index(drop=True).assign(began_at=""), warnings)
+
+
+def judge_picks(comparison: Comparison, picks: list[Pick]) -> pd.DataFrame:
+    """An alert row for each pick of the candidate's slower than the base's beyond its margin, its reason naming both
+    algorithms (`regressions.picks.pick_comparison` compared them); empty where none is."""
+    alerts = judge_comparison(comparison).alerts
+    alerts = alerts[alerts["epilog"].notna() & (alerts["metric"] == TIME)]  # the picks' cells; no group gate
+    chosen = {p.key.label: p.algorithms for p in picks}
+    reasons = [
+        f"the candidate's autotuning picked {chosen[where(row)]['candidate']}, slower than the base's "
+        f"{chosen[where(row)]['baseline']} (both timed on both sides)"
+        for _, row in alerts.iterrows()
+    ]
+    return alerts.assign(reason=reasons).reset_index(drop=True)
+
+
+def with_picks(judged: Judged, machine: str, commits: dict[str, str], version: str, picks: list[Pick]) -> Judged:
+    """A group's judgement with its picks judged (`judge_picks`) and their alerts added."""
+    if not picks:
+        return judged
+    margins = judged.comparison.preset
+    found = judge_picks(pick_comparison(machine, commits, version, picks, margins), picks)
+    if found.empty:
+        return judged
+    alerts = pd.concat([judged.alerts, found.assign(began_at="")], ignore_index=True)
+    return Judged(judged.comparison, alerts, judged.warnings)
 
 
 def _whose(provider: str) -> str:
@@ -324,7 +358,7 @@ def _candidate_row(runs: pd.DataFrame, choice: Choice, group: str) -> pd.Series 
 
 def _baseline_row(runs, base_runs, choice: Choice, candidate: pd.Series) -> pd.Series | None:
     """The candidate's baseline run, or None; `base_runs` is the baseline folder's runs (or `runs` itself)."""
-    machine = choice.baseline_machine or gpu_machine(choice.machine)
+    machine = choice.baseline_machine or baseline_machine(choice.machine)
     group = candidate["group"]
     if choice.baseline is not None:
         return run_at(base_runs, machine, group, choice.baseline)
@@ -379,9 +413,14 @@ def _judge_group(
     baseline = cells_run(
         sources.baseline_results, str(base["machine"]), str(base["commit"]), sources.origins[0], groups=[group]
     )
-    compared = judge_comparison(compare_runs(baseline, cand, preset))
+    picks = paired_picks(sources.results, cand, group) if PAIRED_MARK in choice.machine else []
+    compared = judge_comparison(compare_runs(held_fixed(baseline, picks), cand, preset))
+    commits = {"baseline": baseline.commit, "candidate": cand.commit}
+    compared = with_picks(compared, choice.machine, commits, str(candidate["version"]), picks)
     if group in NEVER_JUDGED:
         return GroupJudgement(group, cells, cand, baseline, compared, not_judged=NEVER_JUDGED[group])
+    if preset is CONFIRMATION:
+        return GroupJudgement(group, cells, cand, baseline, compared, not_judged=NO_MARGINS)
     if not preset.earned_at(group, candidate["version"]):  # compared, never judged by another measurement's noise
         what = "another benchmark version of it" if group in preset.versions else "other groups"
         why = f"no calibration: preset {preset.name!r} was earned on A/A runs of {what}"
@@ -414,14 +453,26 @@ def judge(results: ResultSet, choice: Choice, sources: Sources | None = None) ->
     runs = group_runs(sources.results)
     require_machine(runs, choice.machine, sources.origins[1])
     base_runs = group_runs(sources.baseline_results) if sources.two else runs
-    require_machine(base_runs, choice.baseline_machine or gpu_machine(choice.machine), sources.origins[0])
+    require_machine(base_runs, choice.baseline_machine or baseline_machine(choice.machine), sources.origins[0])
+    paired = PAIRED_MARK in choice.machine and choice.preset is None
     suites = []
     for suite in choice.suites:
         candidates = {group: _candidate_row(runs, choice, group) for group in SUITES[suite]}
         versions = {group: str(row["version"]) for group, row in candidates.items() if row is not None}
-        preset, preset_line = preset_for(choice.machine, suite, choice.preset, versions)
+        if paired:
+            preset, preset_line = CONFIRMATION, PAIRED_LINE
+        else:
+            preset, preset_line = preset_for(choice.machine, suite, choice.preset, versions)
         groups = tuple(
-            _judge_group(sources, runs, base_runs, choice, preset, group, candidate)
+            _judge_group(
+                sources,
+                runs,
+                base_runs,
+                choice,
+                margins_for(choice.machine, group, versions[group]) if paired and group in versions else preset,
+                group,
+                candidate,
+            )
             for group, candidate in candidates.items()
         )
         suites.append(SuiteVerdict(choice.machine, suite, preset, preset_line, groups))
@@ -447,10 +498,32 @@ def suites_of_commit(runs: pd.DataFrame, machine: str, commit: str) -> tuple[str
     return tuple(covering_suites(mine["group"]))
 
 
+def paired_record(results: ResultSet, machine: str, group: str | None = None, commit: str | None = None) -> dict:
+    """What a paired run's record says of its pairing (`paired.results`: both commits, the picks), of `group` at
+    `commit` where named; {} where no record of it says so."""
+    for record in results.records:
+        if record.machine == machine and group in (None, record.group) and commit in (None, record.commit):
+            paired = record.environment.get("paired")
+            if paired:
+                return dict(paired)
+    return {}
+
+
+def paired_picks(results: ResultSet, candidate: Run, group: str) -> list[Pick]:
+    """fused-autotuned's two picks of a paired run's group, where they differed (its candidate's record)."""
+    found = paired_record(results, candidate.machine, group, candidate.commit)
+    return [Pick.from_json(pick) for pick in found.get("picks", [])]
+
+
 def default_choice(results: ResultSet, machine: str, **given) -> Choice:
-    """`alert`'s and `compare`'s defaults: the suites of the candidate's (or the newest run's) commit."""
+    """`alert`'s and `compare`'s defaults: the suites of the candidate's (or the newest run's) commit; for a paired
+    run, its pair (its candidate against its base, in its own session)."""
     runs = group_runs(results)
     require_machine(runs, machine)
+    pair = paired_record(results, machine) if PAIRED_MARK in machine else {}
+    for what, commit in (("candidate", pair.get("candidate")), ("baseline", pair.get("baseline"))):
+        if commit and given.get(what) is None:
+            given[what] = commit
     candidate = given.get("candidate")
     commit = candidate or str(runs.loc[runs["machine"] == machine, "commit"].iloc[-1])
     suites = tuple(dict.fromkeys(given.pop("suites", None) or suites_of_commit(runs, machine, commit)))
@@ -459,10 +532,13 @@ def default_choice(results: ResultSet, machine: str, **given) -> Choice:
 
 def judge_every_suite(results: ResultSet, machines: list[str]) -> list[MachineVerdict]:
     """The report's verdicts: per machine, every suite that holds a group the machine ran, each as `fusedbench alert
-    --machine M --suite S` gives it."""
+    --machine M --suite S` gives it (a paired run's within its session)."""
     runs = group_runs(results)
     return [
-        judge(results, Choice(m, tuple(covering_suites(runs.loc[runs["machine"] == m, "group"])))) for m in machines
+        judge(
+            results, default_choice(results, m, suites=tuple(covering_suites(runs.loc[runs["machine"] == m, "group"])))
+        )
+        for m in machines
     ]
 
 

@@ -9,7 +9,7 @@ rounds of a flagged cell) and keeps the record (`catalog.formats.SIDE_BY_SIDE_FO
 `<commit>-side-by-side-<time>.fbaa` under the machine's results);
 `fusedbench calibrate --side-by-side C1,C2` turns the records of one or more sessions into a preset named
 `<GPU>/confirmation@<commits>` by the calibration's rule (each record one A/A pair, judged both ways; with `--bench`,
-from some of their groups only), and `regressions.confirm.margins_for` puts it in force for the groups it was earned
+from some of their groups only), and `regressions.thresholds.margins_for` puts it in force for the groups it was earned
 on.
 """
 
@@ -57,7 +57,7 @@ def read_side_by_side(results_dir: str, machine: str, commits: Sequence[str]) ->
 
 def record_runs(record: dict) -> tuple[Run, Run]:
     """A record's two sides as runs `compare_runs` reads (every group, each at its benchmark version)."""
-    from fusedbench.regressions.confirm import as_run
+    from fusedbench.regressions.compare import as_run
 
     sides = []
     for side in ("baseline", "candidate"):
@@ -88,7 +88,7 @@ def earn_margins(machine: str, records: Sequence[dict], groups: Collection[str] 
         records = [r | {"groups": {g: e for g, e in r["groups"].items() if g in groups}} for r in records]
         records = [r for r in records if r["groups"]]
     protocols = {record_protocol(record) for record in records}
-    if len(protocols) > 1:
+    if 1 in protocols and len(protocols) > 1:
         raise FusedbenchError(
             "the side-by-side records were measured at worker protocols "
             f"{' and '.join(map(str, sorted(protocols)))}: fused-autotuned is pinned in one and not in the other; "
@@ -109,10 +109,11 @@ def earn_margins(machine: str, records: Sequence[dict], groups: Collection[str] 
     if groups is not None:
         name += ":" + "+".join(sorted(versions))
     pairs = [record_runs(record) for record in records]
-    return preset_from_pairs(name, machine, (commits,), pairs, MARGINS_SUITE, versions, protocol=protocols.pop())
+    return preset_from_pairs(name, machine, (commits,), pairs, MARGINS_SUITE, versions, protocol=max(protocols))
 
 
 def record_protocol(record: dict) -> int:
-    """The worker protocol a record was measured at: 2 pins fused-autotuned's algorithm (its record says what was
-    pinned), 1 let each side autotune."""
-    return 2 if "pinned" in record else 1
+    """The worker protocol a record was measured at (it says so from 3 on): 2 and 3 time fused-autotuned at one pick
+    on both sides (2 pinned the other side to it; 3 times both sides' picks on both, its record lists them), 1 let
+    each side time its own."""
+    return record.get("protocol") or (2 if "pinned" in record else 1)

@@ -62,10 +62,13 @@ def _median(samples: np.ndarray | None) -> float:
 
 
 def _paired(samples: Samples, numerator: str, denominator: str) -> np.ndarray | None:
+    """Round by round, over the rounds both cells took (a cell near its margin in a paired run takes extra rounds
+    after the ones all its workload's cells share)."""
     top, bottom = samples.get(numerator), samples.get(denominator)
-    if top is None or bottom is None or len(top) != len(bottom) or not len(top):
+    if top is None or bottom is None or not len(top) or not len(bottom):
         return None
-    return top / bottom
+    shared = min(len(top), len(bottom))
+    return top[:shared] / bottom[:shared]
 
 
 def _epilog_cost(samples: Samples, provider: str) -> np.ndarray | None:

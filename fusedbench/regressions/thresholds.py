@@ -224,3 +224,36 @@ def _why(preset: Preset, gpu: str, suite: str, fits: bool) -> str:
         f"preset {preset.name!r}: {gpu} has no A/A runs of the {suite} suite at these benchmark versions, so it uses "
         f"the {preset.calibrated_on} calibration (run the calibration there to earn its own; docs/calibrate.md)"
     )
+
+
+# The margins of a side-by-side comparison where the GPU has earned none of its own (`margins_for`): a change
+# beyond these, its interval excluding none, is confirmed. Side by side, the H200's A/A confirmations moved a cell
+# of at least 1 ms by at most 1.2% (docs/findings/2026-11-26-confirmation.md), and a 5% slowdown lies well beyond 2%.
+_MARGINS = {"large": 0.02, "medium": 0.02, "small": 0.05, "group": 0.01, "provider": 0.01}
+CONFIRMATION = Preset(
+    name="confirmation",
+    thresholds={(metric, klass): _MARGINS[klass] for metric in METRICS for klass in (*(c for c, _ in CLASSES), *GATES)},
+    calibrated_on="side-by-side A/A confirmations (docs/findings/2026-11-26-confirmation.md)",
+)
+
+
+def margins_for(machine: str, group: str, version: str) -> Preset:
+    """The margins a side-by-side confirmation of `group` is decided by: its GPU's own, earned on side-by-side A/A
+    measurements of the group at this benchmark version (`regressions.margins`; those measured as confirmations are
+    now, with fused-autotuned pinned, first, then most pairs), else the fixed CONFIRMATION margins."""
+    gpu = gpu_machine(machine)
+    earned = [
+        p
+        for p in presets().values()
+        if p.suite == MARGINS_SUITE and p.calibrated_on == gpu and p.earned_at(group, version)
+    ]
+    return max(earned, key=lambda p: (p.protocol, p.pairs)) if earned else CONFIRMATION
+
+
+def recorded_margins(name: str | None) -> Preset:
+    """The margins a confirmation record was decided by (a record from before margins were earned: CONFIRMATION)."""
+    if name in (None, CONFIRMATION.name):
+        return CONFIRMATION
+    if name not in presets():
+        raise FusedbenchError(f"a confirmation record was decided by the margins {name!r}, which presets.json lacks")
+    return presets()[name]

@@ -421,14 +421,15 @@ def render_report(results: ResultSet, *, machines=None, commits=None) -> str:
 
 
 def set_apart_note(results: ResultSet) -> str:
-    """The machines of deliberate runs (tuned, injected), which the page does not show as machines: named, so a
-    reader knows they exist and how to see them."""
+    """The machines of deliberate runs (tuned, injected) and of paired sessions (`fusedbench ab`), which the page
+    does not show as machines: named, so a reader knows they exist and how to see them."""
     apart = [m for m in dict.fromkeys(results.runs()["machine"]) if m not in gpu_machines([m])]
     if not apart:
         return ""
     return (
         f"<p class='muted' id='set-apart'>Not shown as machines: {plural(len(apart), 'machine')} of deliberate runs "
-        f"(tuned or injected slowdowns, kept apart from real results): {html.escape(', '.join(sorted(apart)))}. "
+        "(tuned or injected slowdowns) and paired sessions (a change measured beside its base by fusedbench ab), "
+        f"kept apart from the history: {html.escape(', '.join(sorted(apart)))}. "
         "<code>fusedbench report results/ --machine NAME</code> draws one.</p>"
     )
 

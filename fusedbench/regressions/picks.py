@@ -1,0 +1,47 @@
+"""fused-autotuned's choice, told apart from the code: whether the candidate's autotuning picked a slower algorithm
+than the base's.
+
+Measured side by side, each code autotunes in its own process; where the two picks differ, both are timed on both
+sides (`catalog.model.Pick`). The cell itself is compared with the pick held fixed, the candidate's on both sides
+(`held_fixed`); the picks are compared apart (`pick_comparison`): the candidate's pick against the base's, each
+timed on both sides, round i of one beside round i of the other (the two calls of a side's round follow each
+other), by the cell's margin and interval rule. `gate.judge_picks` makes a slower pick an alert of its own, named as
+the choice; a faster one is no alert. Pure: no GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from fusedbench.catalog.model import Cell, Pick
+from fusedbench.regressions.compare import CELL, Comparison, Run, as_run, compare_runs
+from fusedbench.regressions.thresholds import Preset
+
+PICKS = ("baseline", "candidate")
+
+
+def pick_comparison(
+    machine: str, commits: dict[str, str], version: str, picks: Sequence[Pick], margins: Preset
+) -> Comparison:
+    """The candidate's picks against the base's, as two runs of fused-autotuned cells compared, each pick's samples
+    from both sides one after the other."""
+    runs = []
+    for pick in PICKS:
+        cells = [Cell.measured(p.key, [s for side in PICKS for s in p.samples[pick][side]]) for p in picks]
+        runs.append(as_run(machine, commits[pick], version, picks[0].group, cells))
+    return compare_runs(runs[0], runs[1], margins)
+
+
+def held_fixed(base: Run, picks: Sequence[Pick]) -> Run:
+    """The base's run with each picked cell's samples those of the candidate's pick on the base's side: compared with
+    the candidate's own (its pick on its side), the cell's change is the code's, the choice held fixed."""
+    if not picks:
+        return base
+    timed = {(p.key.epilog, p.key.dtype, p.key.m, p.key.k, p.key.n, p.key.provider, p.group):
+             tuple(p.samples["candidate"]["baseline"]) for p in picks}  # fmt: skip
+    cells = base.cells.copy()
+    keys = [tuple(row) for row in cells[CELL].itertuples(index=False, name=None)]
+    cells["raw"] = [timed.get(key, raw) for key, raw in zip(keys, cells["raw"], strict=True)]
+    return Run(base.machine, base.commit, pd.DataFrame(cells), base.origin)
