@@ -191,7 +191,7 @@ def test_cells_near_their_margin_get_more_rounds_and_a_cell_failing_the_check_on
     monkeypatch.setenv("FAKE_CHECK_FAIL", "GELU_AUX_BIAS/fp16/unfused")
     code, out, _ = run(capsys, base, "--rounds", "4", "--format", "json")
     verdict = json.loads(out)
-    assert "1 near their margin given 8 more" in verdict["measured"][0]
+    assert "1 near their margin given 26 more" in verdict["measured"][0]
     failed = [a for a in verdict["suites"][0]["alerts"] if a["verdict"] == "failed"]
     assert code == 1 and [(a["epilog"], a["provider"]) for a in failed] == [("GELU_AUX_BIAS", "unfused")]
     assert "failed the check against float64 on the candidate side" in failed[0]["reason"]

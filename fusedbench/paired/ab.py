@@ -28,6 +28,7 @@ from fusedbench.catalog.suites import MLP_GROUPS, BenchmarkGroup
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.checkout import require_clean_checkout
 from fusedbench.measure.confirm import Asked, Measured, Side, export_source, measure_again
+from fusedbench.measure.sampling import SAMPLES
 from fusedbench.regressions.margins import requests_for
 from fusedbench.regressions.metrics import TIME
 from fusedbench.regressions.thresholds import cell_class, margins_for
@@ -144,15 +145,15 @@ def measure_pair(repo: str, pair: Pair, groups: Sequence[BenchmarkGroup], rounds
 @dataclass(frozen=True)
 class NearMargin:
     """Extra rounds for the cells whose change lies within 1.5x their margin either way (from margin / 1.5 to 1.5 x
-    margin slower): there the plain run's rounds leave the interval as wide as the distance to the margin, so the
-    verdict could go either way. EXTRA_FACTOR x the rounds more a side (30 rounds in all for a run's 10) narrows
-    the interval by about sqrt(3), 1.7x: past the band's 1.5x. Cells clearly unchanged or clearly slower keep the
-    plain run's rounds."""
+    margin slower): there the plain run's 10 rounds leave the interval as wide as the distance to the margin, so the
+    verdict could go either way. Such a cell is taken to NEAR_ROUNDS a side (30: three times a run's), which narrows
+    its interval by about sqrt(3), 1.7x, past the band's 1.5x. Cells clearly unchanged or clearly slower keep the
+    rounds asked for, as does every cell of a run asked for NEAR_ROUNDS or more."""
 
     machine: str
     rounds: int
 
-    EXTRA_FACTOR = 2
+    NEAR_ROUNDS = 3 * SAMPLES
     BAND = 1.5
 
     def __call__(self, request: Request, samples: dict[str, dict[str, list[float]]]) -> dict[str, int]:
@@ -167,5 +168,5 @@ class NearMargin:
             before, after = statistics.median(base), statistics.median(cand)
             margin = margins.threshold(TIME, cell_class(before))
             if margin / self.BAND <= after / before - 1 <= margin * self.BAND:
-                extra[provider] = self.EXTRA_FACTOR * self.rounds
+                extra[provider] = max(0, self.NEAR_ROUNDS - self.rounds)
         return extra
