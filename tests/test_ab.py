@@ -148,6 +148,8 @@ def test_the_pair_is_kept_as_asv_results_of_a_machine_of_its_own_and_alert_gives
     samples = results[candidate].get_result_samples(asked, params)[index]
     assert len(samples) >= 4 and samples == pytest.approx([0.00105] * len(samples))  # the candidate's own samples
     assert results[base].get_result_value("ceilings.CopyCeiling.time_copy", []) == [0.001]
+    gemm = results[candidate].get_result_params("ceilings.GemmCeiling.time_gemm")
+    assert None not in results[candidate].get_result_value("ceilings.GemmCeiling.time_gemm", gemm)  # every dtype's
     compared = subprocess.run([sys.executable, "-m", "asv", "compare", base, candidate, "--machine", folder.name],
                               cwd=root, capture_output=True, text=True)  # fmt: skip
     assert compared.returncode == 0 and "RELU_BIAS" in compared.stdout and "1.05" in compared.stdout
@@ -169,10 +171,17 @@ def test_the_pair_is_kept_as_asv_results_of_a_machine_of_its_own_and_alert_gives
 def test_a_slower_pick_of_the_candidates_autotuning_is_its_own_alert_and_the_cell_is_judged_at_one_pick(
     checkout, fake_gpu, capsys, monkeypatch
 ):
+    from fusedbench.regressions.picks import PICK_MARGIN
+
     _, base = checkout
-    monkeypatch.setenv("FAKE_RANK", "3")  # the candidate's autotuning picks rank 3, 6% slower than the base's rank 0
-    monkeypatch.setenv("FAKE_RANK_COST", "0.02")
+    monkeypatch.setenv("FAKE_RANK", "3")  # the candidate's autotuning picks rank 3, the base's rank 0
     monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    monkeypatch.setenv("FAKE_RANK_COST", "0.02")  # 6% slower: within autotuning's own spread
+    code, out, _ = run(capsys, base, "--rounds", "4", "--format", "json")
+    verdict = json.loads(out)
+    assert code == 0 and verdict["outcome"] == "green" and PICK_MARGIN > 0.06
+    assert sum(line.startswith("autotuning: ") for line in verdict["measured"]) == 5  # said, both timed on both sides
+    monkeypatch.setenv("FAKE_RANK_COST", "0.05")  # 15% slower: beyond it
     code, out, _ = run(capsys, base, "--rounds", "4", "--format", "json")
     (suite,) = json.loads(out)["suites"]
     assert code == 1 and {a["provider"] for a in suite["alerts"]} == {"fused-autotuned"}

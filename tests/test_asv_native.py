@@ -77,13 +77,25 @@ def test_results_benchmarks_json_describes_the_benchmarks_as_committed(tmp_path)
     assert discovered == committed, f"results/benchmarks.json is stale; the current one: cp {current} results/"
 
 
+def in_history(commit: str) -> bool:
+    """Whether the commit is one of this repository's: a paired session's (`fusedbench ab`) may be a pull request's,
+    or a device's own, which asv publish reads but graphs only on the branches it follows."""
+    return (
+        subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=ROOT, capture_output=True).returncode == 0
+    )
+
+
 def test_every_run_of_the_current_version_is_graphed_by_asv_publish(tmp_path):
     asv("publish", "--no-pull", "--html-dir", str(tmp_path / "html"), home=tmp_path)
     index = json.loads((tmp_path / "html" / "index.json").read_text())
     revisions = {commit: int(revision) for revision, commit in index["revision_to_hash"].items()}
     current = current_versions()
     graphed = set()
+    paired = {run["machine"] for run in committed_runs() if "-paired-" in run["machine"]}
+    assert paired and paired <= set(index["params"]["machine"])  # publish read every paired session's both sides
     for run in committed_runs():
+        if run["machine"] in paired and not in_history(run["commit"]):
+            continue
         for name, version in run["versions"].items():
             if current.get(name) != version:
                 continue  # measured differently; asv keeps it out of the graphs, as it should

@@ -12,14 +12,17 @@ judges the pair again by the GPU's side-by-side margins.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 
 from fusedbench.catalog.deliberate import PAIRED_MARK
+from fusedbench.catalog.formats import cell_from_json
 from fusedbench.catalog.model import Cell, CellKey
 from fusedbench.catalog.suites import ASV_VERSIONS, BENCHMARK_MODULE, CEILINGS_MODULE
 from fusedbench.errors import FusedbenchError
@@ -56,12 +59,11 @@ def write_paired(
     results_dir = asv_results_dir(repo)
     benchmarks = benchmark_entries(repo, machine, commits["candidate"], _benchmark_names(measured))
     from asv import util
+    from asv.environment import get_env_name
     from asv.results import Results
 
     util.write_json(os.path.join(results_dir, machine, "machine.json"), {"machine": machine}, api_version=1)
     python = sys.executable
-    from asv.environment import get_env_name
-
     env_name = get_env_name("existing", python, {}, {})
     for side in SIDES:
         commit = commits[side]
@@ -106,8 +108,6 @@ def _pairing(measured: Measured, commits: Mapping[str, str], side: str, group: s
 
 
 def _at(cell: Cell, machine: str, commit: str) -> Cell:
-    from dataclasses import replace
-
     return replace(cell, key=cell.key.at(machine, commit))
 
 
@@ -123,8 +123,6 @@ def _ceiling_cells(measured: Measured, side: str) -> dict[str, list[Cell]]:
     reply = measured.ceilings.get(side)
     if not reply:
         return {}
-    from fusedbench.catalog.formats import cell_from_json
-
     gemm = [cell_from_json(entry) for entry in reply["gemm"].values()]
     copy = reply["copy"]
     key = CellKey("copy", "uint8", 0, 0, 0, "copy")
@@ -148,8 +146,6 @@ def _benchmark_names(measured: Measured) -> list[str]:
 def _asv_result(benchmark: Mapping, cells: list[Cell]):
     """asv's result of a benchmark: a value per combination of its parameters (None where the cell has no samples),
     its samples, one call each."""
-    import itertools
-
     from asv.runner import BenchmarkResult
 
     by_params = {_params(benchmark, cell): cell for cell in cells}
@@ -179,13 +175,14 @@ def benchmark_entries(repo: str, machine: str, commit: str, names: list[str]) ->
     benchmarks.json asv keeps, discovered again by asv where that lacks one or holds another version."""
     from asv.benchmarks import Benchmarks
     from asv.config import Config
+    from asv.util import UserError
 
     config = Config.load(os.path.join(repo, "asv.conf.json"))
 
     def current() -> dict[str, dict] | None:
         try:
             known = Benchmarks.load(config)
-        except Exception:  # no benchmarks.json yet, or one asv cannot read: discover
+        except UserError:  # no benchmarks.json yet, or one of another asv: discover
             return None
         found = {name: known[name] for name in names if name in known}
         fits = len(found) == len(names) and all(

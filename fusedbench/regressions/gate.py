@@ -17,8 +17,8 @@ alerts and warnings (`judge_comparison`). The suite is then
 Warnings never fail: changes beyond a threshold too noisy to tell, inversions and failures already in the
 baseline, groups not run or at another benchmark version. Pure: pandas over loaded results.
 
-A paired run (`fusedbench ab`, a machine of its own per session) is judged within its session: its candidate
-against its base, both named by its records, each group by its GPU's side-by-side margins (a group without margins
+A paired run (`fusedbench ab`, a machine of its own per session) is judged within its session: its candidate (asv
+has it last) against its base, the run before it, each group by its GPU's side-by-side margins (a group without margins
 of its own is compared and not judged), fused-autotuned with the pick held fixed and the picks judged apart
 (`regressions.picks`).
 """
@@ -51,7 +51,7 @@ from fusedbench.regressions.compare import (
 )
 from fusedbench.regressions.history import cell_series, regression_start
 from fusedbench.regressions.metrics import METRICS, TIME, WORSE_WHEN_LOWER, AlertKind
-from fusedbench.regressions.picks import held_fixed, pick_comparison
+from fusedbench.regressions.picks import held_fixed, pick_comparison, pick_margins
 from fusedbench.regressions.thresholds import CONFIRMATION, Preset, margins_for, preset_for
 from fusedbench.results.loader import ResultSet
 from fusedbench.results.runs import (
@@ -180,8 +180,8 @@ def judge_comparison(comparison: Comparison) -> Judged:
 
 
 def judge_picks(comparison: Comparison, picks: list[Pick]) -> pd.DataFrame:
-    """An alert row for each pick of the candidate's slower than the base's beyond its margin, its reason naming both
-    algorithms (`regressions.picks.pick_comparison` compared them); empty where none is."""
+    """An alert row for each pick of the candidate's slower than the base's beyond the picks' margin, its reason naming
+    both algorithms (`regressions.picks.pick_comparison` compared them); empty where none is."""
     alerts = judge_comparison(comparison).alerts
     alerts = alerts[alerts["epilog"].notna() & (alerts["metric"] == TIME)]  # the picks' cells; no group gate
     chosen = {p.key.label: p.algorithms for p in picks}
@@ -197,7 +197,7 @@ def with_picks(judged: Judged, machine: str, commits: dict[str, str], version: s
     """A group's judgement with its picks judged (`judge_picks`) and their alerts added."""
     if not picks:
         return judged
-    margins = judged.comparison.preset
+    margins = pick_margins(judged.comparison.preset)
     found = judge_picks(pick_comparison(machine, commits, version, picks, margins), picks)
     if found.empty:
         return judged
@@ -498,32 +498,18 @@ def suites_of_commit(runs: pd.DataFrame, machine: str, commit: str) -> tuple[str
     return tuple(covering_suites(mine["group"]))
 
 
-def paired_record(results: ResultSet, machine: str, group: str | None = None, commit: str | None = None) -> dict:
-    """What a paired run's record says of its pairing (`paired.results`: both commits, the picks), of `group` at
-    `commit` where named; {} where no record of it says so."""
-    for record in results.records:
-        if record.machine == machine and group in (None, record.group) and commit in (None, record.commit):
-            paired = record.environment.get("paired")
-            if paired:
-                return dict(paired)
-    return {}
-
-
 def paired_picks(results: ResultSet, candidate: Run, group: str) -> list[Pick]:
-    """fused-autotuned's two picks of a paired run's group, where they differed (its candidate's record)."""
-    found = paired_record(results, candidate.machine, group, candidate.commit)
-    return [Pick.from_json(pick) for pick in found.get("picks", [])]
+    """fused-autotuned's two picks of a paired run's group, where they differed (its candidate's record says)."""
+    for record in results.records:
+        if (record.machine, record.commit, record.group) == (candidate.machine, candidate.commit, group):
+            return [Pick.from_json(pick) for pick in record.environment.get("paired", {}).get("picks", [])]
+    return []
 
 
 def default_choice(results: ResultSet, machine: str, **given) -> Choice:
-    """`alert`'s and `compare`'s defaults: the suites of the candidate's (or the newest run's) commit; for a paired
-    run, its pair (its candidate against its base, in its own session)."""
+    """`alert`'s and `compare`'s defaults: the suites of the candidate's (or the newest run's) commit."""
     runs = group_runs(results)
     require_machine(runs, machine)
-    pair = paired_record(results, machine) if PAIRED_MARK in machine else {}
-    for what, commit in (("candidate", pair.get("candidate")), ("baseline", pair.get("baseline"))):
-        if commit and given.get(what) is None:
-            given[what] = commit
     candidate = given.get("candidate")
     commit = candidate or str(runs.loc[runs["machine"] == machine, "commit"].iloc[-1])
     suites = tuple(dict.fromkeys(given.pop("suites", None) or suites_of_commit(runs, machine, commit)))
@@ -532,13 +518,10 @@ def default_choice(results: ResultSet, machine: str, **given) -> Choice:
 
 def judge_every_suite(results: ResultSet, machines: list[str]) -> list[MachineVerdict]:
     """The report's verdicts: per machine, every suite that holds a group the machine ran, each as `fusedbench alert
-    --machine M --suite S` gives it (a paired run's within its session)."""
+    --machine M --suite S` gives it."""
     runs = group_runs(results)
     return [
-        judge(
-            results, default_choice(results, m, suites=tuple(covering_suites(runs.loc[runs["machine"] == m, "group"])))
-        )
-        for m in machines
+        judge(results, Choice(m, tuple(covering_suites(runs.loc[runs["machine"] == m, "group"])))) for m in machines
     ]
 
 

@@ -5,13 +5,19 @@ Measured side by side, each code autotunes in its own process; where the two pic
 sides (`catalog.model.Pick`). The cell itself is compared with the pick held fixed, the candidate's on both sides
 (`held_fixed`); the picks are compared apart (`pick_comparison`): the candidate's pick against the base's, each
 timed on both sides, round i of one beside round i of the other (the two calls of a side's round follow each
-other), by the cell's margin and interval rule. `gate.judge_picks` makes a slower pick an alert of its own, named as
-the choice; a faster one is no alert. Pure: no GPU.
+other), by the interval rule of a cell and a margin of the picks' own (`pick_margins`). `gate.judge_picks` makes a
+slower pick an alert of its own, named as the choice; a faster one is no alert. Pure: no GPU.
+
+The picks' margin covers autotuning's own spread: two processes of the same code autotune to algorithms that time
+apart, 3.8% on the H100's quick BIAS cell in a paired A/A build (docs/findings/2026-11-28-ab-paired-runs.md) and up
+to 11.1% on its llm cells (docs/findings/2026-11-26-confirmation.md). Judged by the cell's margin (3.5%), the same
+code's A/A build went red on its pick; an autotuner that picks worse than that spread is what a pick alert says.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pandas as pd
 
@@ -20,6 +26,13 @@ from fusedbench.regressions.compare import CELL, Comparison, Run, as_run, compar
 from fusedbench.regressions.thresholds import Preset
 
 PICKS = ("baseline", "candidate")
+PICK_MARGIN = 0.11  # the widest two autotunings of the same code came out apart (module docstring)
+
+
+def pick_margins(cell_margins: Preset) -> Preset:
+    """The margins a pick is judged by: the cell's, widened to PICK_MARGIN where narrower."""
+    widened = {key: max(value, PICK_MARGIN) for key, value in cell_margins.thresholds.items()}
+    return replace(cell_margins, name=f"{cell_margins.name} (picks: {PICK_MARGIN:.0%})", thresholds=widened)
 
 
 def pick_comparison(
