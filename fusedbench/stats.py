@@ -58,15 +58,3 @@ def clock_explains(times: Sequence[float], clocks: Sequence[float]) -> float:
     if min(xs) == max(xs) or min(ys) == max(ys):  # no variance (compared, not computed: exact and quick)
         return math.nan
     return max(statistics.correlation(xs, ys), 0.0) ** 2
-
-
-def rate_interval(hits: int, trials: int) -> tuple[float, float]:
-    """The Wilson score 95% interval of a rate of `hits` in `trials` (a detection or false-alarm rate): it stays
-    inside [0, 1] and is not empty at 0 or `trials` hits, where the normal one collapses. NaNs for no trials."""
-    if trials == 0:
-        return math.nan, math.nan
-    z = 1.959963984540054
-    rate = hits / trials
-    centre = (rate + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)

@@ -204,3 +204,19 @@ def test_cells_near_their_margin_get_more_rounds_and_a_cell_failing_the_check_on
     failed = [a for a in verdict["suites"][0]["alerts"] if a["verdict"] == "failed"]
     assert code == 1 and [(a["epilog"], a["provider"]) for a in failed] == [("GELU_AUX_BIAS", "unfused")]
     assert "failed the check against float64 on the candidate side" in failed[0]["reason"]
+
+
+def test_picks_are_compared_over_the_rounds_both_took_on_each_side():
+    """The candidate's pick is the cell's own slot and may take extra rounds near its margin; the base's pick does
+    not: each side's samples are cut to the rounds both picks took there, so round i still meets round i."""
+    from fusedbench.catalog.model import CellKey, Pick
+    from fusedbench.regressions.picks import pick_comparison
+
+    key = CellKey("BIAS", "fp16", 65536, 16384, 8192, "fused-autotuned")
+    base_pick = {"baseline": [0.010] * 10, "candidate": [0.010] * 10}
+    cand_pick = {side: [0.012] * 10 + [0.090] * 20 for side in ("baseline", "candidate")}
+    algorithms = {"baseline": "id=0", "candidate": "id=3"}
+    pick = Pick(key, "Quick", algorithms, {"baseline": base_pick, "candidate": cand_pick})
+    compared = pick_comparison(MACHINE, {"baseline": "a" * 40, "candidate": "b" * 40}, "v1", [pick], CONFIRMATION)
+    time = compared.cells[compared.cells["metric"] == "time"]
+    assert time["ratio"].tolist() == pytest.approx([1.2])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import math
 import re
 from pathlib import Path
 
@@ -17,11 +18,22 @@ from conftest import finding
 from fusedbench.regressions.compare import Verdict
 from fusedbench.regressions.gate import default_choice, judge
 from fusedbench.results.loader import load_results
-from fusedbench.stats import rate_interval
 
 ROOT = Path(__file__).parent.parent
 CAMPAIGN = ROOT / "docs" / "findings" / "2026-11-28-ab-paired-runs"
 BANDS = (("5% or more", 0.05, 1.0), ("3% to 5%", 0.03, 0.05), ("under 3%", 0.0, 0.03))
+
+
+def rate_interval(hits: int, trials: int) -> tuple[float, float]:
+    """The Wilson score 95% interval of a rate of `hits` in `trials` (a detection or false-alarm rate): it stays
+    inside [0, 1] and is not empty at 0 or `trials` hits, where the normal one collapses. NaNs for no trials."""
+    if trials == 0:
+        return math.nan, math.nan
+    z = 1.959963984540054
+    rate = hits / trials
+    centre = (rate + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @functools.cache
@@ -132,3 +144,10 @@ def test_the_report_judges_a_paired_session_as_alert_does():
     machine = manifest()["builds"][0]["machine"]
     (verdict,) = judge_every_suite(load_results(str(ROOT / "results"), machines=[machine]), [machine])
     assert to_json(verdict) == to_json(verdicts()[machine]) and verdict.suites[0].preset_line == PAIRED_LINE
+
+
+def test_a_rates_interval_is_wilsons_and_stays_open_at_none_and_all():
+    low, high = rate_interval(19, 20)
+    assert (round(low, 3), round(high, 3)) == (0.764, 0.991)  # Wilson's 95% score interval of 19 in 20
+    assert rate_interval(0, 20)[0] == 0.0 and 0.15 < rate_interval(0, 20)[1] < 0.17
+    assert rate_interval(20, 20)[1] == 1.0 and math.isnan(rate_interval(0, 0)[0])

@@ -48,12 +48,3 @@ def test_the_clock_explains_a_spread_it_caused_and_not_one_it_did_not():
     explained = clock_explains(times, clocks)
     assert explained == pytest.approx(r * r) and 0.3 < explained < 0.9
     assert clock_explains([1 / c for c in reversed(clocks)], clocks) == 0.0  # slower at a higher clock: not the clock
-
-
-def test_a_rates_interval_is_wilsons_and_stays_open_at_none_and_all():
-    from fusedbench.stats import rate_interval
-
-    low, high = rate_interval(19, 20)
-    assert (round(low, 3), round(high, 3)) == (0.764, 0.991)  # Wilson's 95% score interval of 19 in 20
-    assert rate_interval(0, 20)[0] == 0.0 and 0.15 < rate_interval(0, 20)[1] < 0.17
-    assert rate_interval(20, 20)[1] == 1.0 and math.isnan(rate_interval(0, 0)[0])

@@ -207,6 +207,9 @@ class Request:
         }
 
 
+SIDES = ("baseline", "candidate")  # the two sides of a side-by-side measurement, and of a Pick
+
+
 @dataclass(frozen=True)
 class Pick:
     """fused-autotuned's two picks of one cell, where two codes measured side by side autotuned to different

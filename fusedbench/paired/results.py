@@ -23,7 +23,7 @@ from datetime import datetime
 
 from fusedbench.catalog.deliberate import PAIRED_MARK
 from fusedbench.catalog.formats import cell_from_json
-from fusedbench.catalog.model import Cell, CellKey
+from fusedbench.catalog.model import SIDES, Cell, CellKey
 from fusedbench.catalog.suites import ASV_VERSIONS, BENCHMARK_MODULE, CEILINGS_MODULE
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.checkout import asv_results_dir
@@ -32,7 +32,6 @@ from fusedbench.measure.machine import register_asv_machine
 from fusedbench.measure.records import GroupRecord, write_record
 from fusedbench.measure.sampling import PROTOCOL
 
-SIDES = ("baseline", "candidate")
 ORDER = "lock-step: each cell's call on one side, then on the other; the baseline first in even rounds (from 0)"
 
 
@@ -54,8 +53,8 @@ def write_paired(
     started: datetime,
     rounds: int,
     environment: Mapping,
-) -> str:
-    """Both sides' results and records under `machine` in the checkout's results folder (returned)."""
+) -> None:
+    """Both sides' results and records under `machine` in the checkout's results folder."""
     results_dir = asv_results_dir(repo)
     benchmarks = benchmark_entries(repo, machine, commits["candidate"], _benchmark_names(measured))
     from asv import util
@@ -87,7 +86,6 @@ def write_paired(
                 cells=tuple(_at(cell, machine, commit) for cell in cells),
             )
             write_record(results_dir, record)
-    return os.path.join(results_dir, machine)
 
 
 def _pairing(measured: Measured, commits: Mapping[str, str], side: str, group: str, rounds: int,

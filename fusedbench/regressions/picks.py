@@ -21,11 +21,10 @@ from dataclasses import replace
 
 import pandas as pd
 
-from fusedbench.catalog.model import Cell, Pick
+from fusedbench.catalog.model import SIDES, Cell, Pick
 from fusedbench.regressions.compare import CELL, Comparison, Run, as_run, compare_runs
 from fusedbench.regressions.thresholds import Preset
 
-PICKS = ("baseline", "candidate")
 PICK_MARGIN = 0.11  # the widest two autotunings of the same code came out apart (module docstring)
 
 
@@ -39,12 +38,18 @@ def pick_comparison(
     machine: str, commits: dict[str, str], version: str, picks: Sequence[Pick], margins: Preset
 ) -> Comparison:
     """The candidate's picks against the base's, as two runs of fused-autotuned cells compared, each pick's samples
-    from both sides one after the other."""
+    from both sides one after the other, each side's cut to the rounds both picks took there (the candidate's pick,
+    the cell's own slot, may have taken extra rounds near its margin)."""
     runs = []
-    for pick in PICKS:
-        cells = [Cell.measured(p.key, [s for side in PICKS for s in p.samples[pick][side]]) for p in picks]
+    for pick in SIDES:
+        cells = [Cell.measured(p.key, [s for side in SIDES for s in p.samples[pick][side][: _shared(p, side)]])
+                 for p in picks]  # fmt: skip
         runs.append(as_run(machine, commits[pick], version, picks[0].group, cells))
     return compare_runs(runs[0], runs[1], margins)
+
+
+def _shared(pick: Pick, side: str) -> int:
+    return min(len(pick.samples[chosen][side]) for chosen in SIDES)
 
 
 def held_fixed(base: Run, picks: Sequence[Pick]) -> Run:

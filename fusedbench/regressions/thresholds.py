@@ -238,9 +238,10 @@ CONFIRMATION = Preset(
 
 
 def margins_for(machine: str, group: str, version: str) -> Preset:
-    """The margins a side-by-side confirmation of `group` is decided by: its GPU's own, earned on side-by-side A/A
-    measurements of the group at this benchmark version (`regressions.margins`; those measured as confirmations are
-    now, with fused-autotuned pinned, first, then most pairs), else the fixed CONFIRMATION margins."""
+    """The margins a side-by-side comparison of `group` (a confirmation, a paired run) is decided by: its GPU's own,
+    earned on side-by-side A/A measurements of the group at this benchmark version (`regressions.margins`; those of
+    the newest worker protocol first, fused-autotuned timed at one pick on both sides from protocol 2 on, then most
+    pairs), else the fixed CONFIRMATION margins."""
     gpu = gpu_machine(machine)
     earned = [
         p
