@@ -151,3 +151,21 @@ def test_a_rates_interval_is_wilsons_and_stays_open_at_none_and_all():
     assert (round(low, 3), round(high, 3)) == (0.764, 0.991)  # Wilson's 95% score interval of 19 in 20
     assert rate_interval(0, 20)[0] == 0.0 and 0.15 < rate_interval(0, 20)[1] < 0.17
     assert rate_interval(20, 20)[1] == 1.0 and math.isnan(rate_interval(0, 0)[0])
+
+
+@pytest.mark.parametrize("held_out", ["GPU-c1c6f432", "GPU-6961b72d"])
+def test_the_paired_aa_sessions_earn_margins_and_the_held_out_cards_sessions_are_judged_by_them(held_out):
+    from fusedbench.regressions.margins import earn_paired_margins
+
+    sessions = [b["machine"] for b in manifest()["builds"] if b["kind"] == "aa"]
+    results = load_results(str(ROOT / "results"), machines=sessions)
+    preset, held = earn_paired_margins(results, sessions, held_out)
+    alerts = sum(len(judged.alerts) for _, judged in held)
+    cells = sum(int((judged.comparison.cells["metric"] == "time").sum()) for _, judged in held)
+    red = sum(judged.failed for _, judged in held)
+    line = (
+        f"`{preset.name}`, a cell's time at 5 ms or more past {preset.threshold('time', 'large'):.1%}; held out "
+        f"{held_out}: {red} of {len(held)} sessions red by these margins, {alerts} alerts over {cells} cells' times "
+        "compared"
+    )
+    assert preset.pairs == 2 and " ".join(line.split()) in finding("ab-paired-runs").replace("earn `", "`")

@@ -498,3 +498,19 @@ def test_a_file_is_read_by_its_own_size_never_by_the_limit(tmp_path):
     path = tmp_path / "small.json"
     path.write_bytes(b"{}")
     assert read_regular(str(path), limit=2**42) == b"{}"  # 4 TiB: no machine could allocate it
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--machine", MACHINE, "--runs", "a,b", "--held-out-card", "GPU-6961"], "--held-out-card goes with --paired"),
+        (["--paired", MACHINE], "--paired names paired sessions of one GPU (<gpu>-paired-<session>)"),
+        (["--paired", "PAIRED", "--held-out-card", "GPU-zzz"], "--held-out-card GPU-zzz: it must leave out some"),
+        (["--paired", "PAIRED", "--machine", MACHINE], "--machine does not go with --paired"),
+    ],
+)
+def test_calibrate_paired_bad_input_is_one_line(capsys, argv, says):
+    sessions = sorted(p.name for p in (ROOT / "results").glob(f"{MACHINE}-paired-*T0034*"))
+    argv = [",".join(sessions) if a == "PAIRED" else a for a in argv]
+    code, out, err = run_cli(capsys, "calibrate", str(ROOT / "results"), *argv)
+    assert code == 2 and out == "" and err.startswith("error: ") and says in err and err.count("\n") == 1

@@ -43,6 +43,13 @@ def add_parser(commands) -> None:
         help="the commits of side-by-side A/A records: earn the machine's confirmation margins from them",
     )
     earned.add_argument(
+        "--paired",
+        type=names,
+        metavar="S1,S2,...",
+        help="paired A/A sessions (machines <gpu>-paired-<session> of `fusedbench ab` beside an empty commit): earn "
+        "their GPU's confirmation margins from them",
+    )
+    earned.add_argument(
         "--measure-side-by-side",
         action="store_true",
         help="on the GPU machine, in a clean checkout: time --suite's workloads with this code on both sides of a "
@@ -61,6 +68,12 @@ def add_parser(commands) -> None:
         metavar="K/N",
         help="with --measure-side-by-side: only every N-th workload from the K-th (0-based), a record of its own: a "
         "group too long for one job measured in N (default: 0/1, all)",
+    )
+    parser.add_argument(
+        "--held-out-card",
+        metavar="GPU-xxxx",
+        help="with --paired: leave out the sessions on the card whose UUID starts so, and judge them by the margins "
+        "the others earn: the false-alarm rate on a card the margins never saw",
     )
     parser.add_argument("--write", action="store_true", help="keep the presets in fusedbench/regressions/presets.json")
     parser.set_defaults(handler=_handler)
@@ -82,6 +95,14 @@ def _handler(a) -> int:
                 )
         return command_measure_side_by_side(
             results_dir=a.results_dir, suite=a.suite or "quick", bench=a.bench, part=a.shard or (0, 1)
+        )
+    if a.held_out_card and not a.paired:
+        raise FusedbenchError("--held-out-card goes with --paired only; leave it out here")
+    if a.paired and not measuring_only:
+        if a.machine:
+            raise FusedbenchError("--machine does not go with --paired: the sessions name their GPU; leave it out")
+        return command_paired_margins(
+            results_dir=a.results_dir, sessions=a.paired, held_out=a.held_out_card, write=a.write
         )
     if measuring_only:
         flag = measuring_only[0]
@@ -146,6 +167,33 @@ def command_margins(*, results_dir: str, machine: str, commits: list[str], bench
     return EXIT_OK
 
 
+def command_paired_margins(*, results_dir: str, sessions: list[str], held_out: str | None, write: bool) -> int:
+    """Earn a GPU's confirmation margins from paired A/A sessions, print them and, with a card held out, how its
+    sessions fare under them (keep the margins, with --write)."""
+    from fusedbench.regressions.margins import earn_paired_margins
+    from fusedbench.regressions.thresholds import save_preset
+
+    if write:
+        from fusedbench.files import check_writable_file
+        from fusedbench.regressions.thresholds import PRESETS_FILE
+
+        check_writable_file(PRESETS_FILE, "--write", "calibrate from a checkout you can write, or leave out --write")
+    results = load(results_dir, strict=True, machines=sessions)
+    preset, held = earn_paired_margins(results, sessions, held_out)
+    emit(render(preset_table(preset, preset.calibrated_on), *rate_lines(preset)))
+    if held:
+        red = [session for session, judged in held if judged.failed]
+        alerted = sum(len(judged.alerts) for _, judged in held)
+        cells = sum(int((judged.comparison.cells["metric"] == "time").sum()) for _, judged in held)
+        emit(
+            f"held out {held_out}: {len(red)} of {len(held)} sessions red by these margins, {alerted} alerts over "
+            f"{cells} cells' times compared{': ' + ', '.join(red) if red else ''}\n"
+        )
+    if write:
+        emit(save_preset(preset) + "\n")
+    return EXIT_OK
+
+
 def shard(value: str) -> tuple[int, int]:
     """'K/N' (0 <= K < N): the K-th of N interleaved parts of the workloads."""
     import argparse
@@ -203,11 +251,15 @@ def preset_table(preset, machine: str):
         )
         for key, value in (("/".join(k), v) for k, v in preset.thresholds.items())
     ]
+    from fusedbench.catalog.deliberate import PAIRED_MARK
     from fusedbench.regressions.thresholds import MARGINS_SUITE
 
     made_of = f"{sum(map(len, preset.runs))} runs"
-    if preset.suite == MARGINS_SUITE:
-        made_of = f"side-by-side records at {', '.join(c[:7] for commits in preset.runs for c in commits)}"
+    named = [name for names in preset.runs for name in names]
+    if preset.suite == MARGINS_SUITE and any(PAIRED_MARK in name for name in named):
+        made_of = f"paired sessions {', '.join(name.split(PAIRED_MARK)[1] for name in named)}"
+    elif preset.suite == MARGINS_SUITE:
+        made_of = f"side-by-side records at {', '.join(c[:7] for c in named)}"
     return table(
         f"preset {preset.name}: {preset.pairs} A/A pair(s) of {made_of} on {machine}",
         ("metric/class", "times", "threshold", "noise", "detected at 95%"),

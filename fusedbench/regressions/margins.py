@@ -10,7 +10,9 @@ rounds of a flagged cell) and keeps the record (`catalog.formats.SIDE_BY_SIDE_FO
 `fusedbench calibrate --side-by-side C1,C2` turns the records of one or more sessions into a preset named
 `<GPU>/confirmation@<commits>` by the calibration's rule (each record one A/A pair, judged both ways; with `--bench`,
 from some of their groups only), and `regressions.thresholds.margins_for` puts it in force for the groups it was earned
-on.
+on. Paired A/A sessions (`fusedbench ab` of a commit beside an empty commit, kept as asv results) earn margins the same
+way (`earn_paired_margins`, `calibrate --paired`), a card's sessions held out to tell the false-alarm rate they give
+on a card they never saw.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import pandas as pd
 from fusedbench.catalog.formats import SideBySideForm, cell_from_json, read_record
 from fusedbench.catalog.model import Request
 from fusedbench.errors import FusedbenchError
-from fusedbench.regressions.compare import Run
+from fusedbench.regressions.compare import Run, cells_run
 from fusedbench.regressions.thresholds import MARGINS_SUITE, Preset
+from fusedbench.results.loader import ResultSet
+from fusedbench.results.runs import group_runs
 
 AA_SUFFIX = ".fbaa"
 
@@ -117,3 +121,56 @@ def record_protocol(record: dict) -> int:
     on both sides (2 pinned the other side to it; 3 times both sides' picks on both, its record lists them), 1 let
     each side time its own."""
     return record.get("protocol") or (2 if "pinned" in record else 1)
+
+
+PAIRED_PROTOCOL = 3  # paired runs (`fusedbench ab`) are measured at worker protocol 3 on: each side autotunes
+
+
+def paired_sides(results: ResultSet, session: str) -> tuple[Run, Run]:
+    """A paired session's two sides as runs, as the gate compares them: its base (the run before its candidate), with
+    fused-autotuned held at the candidate's pick where the picks differed, and its candidate."""
+    from fusedbench.regressions.gate import paired_picks
+    from fusedbench.regressions.picks import held_fixed
+    from fusedbench.results.runs import commits_in_order
+
+    commits = commits_in_order(group_runs(results), session)
+    if len(commits) != 2:
+        raise FusedbenchError(f"{session} holds {len(commits)} commits, not a paired session's two (base, candidate)")
+    base, cand = (cells_run(results, session, commit) for commit in commits)
+    for group in cand.groups:
+        base = held_fixed(base, paired_picks(results, cand, group))
+    return base, cand
+
+
+def session_card(results: ResultSet, session: str) -> str:
+    """The UUID of the card a paired session ran on, as its records keep it ('' where none says)."""
+    cards = {(r.environment.get("gpu") or {}).get("uuid", "") for r in results.records if r.machine == session}
+    return cards.pop() if len(cards) == 1 else ""
+
+
+def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: str | None = None) -> tuple:
+    """The confirmation margins paired A/A sessions (`fusedbench ab` of a commit beside an empty one) earn, each
+    session one A/A pair judged both ways, those on the card whose UUID starts with `held_out` left out to judge:
+    (the preset `<gpu>/confirmation@paired:<sessions>`, and each held-out session's (name, comparison judged))."""
+    from fusedbench.catalog.deliberate import PAIRED_MARK, gpu_machine
+    from fusedbench.regressions.calibration import preset_from_pairs
+    from fusedbench.regressions.compare import compare_runs
+    from fusedbench.regressions.gate import judge_comparison
+
+    gpus = {gpu_machine(session) for session in sessions}
+    if len(gpus) != 1 or not all(PAIRED_MARK in session for session in sessions):
+        raise FusedbenchError(f"--paired names paired sessions of one GPU (<gpu>{PAIRED_MARK}<session>); got {gpus}")
+    (gpu,) = gpus
+    kept = [s for s in sessions if not (held_out and session_card(results, s).startswith(held_out))]
+    judged = [s for s in sessions if s not in kept]
+    if (held_out and not judged) or not kept:
+        raise FusedbenchError(
+            f"--held-out-card {held_out}: it must leave out some of the sessions and keep others "
+            f"(their cards: {', '.join(sorted({session_card(results, s)[:12] for s in sessions}))})"
+        )
+    pairs = [paired_sides(results, session) for session in kept]
+    versions = {group: version for _, cand in pairs for group, version in cand.groups.items()}
+    name = f"{gpu}/confirmation@paired:{'+'.join(session.rsplit('-', 1)[1] for session in kept)}"
+    preset = preset_from_pairs(name, gpu, (tuple(kept),), pairs, MARGINS_SUITE, versions, protocol=PAIRED_PROTOCOL)
+    verdicts = [(s, judge_comparison(compare_runs(*paired_sides(results, s), preset))) for s in judged]
+    return preset, verdicts
