@@ -56,7 +56,10 @@ def fake_gpu(monkeypatch):
 
 
 def run(capsys, *argv):
-    code = main(["ab", *argv])
+    try:
+        code = main(["ab", *argv])
+    except SystemExit as exited:  # argparse's own refusals
+        code = exited.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -68,7 +71,11 @@ def run(capsys, *argv):
         (["HEAD"], "BASE 'HEAD' is the candidate itself"),
         (["HEAD~1", "--suite", "mlp"], "ab measures epilog cells side by side; the mlp suite's training steps"),
         (["HEAD~1", "--bench", "NoSuchGroup"], "no group of suite 'quick' matches --bench 'NoSuchGroup'"),
-        (["HEAD~1", "--rounds", "1"], "--rounds 1: a paired interval needs 2 rounds a side at least"),
+        (
+            ["HEAD~1", "--rounds", "1"],
+            "argument --rounds: expected a whole number of rounds a side, 2 or more, got '1'",
+        ),
+        (["HEAD~1", "--rounds", "2.5"], "argument --rounds: expected a whole number of rounds a side, 2 or more"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_anything_is_measured(checkout, capsys, argv, says):
@@ -162,6 +169,9 @@ def test_the_pair_is_kept_as_asv_results_of_a_machine_of_its_own_and_alert_gives
         4,
     )
     assert paired["order"].startswith("lock-step") and paired["check"]["failures"] == []
+    assert paired["code"]["baseline"] != paired["code"]["candidate"]  # fusedbench/x.py changed: no A/A pair
+    refused, _, err = run_cli(capsys, "calibrate", "results", "--paired", folder.name)
+    assert refused == 2 and "is no A/A session: its candidate's code differs from its base's" in err
     again, out_again, _ = run_cli(capsys, "alert", "--machine", folder.name, "--format", "json")
     assert again == 1 and json.loads(out_again)["suites"] == json.loads(out)["suites"]  # one verdict, wherever shown
     run(capsys, base, "--rounds", "4")  # another session of the same pair: a machine of its own, nothing overwritten

@@ -504,13 +504,19 @@ def test_a_file_is_read_by_its_own_size_never_by_the_limit(tmp_path):
     "argv, says",
     [
         (["--machine", MACHINE, "--runs", "a,b", "--held-out-card", "GPU-6961"], "--held-out-card goes with --paired"),
-        (["--paired", MACHINE], "--paired names paired sessions of one GPU (<gpu>-paired-<session>)"),
+        (["--paired", MACHINE], f"--paired '{MACHINE}' is no paired session (<gpu>-paired-<session>, ab's)"),
+        (["--paired", "PAIRED", "--held-out-card", ""], "argument --held-out-card"),
+        (["--paired", "PAIRED,PAIRED"], "twice: an A/A pair counts once"),
+        (["--paired", "PAIRED", "--held-out-card", "GPU-6961", "--write"], "--write keeps margins earned from every"),
         (["--paired", "PAIRED", "--held-out-card", "GPU-zzz"], "--held-out-card GPU-zzz: it must leave out some"),
         (["--paired", "PAIRED", "--machine", MACHINE], "--machine does not go with --paired"),
     ],
 )
 def test_calibrate_paired_bad_input_is_one_line(capsys, argv, says):
     sessions = sorted(p.name for p in (ROOT / "results").glob(f"{MACHINE}-paired-*T0034*"))
-    argv = [",".join(sessions) if a == "PAIRED" else a for a in argv]
-    code, out, err = run_cli(capsys, "calibrate", str(ROOT / "results"), *argv)
+    argv = [a.replace("PAIRED", ",".join(sessions)) for a in argv]
+    try:
+        code, out, err = run_cli(capsys, "calibrate", str(ROOT / "results"), *argv)
+    except SystemExit as exited:  # argparse's own refusals
+        (out, err), code = capsys.readouterr(), exited.code
     assert code == 2 and out == "" and err.startswith("error: ") and says in err and err.count("\n") == 1

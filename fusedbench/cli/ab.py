@@ -3,6 +3,7 @@ judged side by side (`paired.ab`)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 
 from fusedbench.cli.common import command_parser, count, nonempty, require_gpu
@@ -25,7 +26,10 @@ def add_parser(commands) -> None:
     parser.add_argument("--suite", default="quick", help="the suite whose cells are measured (default: quick)")
     parser.add_argument("--bench", default=None, metavar="REGEX", help="only the suite's groups matching REGEX")
     parser.add_argument(
-        "--rounds", type=count, default=SAMPLES, help=f"timed calls of each cell a side (default: {SAMPLES}, a run's)"
+        "--rounds",
+        type=paired_rounds,
+        default=SAMPLES,
+        help=f"timed calls of each cell a side (default: {SAMPLES}, a run's)",
     )
     parser.add_argument("--format", dest="output_format", choices=("text", "md", "json"), default="text")
     parser.add_argument("--rows", type=count, default=40, help="rows of the terminal table (default: 40)")
@@ -36,18 +40,22 @@ def add_parser(commands) -> None:
     )
 
 
+def paired_rounds(value: str) -> int:
+    """--rounds: a whole number, 2 or more (a paired interval needs two rounds a side)."""
+    if not value.isdigit() or int(value) < 2:
+        raise argparse.ArgumentTypeError(f"expected a whole number of rounds a side, 2 or more, got {value!r}")
+    return int(value)
+
+
 def command_ab(*, base: str, suite: str, bench: str | None, rounds: int, output_format: str, rows: int) -> int:
     """Resolve BASE beside the clean checkout, measure both codes on this GPU, keep them as a paired run, and judge
     it as alert judges one; exit as alert."""
     from fusedbench.catalog.suites import select_groups
     from fusedbench.cli.gating import judged
-    from fusedbench.errors import FusedbenchError
     from fusedbench.measure.checkout import asv_results_dir
     from fusedbench.measure.machine import gpu_machine_name
     from fusedbench.paired.ab import cell_groups, measure_and_keep, resolve_pair
 
-    if rounds < 2:
-        raise FusedbenchError(f"--rounds {rounds}: a paired interval needs 2 rounds a side at least; give 2 or more")
     groups = cell_groups(select_groups(suite, bench))
     repo = os.getcwd()
     pair = resolve_pair(repo, base)

@@ -71,6 +71,7 @@ def add_parser(commands) -> None:
     )
     parser.add_argument(
         "--held-out-card",
+        type=nonempty,
         metavar="GPU-xxxx",
         help="with --paired: leave out the sessions on the card whose UUID starts so, and judge them by the margins "
         "the others earn: the false-alarm rate on a card the margins never saw",
@@ -99,6 +100,11 @@ def _handler(a) -> int:
     if a.held_out_card and not a.paired:
         raise FusedbenchError("--held-out-card goes with --paired only; leave it out here")
     if a.paired and not measuring_only:
+        if a.write and a.held_out_card:
+            raise FusedbenchError(
+                "--write keeps margins earned from every session named; --held-out-card earns them without one card's "
+                "to judge those: leave one of the two out"
+            )
         if a.machine:
             raise FusedbenchError("--machine does not go with --paired: the sessions name their GPU; leave it out")
         return command_paired_margins(

@@ -6,7 +6,8 @@ another pull request with the same base, or the same pair measured again, never 
 of that machine, so `asv publish` and `asv compare BASE CANDIDATE --machine <gpu>-paired-<session>` read it; each side's
 cells are its own code's (fused-autotuned at its own pick). The records say what asv's files cannot: each cell's
 status, kernels and telemetry, and the pairing (`paired`: the session, the card, the order the sides were called in,
-both commits, the rounds and extra rounds, and fused-autotuned's two picks where they differed), from which `alert`
+both commits and the git trees of their fusedbench/ (equal in an A/A pair), the rounds and extra rounds, and
+fused-autotuned's two picks where they differed), from which `alert`
 judges the pair again by the GPU's side-by-side margins.
 """
 
@@ -64,6 +65,7 @@ def write_paired(
     util.write_json(os.path.join(results_dir, machine, "machine.json"), {"machine": machine}, api_version=1)
     python = sys.executable
     env_name = get_env_name("existing", python, {}, {})
+    code = {side: _code_tree(repo, commits[side]) for side in SIDES}
     for side in SIDES:
         commit = commits[side]
         results = Results({"machine": machine, "python": python}, {}, commit, _commit_ms(repo, commit), python,
@@ -82,7 +84,7 @@ def write_paired(
                 sampling=PROTOCOL.sampling,
                 dirty=False,
                 environment=dict(environment)
-                | {"paired": _pairing(measured, commits, side, group, rounds, environment)},
+                | {"paired": _pairing(measured, commits, side, group, rounds, environment) | {"code": code}},
                 cells=tuple(_at(cell, machine, commit) for cell in cells),
             )
             write_record(results_dir, record)
@@ -161,6 +163,12 @@ def _params(benchmark: Mapping, cell: Cell) -> tuple:
     if benchmark["name"].endswith("time_copy"):
         return ()
     return (repr(key.epilog), repr(key.shape), repr(key.provider))
+
+
+def _code_tree(repo: str, commit: str) -> str:
+    """The git tree of the commit's fusedbench/ (what its worker imports): equal on both sides of an A/A pair."""
+    done = subprocess.run(["git", "-C", repo, "rev-parse", f"{commit}:fusedbench"], capture_output=True, text=True)
+    return done.stdout.strip()
 
 
 def _commit_ms(repo: str, commit: str) -> int:

@@ -142,6 +142,11 @@ def paired_sides(results: ResultSet, session: str) -> tuple[Run, Run]:
     return base, cand
 
 
+def _paired_record(results: ResultSet, session: str) -> dict:
+    """What a paired session's records say of the pairing (`paired.results`)."""
+    return next((dict(r.environment.get("paired", {})) for r in results.records if r.machine == session), {})
+
+
 def session_card(results: ResultSet, session: str) -> str:
     """The UUID of the card a paired session ran on, as its records keep it ('' where none says)."""
     cards = {(r.environment.get("gpu") or {}).get("uuid", "") for r in results.records if r.machine == session}
@@ -157,16 +162,27 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
     from fusedbench.regressions.compare import compare_runs
     from fusedbench.regressions.gate import judge_comparison
 
-    gpus = {gpu_machine(session) for session in sessions}
-    if len(gpus) != 1 or not all(PAIRED_MARK in session for session in sessions):
-        raise FusedbenchError(f"--paired names paired sessions of one GPU (<gpu>{PAIRED_MARK}<session>); got {gpus}")
+    for session in sessions:
+        if PAIRED_MARK not in session:
+            raise FusedbenchError(f"--paired {session!r} is no paired session (<gpu>{PAIRED_MARK}<session>, ab's)")
+        code = _paired_record(results, session).get("code", {})
+        if len(set(code.values())) > 1:
+            raise FusedbenchError(
+                f"--paired {session!r} is no A/A session: its candidate's code differs from its base's"
+            )
+    named_twice = sorted({s for s in sessions if list(sessions).count(s) > 1})
+    if named_twice:
+        raise FusedbenchError(f"--paired names {', '.join(named_twice)} twice: an A/A pair counts once")
+    gpus = sorted({gpu_machine(session) for session in sessions})
+    if len(gpus) != 1:
+        raise FusedbenchError(f"--paired names sessions of {len(gpus)} GPUs ({', '.join(gpus)}): margins are a GPU's")
     (gpu,) = gpus
     kept = [s for s in sessions if not (held_out and session_card(results, s).startswith(held_out))]
     judged = [s for s in sessions if s not in kept]
     if (held_out and not judged) or not kept:
         raise FusedbenchError(
-            f"--held-out-card {held_out}: it must leave out some of the sessions and keep others "
-            f"(their cards: {', '.join(sorted({session_card(results, s)[:12] for s in sessions}))})"
+            f"--held-out-card {held_out}: it must leave out some of the sessions and keep others (a card's UUID "
+            f"begins 'GPU-'; theirs: {', '.join(sorted({session_card(results, s)[:12] for s in sessions}))})"
         )
     pairs = [paired_sides(results, session) for session in kept]
     versions = {group: version for _, cand in pairs for group, version in cand.groups.items()}
