@@ -230,3 +230,17 @@ def test_picks_are_compared_over_the_rounds_both_took_on_each_side():
     compared = pick_comparison(MACHINE, {"baseline": "a" * 40, "candidate": "b" * 40}, "v1", [pick], CONFIRMATION)
     time = compared.cells[compared.cells["metric"] == "time"]
     assert time["ratio"].tolist() == pytest.approx([1.2])
+
+
+def test_a_damaged_benchmarks_json_is_exit_2_never_a_verdict(checkout, fake_gpu, capsys, monkeypatch):
+    """asv's description of the suite cannot be read nor made again (this checkout's benchmarks/ are a stand-in):
+    one error line and exit 2 before anything is measured, never a verdict, for 1 says "regression" and nothing
+    else."""
+    root, base = checkout
+    (root / "results" / "benchmarks.json").write_text("{not json")
+    monkeypatch.setenv("HOME", str(root.parent))  # asv's machine file: keep the user's untouched
+    monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}=5%")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    code, out, err = run(capsys, base, "--rounds", "4")
+    assert code == 2 and out == "" and err.startswith("error: asv could not describe the benchmarks of"), err
+    assert err.count("\n") == 1 and not list((root / "results").glob("*-paired-*"))

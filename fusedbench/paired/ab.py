@@ -113,18 +113,19 @@ def measure_and_keep(repo: str, pair: Pair, groups: Sequence[BenchmarkGroup], ro
 
     from fusedbench.measure.checkout import asv_results_dir
     from fusedbench.measure.telemetry import optional_sampler
-    from fusedbench.paired.results import paired_machine, write_paired
+    from fusedbench.paired.results import benchmark_entries, benchmark_names, paired_machine, write_paired
 
     started = datetime.now(timezone.utc)
+    machine = paired_machine(gpu, started, asv_results_dir(repo))
+    benchmarks = benchmark_entries(repo, machine, pair.candidate, benchmark_names(groups))
     with optional_sampler() as telemetry:
         measured = measure_pair(repo, pair, groups, rounds, gpu)
         gpu_facts = telemetry.device_facts() if telemetry is not None else {}
     environment = {"versions": measured.hellos["candidate"]["versions"]}
     if telemetry is not None:
         environment |= {"gpu": gpu_facts, "telemetry": telemetry.summary.to_json()}
-    machine = paired_machine(gpu, started, asv_results_dir(repo))
     commits = {"baseline": pair.base, "candidate": pair.candidate}
-    write_paired(repo, machine, commits, measured, started=started, rounds=rounds, environment=environment)
+    write_paired(repo, machine, benchmarks, commits, measured, started=started, rounds=rounds, environment=environment)
     return machine, measured
 
 

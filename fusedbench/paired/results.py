@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -48,6 +49,7 @@ def paired_machine(gpu: str, started: datetime, results_dir: str) -> str:
 def write_paired(
     repo: str,
     machine: str,
+    benchmarks: Mapping[str, dict],
     commits: Mapping[str, str],
     measured: Measured,
     *,
@@ -57,7 +59,6 @@ def write_paired(
 ) -> None:
     """Both sides' results and records under `machine` in the checkout's results folder."""
     results_dir = asv_results_dir(repo)
-    benchmarks = benchmark_entries(repo, machine, commits["candidate"], _benchmark_names(measured))
     from asv import util
     from asv.environment import get_env_name
     from asv.results import Results
@@ -135,12 +136,10 @@ def _by_benchmark(measured: Measured, side: str) -> dict[str, list[Cell]]:
     return found | _ceiling_cells(measured, side)
 
 
-def _benchmark_names(measured: Measured) -> list[str]:
-    groups = dict.fromkeys(measured.groups["candidate"])
-    names = [f"{BENCHMARK_MODULE}.{group}.time_cell" for group in groups]
-    if measured.ceilings:
-        names += [f"{CEILINGS_MODULE}.{name}" for name in ("GemmCeiling.time_gemm", "CopyCeiling.time_copy")]
-    return names
+def benchmark_names(groups) -> list[str]:
+    """The asv benchmarks a paired run of these groups fills: each group's cells, and the ceilings."""
+    names = [f"{BENCHMARK_MODULE}.{group.name}.time_cell" for group in groups]
+    return names + [f"{CEILINGS_MODULE}.{name}" for name in ("GemmCeiling.time_gemm", "CopyCeiling.time_copy")]
 
 
 def _asv_result(benchmark: Mapping, cells: list[Cell]):
@@ -178,7 +177,8 @@ def _commit_ms(repo: str, commit: str) -> int:
 
 def benchmark_entries(repo: str, machine: str, commit: str, names: list[str]) -> dict[str, dict]:
     """asv's description of each benchmark (its parameters and version) at the candidate's code: from the
-    benchmarks.json asv keeps, discovered again by asv where that lacks one or holds another version."""
+    benchmarks.json asv keeps, discovered again by asv where that lacks one or holds another version. Asked before
+    anything is measured: a run asv cannot keep is refused before its minutes are spent."""
     from asv.benchmarks import Benchmarks
     from asv.config import Config
     from asv.util import UserError
@@ -204,6 +204,9 @@ def benchmark_entries(repo: str, machine: str, commit: str, names: list[str]) ->
         done = subprocess.run(command, cwd=repo, capture_output=True, text=True)
         found = current()
         if found is None:
+            folder = os.path.join(asv_results_dir(repo), machine)  # asv's run made it, its machine.json alone
+            if os.path.isdir(folder) and os.listdir(folder) == ["machine.json"]:
+                shutil.rmtree(folder)
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [str(done.returncode)]
             raise FusedbenchError(f"asv could not describe the benchmarks of {commit[:8]} ({tail[0]})")
     return found
