@@ -101,7 +101,7 @@ def _pairing(measured: Measured, commits: Mapping[str, str], side: str, group: s
         "card": (environment.get("gpu") or {}).get("uuid", ""),
         "order": ORDER,
         "rounds": rounds,
-        "extra_rounds": dict(measured.extra_rounds),
+        "extra_rounds": {label: n for (of, label), n in measured.extra_rounds.items() if of == group},
         "check": measured.checked.get(side, {}),
         "picks": [pick.to_json() for pick in measured.picks if pick.group == group],
         "not_measured": list(measured.not_measured),
