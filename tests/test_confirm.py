@@ -696,3 +696,11 @@ def test_the_bases_own_pick_keeps_its_own_kernels_and_a_slot_failing_in_its_extr
     (base, cand), _ = fake_worker
     measured = measure_again([request], [base, cand], rounds=1, asked=measure.Asked(more=lambda r, s: {"fused": 3}))
     assert measured.extra_rounds == {} and any("failed in round 2" in line for line in measured.not_measured)
+
+
+def test_a_side_that_never_answers_is_stopped_and_named(fake_worker, monkeypatch):
+    (base, cand), _ = fake_worker
+    monkeypatch.setattr(measure, "REPLY_TIMEOUT_S", 1)
+    hung = Side("candidate", cand.source, {"FAKE_HANG": "1"})
+    with pytest.raises(ConfirmError, match=r"^the (baseline|candidate) side's worker gave no reply in 1 s: stopped"):
+        measure_again([Request("Quick", "BIAS", "fp16", *SEED, ("fused",))], [base, hung], rounds=2)

@@ -31,6 +31,7 @@ import json
 import os
 import random
 import re
+import select
 import subprocess
 import sys
 import tarfile
@@ -162,6 +163,12 @@ class Worker:
             )
 
     def _read(self) -> dict:
+        """The worker's next reply; ConfirmError where it exits, or gives none in REPLY_TIMEOUT_S (a hung side would
+        hold the other and the run forever)."""
+        answered, _, _ = select.select([self._process.stdout], [], [], REPLY_TIMEOUT_S)
+        if not answered:
+            self._process.kill()
+            raise ConfirmError(f"the {self.side.name} side's worker gave no reply in {REPLY_TIMEOUT_S} s: stopped")
         line = self._process.stdout.readline()
         if not line:
             self._process.wait(timeout=REPLY_TIMEOUT_S)
