@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,8 @@ def run(capsys, *argv):
         (["HEAD"], "BASE 'HEAD' is the candidate itself"),
         (["HEAD~1", "--suite", "mlp"], "ab measures epilog cells side by side; the mlp suite's training steps"),
         (["HEAD~1", "--bench", "NoSuchGroup"], "no group of suite 'quick' matches --bench 'NoSuchGroup'"),
+        (["HEAD~1", "--cells", "RELU_BIAS/(fp16"], "--cells 'RELU_BIAS/(fp16' is not a regular expression"),
+        (["HEAD~1", "--cells", "/bf16/"], "no cell of the chosen groups matches --cells '/bf16/'; cells are written"),
         (
             ["HEAD~1", "--rounds", "1"],
             "argument --rounds: expected a whole number of rounds a side, 2 or more, got '1'",
@@ -115,6 +118,34 @@ def test_an_unchanged_cell_is_green_and_a_cell_5_percent_slower_on_the_candidate
     alerted = {(a["epilog"], a["provider"], a["metric"]) for a in suite["alerts"]}
     assert ("RELU_BIAS", "fused", "time") in alerted
     assert all(epilog == "RELU_BIAS" for epilog, _, _ in alerted)  # nothing else moved
+
+
+def test_cells_narrows_the_run_to_the_cells_it_finds_and_only_they_are_kept_and_judged(
+    checkout, fake_gpu, capsys, monkeypatch
+):
+    root, base = checkout
+    monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}=5%")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    code, out, _ = run(
+        capsys, base, "--rounds", "4", "--cells", "RELU_BIAS/.*/fused$|^BIAS/.*/unfused$", "--format", "json"
+    )
+    verdict = json.loads(out)
+    assert code == 1 and "2 cells a side, 4 rounds" in verdict["measured"][0]
+    (suite,) = verdict["suites"]
+    cells = {(a["epilog"], a["provider"]) for a in suite["alerts"] if a["metric"] == "time" and a["epilog"]}
+    assert cells == {("RELU_BIAS", "fused")}
+    gated = [a["reason"] for a in suite["alerts"] if a["epilog"] is None]  # the group's gates: of the cells measured
+    assert gated and all(re.match(r"the median change of the group's [12] ", reason) for reason in gated)
+    candidate = git(root, "rev-parse", "HEAD").strip()
+    from asv.results import iter_results_for_machine
+
+    (kept,) = [r for r in iter_results_for_machine(str(root / "results"), paired_folder(root).name)
+               if r.commit_hash == candidate]  # fmt: skip
+    params = kept.get_result_params("cells.Quick.time_cell")
+    values = dict(zip(itertools.product(*params), kept.get_result_value("cells.Quick.time_cell", params), strict=True))
+    timed = {combo for combo, value in values.items() if value is not None}
+    assert timed == {("'RELU_BIAS'", "'(65536,16384)x(16384,8192)'", "'fused'"),
+                     ("'BIAS'", "'(65536,16384)x(16384,8192)'", "'unfused'")}  # fmt: skip
 
 
 def test_a_group_without_margins_of_its_gpu_is_compared_and_not_judged(checkout, fake_gpu, capsys, monkeypatch):

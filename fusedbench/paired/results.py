@@ -19,7 +19,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -136,9 +136,9 @@ def _by_benchmark(measured: Measured, side: str) -> dict[str, list[Cell]]:
     return found | _ceiling_cells(measured, side)
 
 
-def benchmark_names(groups) -> list[str]:
-    """The asv benchmarks a paired run of these groups fills: each group's cells, and the ceilings."""
-    names = [f"{BENCHMARK_MODULE}.{group.name}.time_cell" for group in groups]
+def benchmark_names(groups: Sequence[str]) -> list[str]:
+    """The asv benchmarks a paired run of these groups (by name) fills: each group's cells, and the ceilings."""
+    names = [f"{BENCHMARK_MODULE}.{group}.time_cell" for group in groups]
     return names + [f"{CEILINGS_MODULE}.{name}" for name in ("GemmCeiling.time_gemm", "CopyCeiling.time_copy")]
 
 
