@@ -148,6 +148,19 @@ def test_cells_narrows_the_run_to_the_cells_it_finds_and_only_they_are_kept_and_
                      ("'BIAS'", "'(65536,16384)x(16384,8192)'", "'unfused'")}  # fmt: skip
 
 
+def test_a_group_of_a_large_suite_is_judged_over_that_group_alone(checkout, fake_gpu, capsys, monkeypatch):
+    """`--suite default --bench '^Fp16Seed$'`: the session measured one of the suite's groups, and is judged by it, not
+    left "not judged" for the groups it was never asked for."""
+    _, base = checkout
+    code, out, _ = run(capsys, base, "--rounds", "4", "--suite", "default", "--bench", "^Fp16Seed$", "--format", "json")
+    (suite,) = json.loads(out)["suites"]
+    assert code == 0 and suite["outcome"] == "green" and [g["group"] for g in suite["groups"]] == ["Fp16Seed"]
+    monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}=5%")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    code, out, _ = run(capsys, base, "--rounds", "4", "--suite", "default", "--bench", "^Fp16Seed$", "--format", "json")
+    assert code == 1 and json.loads(out)["outcome"] == "red"
+
+
 def test_a_group_without_margins_of_its_gpu_is_compared_and_not_judged(checkout, fake_gpu, capsys, monkeypatch):
     import fusedbench.measure.machine
 
