@@ -337,6 +337,15 @@ def calibrate(results: ResultSet, machine: str, run_sets: list[list[str]]) -> di
     return presets
 
 
+def both_ways(pairs: list[tuple[Run, Run]]) -> list[ReplicateBuilds]:
+    """Each A/A pair's replicate builds, judged both ways: the candidate as the candidate, then as the baseline."""
+    builds = []
+    for index, (base, cand) in enumerate(pairs):
+        forward = replicate_builds(base, cand, seed=index)
+        builds += [forward, forward.reversed()]
+    return builds
+
+
 def preset_from_pairs(
     name: str,
     machine: str,
@@ -346,19 +355,67 @@ def preset_from_pairs(
     versions: dict[str, str],
     *,
     protocol: int = 0,
+    sessions: bool = False,
 ) -> Preset:
     """A preset from A/A pairs of runs, each pair judged both ways, with its false-alarm and detection rates; margins
     (measured side by side at a worker `protocol`) also by the number of cells judged (`margins_by_cells`) where the
-    records pin fused-autotuned's algorithm (protocol 2 on): earlier margins keep the rule they decided by."""
-    builds = []
-    for index, (base, cand) in enumerate(pairs):
-        forward = replicate_builds(base, cand, seed=index)
-        builds += [forward, forward.reversed()]
-    preset = make_preset(name, machine, runs, builds)
+    records pin fused-autotuned's algorithm (protocol 2 on): earlier margins keep the rule they decided by. Pairs
+    that are paired A/A `sessions` earn each class the worst a session showed instead (`session_thresholds`)."""
+    builds = both_ways(pairs)
+    if sessions:
+        thresholds, noise = session_thresholds(builds, len(pairs))
+        preset = Preset(name, thresholds, machine, runs, noise)
+    else:
+        preset = make_preset(name, machine, runs, builds)
     found = rates(builds, preset)
+    if sessions:  # the chance that the next session passes a class's worst of these
+        found |= {"sessions": len(pairs), "false_alarm_per_build": round(1 / (len(pairs) + 1), 4)}
     found |= {"false_alarm_by_suite": {suite: found["false_alarm_per_build"]}, "pairs_by_suite": {suite: len(pairs)}}
     preset = replace(preset, rates=found, pairs=len(pairs), suite=suite, versions=versions, protocol=protocol)
-    return replace(preset, by_cells=margins_by_cells(builds, preset)) if protocol > 1 else preset
+    return replace(preset, by_cells=margins_by_cells(builds, preset)) if protocol > 1 and not sessions else preset
+
+
+MIN_SESSIONS = 19  # the next A/A session passes the worst of N in a class with chance 1/(N+1): at most ALPHA from 19
+
+
+def session_thresholds(builds: list[ReplicateBuilds], sessions: int) -> tuple[dict, dict[str, str]]:
+    """Margins from paired A/A sessions (`fusedbench ab` beside an empty commit), each judged both ways in `builds`:
+    per class, the worst change any session showed (a cell's where its interval lies above no change, a gate's
+    median), rounded up to STEP; and, in words, what each came from.
+
+    A paired session is a real re-run of the pair, both sides in lock-step on one card, so the sessions themselves
+    are the noise, not replicates of one: the median of 10 rounds resampled wanders far wider than sessions do (25
+    quick sessions on four H100s moved no cell past 1.1%, where the replicates' rule, `derive_thresholds`, earned
+    9%). Sessions being exchangeable, the next A/A session passes the worst of N in a class with chance 1/(N+1),
+    which MIN_SESSIONS keeps at most ALPHA; a held-out card's sessions say what it is on a card none came from. The
+    detection rates and minimum effects are then those of the replicates (`rates`), which wander wider: a floor."""
+    worst: dict[str, float] = {}
+    rows: dict[str, int] = {}
+    for each in builds:
+        keys = _class_keys(each).to_numpy()
+        above = np.percentile(each.log_worse, 2.5, axis=1) > 0 if len(keys) else np.empty(0, bool)
+        alerting = np.where(above, each.point, 0.0)
+        for key in dict.fromkeys(keys):
+            worst[key] = max(worst.get(key, 0.0), float(alerting[keys == key].max()))
+            rows[key] = rows.get(key, 0) + int((keys == key).sum())
+        for (_, provider, metric), members in each.gates.items():
+            key = f"{metric}/{gate_class(provider)}"
+            worst[key] = max(worst.get(key, 0.0), float(np.median(each.point[members])))
+            rows[key] = rows.get(key, 0) + 1
+    thresholds, noise = {}, {}
+    for metric in METRICS:
+        known = [rounded_up(math.expm1(v)) for k, v in worst.items() if k.startswith(metric + "/")]
+        for klass in (*(c for c, _ in CLASSES), *GATES):
+            key = f"{metric}/{klass}"
+            if key in worst:
+                thresholds[(metric, klass)] = rounded_up(math.expm1(worst[key]))
+                what = "gates" if klass in GATES else "cell rows"
+                noise[key] = (f"worst change of {sessions} A/A sessions (each both ways) over {rows[key]} {what}: "
+                              f"{math.expm1(worst[key]):+.1%}")  # fmt: skip
+            else:
+                thresholds[(metric, klass)] = max(known, default=max(thresholds.values(), default=STEP))
+                noise[key] = "no A/A rows of this class: the metric's largest margin"
+    return thresholds, noise
 
 
 def aa_spreads(
