@@ -124,11 +124,13 @@ def test_cells_narrows_the_run_to_the_cells_it_finds_and_only_they_are_kept_and_
     checkout, fake_gpu, capsys, monkeypatch
 ):
     root, base = checkout
+    chosen = "RELU_BIAS/.*/fused$|^BIAS/.*/unfused$"
+    code, out, _ = run(capsys, base, "--rounds", "4", "--cells", chosen, "--format", "json")
+    (suite,) = json.loads(out)["suites"]  # judged over the two cells asked for, not 30 of which 28 never ran
+    assert code == 0 and suite["outcome"] == "green" and (suite["cells"], suite["compared"]) == (2, 2)
     monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}=5%")
     monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
-    code, out, _ = run(
-        capsys, base, "--rounds", "4", "--cells", "RELU_BIAS/.*/fused$|^BIAS/.*/unfused$", "--format", "json"
-    )
+    code, out, _ = run(capsys, base, "--rounds", "4", "--cells", chosen, "--format", "json")
     verdict = json.loads(out)
     assert code == 1 and "2 cells a side, 4 rounds" in verdict["measured"][0]
     (suite,) = verdict["suites"]
@@ -139,8 +141,8 @@ def test_cells_narrows_the_run_to_the_cells_it_finds_and_only_they_are_kept_and_
     candidate = git(root, "rev-parse", "HEAD").strip()
     from asv.results import iter_results_for_machine
 
-    (kept,) = [r for r in iter_results_for_machine(str(root / "results"), paired_folder(root).name)
-               if r.commit_hash == candidate]  # fmt: skip
+    red = re.search(r"kept as machine (\S+)", verdict["measured"][0]).group(1)
+    (kept,) = [r for r in iter_results_for_machine(str(root / "results"), red) if r.commit_hash == candidate]
     params = kept.get_result_params("cells.Quick.time_cell")
     values = dict(zip(itertools.product(*params), kept.get_result_value("cells.Quick.time_cell", params), strict=True))
     timed = {combo for combo, value in values.items() if value is not None}
@@ -248,7 +250,7 @@ def test_cells_near_their_margin_get_more_rounds_and_a_cell_failing_the_check_on
     checkout, fake_gpu, capsys, monkeypatch
 ):
     _, base = checkout
-    margin = margins_for(MACHINE, "Quick", ASV_VERSIONS["Quick"]).threshold("time", "small")
+    margin = margins_for(f"{MACHINE}-paired-x", "Quick", ASV_VERSIONS["Quick"]).threshold("time", "small")
     monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}={margin * 100:.2f}%")  # right at its margin
     monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
     monkeypatch.setenv("FAKE_CHECK_FAIL", "GELU_AUX_BIAS/fp16/unfused")

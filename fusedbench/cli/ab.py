@@ -74,7 +74,7 @@ def command_ab(
     repo = os.getcwd()
     pair = resolve_pair(repo, base)
     require_gpu("ab measures both codes", "run it on the GPU machine, in the candidate's checkout")
-    machine, measured = measure_and_keep(repo, pair, requests, rounds, gpu_machine_name())
+    machine, measured = measure_and_keep(repo, pair, requests, rounds, gpu_machine_name(), cells)
     verdict = judged(results_dirs=[asv_results_dir(repo)], machine=machine, suite=[suite], baseline=None,
                      candidate=None, preset=None, strict=True, gate=True)  # fmt: skip
     cells = len(measured.cells["candidate"])

@@ -183,10 +183,12 @@ def command_paired_margins(*, results_dir: str, sessions: list[str], held_out: s
 
     results = load(results_dir, strict=True, machines=sessions)
     preset, held = earn_paired_margins(results, sessions, held_out)
-    if write and preset.pairs < MIN_SESSIONS:
+    few = {group: n for group, n in preset.rates["sessions_by_group"].items() if n < MIN_SESSIONS}
+    if write and few:
+        group, n = min(few.items(), key=lambda item: item[1])
         raise FusedbenchError(
-            f"--write: margins from {preset.pairs} A/A sessions would be passed by the next one more than 1 time in 20 "
-            f"(1 in {preset.pairs + 1}); earn them from {MIN_SESSIONS} or more, or leave out --write"
+            f"--write: {group}'s margins from {n} A/A session(s) would be passed by the next one more than 1 time in "
+            f"20 in each class (1 in {n + 1}); earn them from {MIN_SESSIONS} or more, or leave out --write"
         )
     emit(render(preset_table(preset, preset.calibrated_on), *rate_lines(preset)))
     if held:
@@ -278,20 +280,20 @@ def rate_lines(preset) -> list[str]:
     """The false-alarm rate by suite and each goal's detection rate, a line each."""
     from fusedbench.regressions.calibration import GOALS
 
-    by_suite = ", ".join(
-        f"{name}: {rate:.1%} of builds from {preset.rates['pairs_by_suite'][name]} pair(s)"
-        for name, rate in preset.rates["false_alarm_by_suite"].items()
-    )
-    lines = [
-        f"false alarms: {preset.rates['false_alarm_per_build']:.1%} of A/A builds red ({by_suite}; goal: at most 5%)"
-    ]
-    if "sessions" in preset.rates:  # margins of paired sessions (`calibration.session_thresholds`)
-        sessions = preset.rates["sessions"]
+    if preset.from_sessions:  # margins of paired sessions (`calibration.session_thresholds`)
+        sessions, red = preset.rates["sessions"], preset.rates["left_out_red"]
         lines = [
-            f"false alarms: the next A/A session passes a class's worst of these {sessions} with chance 1 in "
-            f"{sessions + 1}, {preset.rates['false_alarm_per_build']:.1%} (goal: at most 5%); detection below is of "
-            "resampled rounds, which wander wider than sessions: a floor"
+            f"false alarms: {red} of {sessions} sessions red by the margins the others earn, each left out in turn "
+            f"({preset.rates['false_alarm_per_build']:.1%}; goal: at most 5%); detection below is of resampled rounds, "
+            "which wander wider than sessions: a floor"
         ]
+    else:
+        by_suite = ", ".join(
+            f"{name}: {rate:.1%} of builds from {preset.rates['pairs_by_suite'][name]} pair(s)"
+            for name, rate in preset.rates["false_alarm_by_suite"].items()
+        )
+        rate = preset.rates["false_alarm_per_build"]
+        lines = [f"false alarms: {rate:.1%} of A/A builds red ({by_suite}; goal: at most 5%)"]
     for goal in GOALS:
         lines.append(f"detection of {goal}: {effect(preset.rates['detection'][goal], 'rate')} (goal: at least 95%)")
     return lines

@@ -135,9 +135,9 @@ def chosen_requests(groups: Sequence[BenchmarkGroup], cells: str | None) -> list
     return chosen
 
 
-def measure_and_keep(repo: str, pair: Pair, requests: Sequence[Request], rounds: int, gpu: str):
-    """Measure the pair's cells (`measure_pair`) with the GPU's state sampled throughout, and keep it as a paired run:
-    (its machine, what was measured)."""
+def measure_and_keep(repo: str, pair: Pair, requests: Sequence[Request], rounds: int, gpu: str, asked: str | None):
+    """Measure the pair's cells (`measure_pair`) with the GPU's state sampled throughout, and keep it as a paired run
+    (`asked`: the --cells that chose them, if any): (its machine, what was measured)."""
     from datetime import datetime, timezone
 
     from fusedbench.measure.checkout import asv_results_dir
@@ -150,13 +150,23 @@ def measure_and_keep(repo: str, pair: Pair, requests: Sequence[Request], rounds:
         repo, machine, pair.candidate, benchmark_names(list(dict.fromkeys(r.group for r in requests)))
     )
     with optional_sampler() as telemetry:
-        measured = measure_pair(repo, pair, requests, rounds, gpu)
+        measured = measure_pair(repo, pair, requests, rounds, machine)
         gpu_facts = telemetry.device_facts() if telemetry is not None else {}
     environment = {"versions": measured.hellos["candidate"]["versions"]}
     if telemetry is not None:
         environment |= {"gpu": gpu_facts, "telemetry": telemetry.summary.to_json()}
     commits = {"baseline": pair.base, "candidate": pair.candidate}
-    write_paired(repo, machine, benchmarks, commits, measured, started=started, rounds=rounds, environment=environment)
+    write_paired(
+        repo,
+        machine,
+        benchmarks,
+        commits,
+        measured,
+        started=started,
+        rounds=rounds,
+        environment=environment,
+        asked=asked,
+    )
     return machine, measured
 
 

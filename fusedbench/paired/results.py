@@ -56,8 +56,10 @@ def write_paired(
     started: datetime,
     rounds: int,
     environment: Mapping,
+    asked: str | None = None,
 ) -> None:
-    """Both sides' results and records under `machine` in the checkout's results folder."""
+    """Both sides' results and records under `machine` in the checkout's results folder; `asked`, the `--cells` that
+    chose the cells where not every cell of the groups was asked for."""
     results_dir = asv_results_dir(repo)
     from asv import util
     from asv.environment import get_env_name
@@ -85,7 +87,10 @@ def write_paired(
                 sampling=PROTOCOL.sampling,
                 dirty=False,
                 environment=dict(environment)
-                | {"paired": _pairing(measured, commits, side, group, rounds, environment) | {"code": code}},
+                | {
+                    "paired": _pairing(measured, commits, side, group, rounds, environment)
+                    | {"code": code, "cells": asked}
+                },
                 cells=tuple(_at(cell, machine, commit) for cell in cells),
             )
             write_record(results_dir, record)

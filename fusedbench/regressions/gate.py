@@ -406,6 +406,8 @@ def _judge_group(
         where = f"at {choice.candidate[:8]}" if choice.candidate else f"on {choice.machine}"
         return GroupJudgement(group, cells, None, not_judged=f"not run {where}")
     cand = cells_run(sources.results, choice.machine, candidate["commit"], sources.origins[1], groups=[group])
+    if PAIRED_MARK in choice.machine:  # a paired session is judged over the cells it was asked for (`ab --cells`)
+        cells = len(cand.cells[CELL].drop_duplicates())
     base = _baseline_row(runs, base_runs, choice, candidate)
     if base is None or base["version"] != candidate["version"]:
         return GroupJudgement(group, cells, cand, not_judged=_no_baseline(choice, base))

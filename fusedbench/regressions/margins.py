@@ -167,6 +167,12 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
     for session in sessions:
         if PAIRED_MARK not in session:
             raise FusedbenchError(f"--paired {session!r} is no paired session (<gpu>{PAIRED_MARK}<session>, ab's)")
+        asked = _paired_record(results, session).get("cells")
+        if asked:
+            raise FusedbenchError(
+                f"--paired {session!r} measured only the cells --cells {asked!r} found: margins are earned from A/A "
+                "sessions of whole groups; leave it out"
+            )
         code = _paired_record(results, session).get("code", {})
         if len(set(code.values())) > 1:
             raise FusedbenchError(
