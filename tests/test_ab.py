@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,8 @@ def run(capsys, *argv):
         (["HEAD"], "BASE 'HEAD' is the candidate itself"),
         (["HEAD~1", "--suite", "mlp"], "ab measures epilog cells side by side; the mlp suite's training steps"),
         (["HEAD~1", "--bench", "NoSuchGroup"], "no group of suite 'quick' matches --bench 'NoSuchGroup'"),
+        (["HEAD~1", "--cells", "RELU_BIAS/(fp16"], "--cells 'RELU_BIAS/(fp16' is not a regular expression"),
+        (["HEAD~1", "--cells", "/bf16/"], "no cell of the chosen groups matches --cells '/bf16/'; cells are written"),
         (
             ["HEAD~1", "--rounds", "1"],
             "argument --rounds: expected a whole number of rounds a side, 2 or more, got '1'",
@@ -115,6 +118,49 @@ def test_an_unchanged_cell_is_green_and_a_cell_5_percent_slower_on_the_candidate
     alerted = {(a["epilog"], a["provider"], a["metric"]) for a in suite["alerts"]}
     assert ("RELU_BIAS", "fused", "time") in alerted
     assert all(epilog == "RELU_BIAS" for epilog, _, _ in alerted)  # nothing else moved
+
+
+def test_cells_narrows_the_run_to_the_cells_it_finds_and_only_they_are_kept_and_judged(
+    checkout, fake_gpu, capsys, monkeypatch
+):
+    root, base = checkout
+    chosen = "RELU_BIAS/.*/fused$|^BIAS/.*/unfused$"
+    code, out, _ = run(capsys, base, "--rounds", "4", "--cells", chosen, "--format", "json")
+    (suite,) = json.loads(out)["suites"]  # judged over the two cells asked for, not 30 of which 28 never ran
+    assert code == 0 and suite["outcome"] == "green" and (suite["cells"], suite["compared"]) == (2, 2)
+    monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}=5%")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    code, out, _ = run(capsys, base, "--rounds", "4", "--cells", chosen, "--format", "json")
+    verdict = json.loads(out)
+    assert code == 1 and "2 cells a side, 4 rounds" in verdict["measured"][0]
+    (suite,) = verdict["suites"]
+    cells = {(a["epilog"], a["provider"]) for a in suite["alerts"] if a["metric"] == "time" and a["epilog"]}
+    assert cells == {("RELU_BIAS", "fused")}
+    gated = [a["reason"] for a in suite["alerts"] if a["epilog"] is None]  # the group's gates: of the cells measured
+    assert gated and all(re.match(r"the median change of the group's [12] ", reason) for reason in gated)
+    candidate = git(root, "rev-parse", "HEAD").strip()
+    from asv.results import iter_results_for_machine
+
+    red = re.search(r"kept as machine (\S+)", verdict["measured"][0]).group(1)
+    (kept,) = [r for r in iter_results_for_machine(str(root / "results"), red) if r.commit_hash == candidate]
+    params = kept.get_result_params("cells.Quick.time_cell")
+    values = dict(zip(itertools.product(*params), kept.get_result_value("cells.Quick.time_cell", params), strict=True))
+    timed = {combo for combo, value in values.items() if value is not None}
+    assert timed == {("'RELU_BIAS'", "'(65536,16384)x(16384,8192)'", "'fused'"),
+                     ("'BIAS'", "'(65536,16384)x(16384,8192)'", "'unfused'")}  # fmt: skip
+
+
+def test_a_group_of_a_large_suite_is_judged_over_that_group_alone(checkout, fake_gpu, capsys, monkeypatch):
+    """`--suite default --bench '^Fp16Seed$'`: the session measured one of the suite's groups, and is judged by it, not
+    left "not judged" for the groups it was never asked for."""
+    _, base = checkout
+    code, out, _ = run(capsys, base, "--rounds", "4", "--suite", "default", "--bench", "^Fp16Seed$", "--format", "json")
+    (suite,) = json.loads(out)["suites"]
+    assert code == 0 and suite["outcome"] == "green" and [g["group"] for g in suite["groups"]] == ["Fp16Seed"]
+    monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}=5%")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    code, out, _ = run(capsys, base, "--rounds", "4", "--suite", "default", "--bench", "^Fp16Seed$", "--format", "json")
+    assert code == 1 and json.loads(out)["outcome"] == "red"
 
 
 def test_a_group_without_margins_of_its_gpu_is_compared_and_not_judged(checkout, fake_gpu, capsys, monkeypatch):
@@ -204,7 +250,7 @@ def test_cells_near_their_margin_get_more_rounds_and_a_cell_failing_the_check_on
     checkout, fake_gpu, capsys, monkeypatch
 ):
     _, base = checkout
-    margin = margins_for(MACHINE, "Quick", ASV_VERSIONS["Quick"]).threshold("time", "small")
+    margin = margins_for(f"{MACHINE}-paired-x", "Quick", ASV_VERSIONS["Quick"]).threshold("time", "small")
     monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}={margin * 100:.2f}%")  # right at its margin
     monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
     monkeypatch.setenv("FAKE_CHECK_FAIL", "GELU_AUX_BIAS/fp16/unfused")

@@ -20,8 +20,15 @@ from fusedbench.regressions.gate import default_choice, judge
 from fusedbench.results.loader import load_results
 
 ROOT = Path(__file__).parent.parent
-CAMPAIGN = ROOT / "docs" / "findings" / "2026-11-28-ab-paired-runs"
+FINDINGS = ROOT / "docs" / "findings"
+FIRST, SECOND = "ab-paired-runs", "ab-paired-campaign-2"  # the campaigns: each a findings page and a folder beside it
 BANDS = (("5% or more", 0.05, 1.0), ("3% to 5%", 0.03, 0.05), ("under 3%", 0.0, 0.03))
+QUICK_SHAPE = (65536, 16384, 8192)
+
+
+def folder(campaign: str) -> Path:
+    (found,) = FINDINGS.glob(f"????-??-??-{campaign}")
+    return found
 
 
 def rate_interval(hits: int, trials: int) -> tuple[float, float]:
@@ -37,29 +44,43 @@ def rate_interval(hits: int, trials: int) -> tuple[float, float]:
 
 
 @functools.cache
-def manifest() -> dict:
-    return json.loads((CAMPAIGN / "campaign.json").read_text())
+def manifest(campaign: str) -> dict:
+    return json.loads((folder(campaign) / "campaign.json").read_text())
 
 
 @functools.cache
-def slowed(patch: str) -> dict[tuple[str, str], int]:
-    """The cells a regression build slows, (epilog, provider) -> K: two passes over 1/K of D's rows."""
-    text = (CAMPAIGN / patch).read_text()
-    return ast.literal_eval(re.search(r"slower = (\{.*?\})\.get", text).group(1))
+def slowed(campaign: str, patch: str) -> dict[tuple, str]:
+    """The cells a regression build slows, (epilog, provider, m, k, n) -> how much extra work: the first campaign's
+    patches two passes over 1/K of D's rows of quick's cells, the second's over D's first R rows of any shape."""
+    text = (folder(campaign) / patch).read_text()
+    if campaign == FIRST:
+        table = ast.literal_eval(re.search(r"slower = (\{.*?\})\.get", text).group(1))
+        return {(e, p, *QUICK_SHAPE): f"1/{k}" for (e, p), k in table.items()}
+    table = ast.literal_eval(re.search(r"rows = (\{.*?\})\.get", text).group(1))
+    return {key: f"{rows} rows" for key, rows in table.items()}
 
 
 @functools.cache
-def verdicts() -> dict:
-    """Each campaign machine's verdict, as `fusedbench alert --machine M` gives it."""
-    runs = manifest()["builds"] + manifest()["sizes"]
+def verdicts(campaign: str) -> dict:
+    """Each campaign machine's verdict, as `fusedbench alert --machine M --suite S` gives it."""
+    runs = manifest(campaign)["builds"] + manifest(campaign)["sizes"]
     results = load_results(str(ROOT / "results"), machines=[run["machine"] for run in runs])
-    return {run["machine"]: judge(results, default_choice(results, run["machine"], suites=("quick",))) for run in runs}
+    return {
+        run["machine"]: judge(results, default_choice(results, run["machine"], suites=(run.get("suite", "quick"),)))
+        for run in runs
+    }
 
 
-def time_rows(machine: str):
-    (suite,) = verdicts()[machine].suites
-    cells = suite.groups[0].judged.comparison.cells
-    return {(row.epilog, row.provider): row for row in cells[cells["metric"] == "time"].itertuples()}
+def time_rows(campaign: str, machine: str) -> dict[tuple, object]:
+    """The machine's compared cells by time, keyed (epilog, provider, m, k, n), over every group it measured."""
+    (suite,) = verdicts(campaign)[machine].suites
+    found = {}
+    for group in suite.groups:
+        if group.judged is not None:
+            cells = group.judged.comparison.cells
+            for row in cells[cells["metric"] == "time"].itertuples():
+                found[(row.epilog, row.provider, row.m, row.k, row.n)] = row
+    return found
 
 
 def card(machine: str) -> str:
@@ -68,68 +89,124 @@ def card(machine: str) -> str:
     return uuid
 
 
-def detection_rows() -> list[dict]:
-    """A row per slowed cell the build measured: its true size (the 100-round run's change and interval) and whether
-    the build's 10-round verdict caught it (its time slower)."""
-    sizes = {(s["patch"], card(s["machine"])): s["machine"] for s in manifest()["sizes"] if s["rounds"] == 100}
+def shape_set(patch: str) -> str:
+    return re.match(r"[a-z]+", patch).group(0).replace("regression", "quick")
+
+
+@functools.cache
+def detection_rows(campaign: str) -> tuple[dict, ...]:
+    """A row per slowed cell the build measured: its true size (the 100-round run's change and interval, of the same
+    code on the same card) and whether the build's 10-round verdict caught it (its time slower)."""
+    sizes = {(s["patch"], card(s["machine"])): s["machine"] for s in manifest(campaign)["sizes"] if s["rounds"] == 100}
     rows = []
-    for build in (b for b in manifest()["builds"] if b["kind"] == "regression"):
-        measured, truth = time_rows(build["machine"]), time_rows(sizes[(build["patch"], card(build["machine"]))])
-        for cell, k in sorted(slowed(build["patch"]).items()):
+    for build in (b for b in manifest(campaign)["builds"] if b["kind"] == "regression"):
+        measured = time_rows(campaign, build["machine"])
+        truth = time_rows(campaign, sizes[(build["patch"], card(build["machine"]))])
+        for cell, extra in sorted(slowed(campaign, build["patch"]).items()):
             if cell not in measured:  # a cell the build does not time (torch has no op for it)
                 continue
             true = truth[cell]
             rows.append({
-                "cell": "/".join(cell), "k": k, "build": build["machine"][-4:], "seen": measured[cell].ratio,
-                "true": true.ratio, "true_low": true.ci_low, "true_high": true.ci_high,
-                "caught": measured[cell].verdict is Verdict.SLOWER,
+                "cell": "/".join(cell[:2]), "extra": extra, "build": build["machine"][-4:],
+                "set": shape_set(build["patch"]), "seen": measured[cell].ratio, "true": true.ratio,
+                "true_low": true.ci_low, "true_high": true.ci_high,
+                "caught": measured[cell].verdict is Verdict.SLOWER, "margin": measured[cell].threshold,
             })  # fmt: skip
-    return rows
+    return tuple(rows)
 
 
-def rendered_detection() -> list[str]:
-    lines = [
-        f"| {r['cell']} | 1/{r['k']} | {r['build']} | x{r['true']:.3f} [{r['true_low']:.3f}, {r['true_high']:.3f}] | "
-        f"x{r['seen']:.3f} | {'caught' if r['caught'] else 'missed'} |"
-        for r in sorted(detection_rows(), key=lambda r: -r["true"])
-    ]
+def band_lines(rows, prefix: str = "true size") -> list[str]:
+    lines = []
     for band, low, high in BANDS:
-        inside = [r for r in detection_rows() if low <= r["true"] - 1 < high]
+        inside = [r for r in rows if low <= r["true"] - 1 < high]
         hits = sum(r["caught"] for r in inside)
         lo, hi = rate_interval(hits, len(inside))
-        lines.append(f"true size {band}: {hits} of {len(inside)} caught, 95% interval [{lo:.0%}, {hi:.0%}]")
+        lines.append(f"{prefix} {band}: {hits} of {len(inside)} caught, 95% interval [{lo:.0%}, {hi:.0%}]")
     return lines
 
 
-def rendered_false_alarms() -> list[str]:
+def rendered_detection(campaign: str = FIRST) -> list[str]:
+    """The first campaign's table and its bands."""
+    lines = [
+        f"| {r['cell']} | {r['extra']} | {r['build']} | x{r['true']:.3f} [{r['true_low']:.3f}, {r['true_high']:.3f}] | "
+        f"x{r['seen']:.3f} | {'caught' if r['caught'] else 'missed'} |"
+        for r in sorted(detection_rows(campaign), key=lambda r: -r["true"])
+    ]
+    return lines + band_lines(detection_rows(campaign))
+
+
+def rendered_detection_table(campaign: str = SECOND) -> list[str]:
+    """The second campaign's table (its folder's detection.md): every slowed cell, by shape set and true size."""
+    return [
+        f"| {r['set']} | {r['cell']} | {r['extra']} | {r['build']} | x{r['true']:.3f} [{r['true_low']:.3f}, "
+        f"{r['true_high']:.3f}] | x{r['seen']:.3f} | {r['margin']:.1%} | {'caught' if r['caught'] else 'missed'} |"
+        for r in sorted(detection_rows(campaign), key=lambda r: (r["set"], -r["true"]))
+    ]
+
+
+def rendered_detection_bands() -> list[str]:
+    """The second campaign's bands, over all its cells and by shape set, and both campaigns' together."""
+    rows = detection_rows(SECOND)
+    lines = band_lines(rows)
+    for name in ("quick", "membound", "llm"):
+        lines += band_lines([r for r in rows if r["set"] == name], f"{name}: true size")
+    return lines + band_lines(rows + detection_rows(FIRST), "both campaigns: true size")
+
+
+def rendered_false_alarms(campaign: str = FIRST) -> list[str]:
     """The A/A builds' outcomes and falsely alerted cells, and the regression builds' alerts on cells nothing
     slowed."""
-    aa = [b for b in manifest()["builds"] if b["kind"] == "aa"]
-    red = [b for b in aa if verdicts()[b["machine"]].outcome.value == "red"]
-    compared = sum(verdicts()[b["machine"]].suites[0].compared for b in aa)
-    alerted = sum(len(verdicts()[b["machine"]].suites[0].alerts) for b in aa)
+    aa = [b for b in manifest(campaign)["builds"] if b["kind"] == "aa"]
+    judged = [verdicts(campaign)[b["machine"]] for b in aa]
+    red = [v for v in judged if v.outcome.value == "red"]
+    compared = sum(v.suites[0].compared for v in judged)
+    alerted = sum(len(v.suites[0].alerts) for v in judged)
     lo, hi = rate_interval(len(red), len(aa))
     cell_lo, cell_hi = rate_interval(alerted, compared)
     lines = [
         f"A/A builds red: {len(red)} of {len(aa)}, 95% interval [{lo:.0%}, {hi:.0%}]",
         f"A/A cells falsely alerted: {alerted} of {compared} compared, 95% interval [{cell_lo:.1%}, {cell_hi:.1%}]",
     ]
-    for build in (b for b in manifest()["builds"] if b["kind"] == "regression"):
-        (suite,) = verdicts()[build["machine"]].suites
+    for build in (b for b in manifest(campaign)["builds"] if b["kind"] == "regression"):
+        (suite,) = verdicts(campaign)[build["machine"]].suites
         cells = suite.alerts[suite.alerts["epilog"].notna()]
-        wrong = sorted({f"{e}/{p}" for e, p in zip(cells["epilog"], cells["provider"], strict=True)}
-                       - {"/".join(c) for c in slowed(build["patch"])})  # fmt: skip
+        keys = zip(cells["epilog"], cells["provider"], cells["m"], cells["k"], cells["n"], strict=True)
+        wrong = sorted({"/".join(map(str, key[:2])) for key in keys if key not in slowed(campaign, build["patch"])})
         lines.append(f"build {build['machine'][-4:]}: alerts on cells nothing slowed: {', '.join(wrong) or 'none'}")
+    return lines
+
+
+def rendered_group_builds(campaign: str = SECOND) -> list[str]:
+    """Each whole-group build: its verdict and the group gate's median change."""
+    lines = []
+    for build in (b for b in manifest(campaign)["builds"] if b["kind"] == "group"):
+        (suite,) = verdicts(campaign)[build["machine"]].suites
+        (gate,) = [g for g in suite.groups[0].judged.comparison.groups.itertuples()
+                   if g.provider == "*" and g.metric == "time"]  # fmt: skip
+        lines.append(
+            f"build {build['machine'][-4:]} ({build['patch'][:-6]}): {suite.outcome.value}, the group's median "
+            f"x{gate.ratio:.4f} [{gate.ci_low:.4f}, {gate.ci_high:.4f}] against its {gate.threshold:.1%}"
+        )
     return lines
 
 
 @pytest.mark.parametrize("line", rendered_detection() + rendered_false_alarms())
 def test_the_findings_page_quotes_the_tables_the_committed_paired_runs_give(line):
-    assert " ".join(line.split()) in finding("ab-paired-runs")
+    assert " ".join(line.split()) in finding(FIRST)
+
+
+@pytest.mark.parametrize("line", rendered_detection_bands() + rendered_false_alarms(SECOND) + rendered_group_builds())
+def test_the_second_campaigns_page_quotes_its_rates_false_alarms_and_group_builds(line):
+    assert " ".join(line.split()) in finding(SECOND)
+
+
+def test_the_second_campaigns_detection_table_is_the_committed_runs():
+    kept = [line for line in (folder(SECOND) / "detection.md").read_text().splitlines() if line.startswith("| ")]
+    assert kept[1:] == rendered_detection_table() and len(kept) - 1 == 200  # below the header
 
 
 def test_every_campaign_machine_is_committed_with_both_sides_and_a_record_naming_the_pair():
-    for run in manifest()["builds"] + manifest()["sizes"]:
+    for run in (r for c in (FIRST, SECOND) for r in manifest(c)["builds"] + manifest(c)["sizes"]):
         folder = ROOT / "results" / run["machine"]
         records = [json.loads(p.read_text()) for p in folder.glob("*.fbenv")]
         sides = {r["environment"]["paired"]["side"]: r["commit"] for r in records}
@@ -141,9 +218,9 @@ def test_the_report_judges_a_paired_session_as_alert_does():
     from fusedbench.regressions.gate import PAIRED_LINE, judge_every_suite
     from fusedbench.regressions.render import to_json
 
-    machine = manifest()["builds"][0]["machine"]
+    machine = manifest(FIRST)["builds"][0]["machine"]
     (verdict,) = judge_every_suite(load_results(str(ROOT / "results"), machines=[machine]), [machine])
-    assert to_json(verdict) == to_json(verdicts()[machine]) and verdict.suites[0].preset_line == PAIRED_LINE
+    assert to_json(verdict) == to_json(verdicts(FIRST)[machine]) and verdict.suites[0].preset_line == PAIRED_LINE
 
 
 def test_a_rates_interval_is_wilsons_and_stays_open_at_none_and_all():
@@ -153,19 +230,87 @@ def test_a_rates_interval_is_wilsons_and_stays_open_at_none_and_all():
     assert rate_interval(20, 20)[1] == 1.0 and math.isnan(rate_interval(0, 0)[0])
 
 
-@pytest.mark.parametrize("held_out", ["GPU-c1c6f432", "GPU-6961b72d"])
-def test_the_paired_aa_sessions_earn_margins_and_the_held_out_cards_sessions_are_judged_by_them(held_out):
+def aa_sessions(*campaigns: str) -> list[str]:
+    return [b["machine"] for c in campaigns for b in manifest(c)["builds"] if b["kind"] == "aa"]
+
+
+def held_out_line(sessions: list[str], held_out: str) -> str:
+    """The margins the sessions off one card earn (`calibrate --paired ... --held-out-card`), and that card's sessions
+    judged by them."""
     from fusedbench.regressions.margins import earn_paired_margins
 
-    sessions = [b["machine"] for b in manifest()["builds"] if b["kind"] == "aa"]
-    results = load_results(str(ROOT / "results"), machines=sessions)
-    preset, held = earn_paired_margins(results, sessions, held_out)
-    alerts = sum(len(judged.alerts) for _, judged in held)
-    cells = sum(int((judged.comparison.cells["metric"] == "time").sum()) for _, judged in held)
-    red = sum(judged.failed for _, judged in held)
-    line = (
-        f"`{preset.name}`, a cell's time at 5 ms or more past {preset.threshold('time', 'large'):.1%}; held out "
-        f"{held_out}: {red} of {len(held)} sessions red by these margins, {alerts} alerts over {cells} cells' times "
-        "compared"
+    preset, _ = earn_paired_margins(load_results(str(ROOT / "results"), machines=sessions), sessions, held_out)
+    out = preset.rates["held_out"]
+    return (
+        f"held out {held_out}: {preset.pairs} sessions earn a cell's time at 5 ms or more past "
+        f"{preset.threshold('time', 'large'):.1%}, a group's median past {preset.threshold('time', 'group'):.1%}; "
+        f"{len(out['red'])} of {len(out['sessions'])} held-out sessions red, {out['alerts']} alerts over "
+        f"{out['cells']} cells' times compared"
     )
-    assert preset.pairs == 2 and " ".join(line.split()) in finding("ab-paired-runs").replace("earn `", "`")
+
+
+@pytest.mark.parametrize(
+    "campaigns, held_out",
+    [
+        ((FIRST,), "GPU-c1c6f432"),
+        ((FIRST,), "GPU-6961b72d"),
+        *(
+            ((FIRST, SECOND), card)
+            for card in ("GPU-2678c090", "GPU-32ecb179", "GPU-5bf2aa0d", "GPU-6961b72d", "GPU-c1c6f432")
+        ),
+    ],
+)
+def test_the_paired_aa_sessions_earn_margins_and_the_held_out_cards_sessions_are_judged_by_them(campaigns, held_out):
+    page = FIRST if campaigns == (FIRST,) else SECOND
+    assert " ".join(held_out_line(aa_sessions(*campaigns), held_out).split()) in finding(page)
+
+
+def test_the_margins_in_force_are_those_the_sessions_off_gpu_2678c090_earn_each_class_the_worst_a_session_showed():
+    """presets.json keeps what `calibrate --paired <both campaigns' A/A sessions> --held-out-card GPU-2678c090 --write`
+    earned: each class's margin the worst change the gate itself finds in those sessions, both ways, among those whose
+    interval lies above no change, half a per cent more, rounded up to the half per cent (recomputed here from the
+    gate's comparisons, not from the calibration's code)."""
+    from fusedbench.catalog.suites import ASV_VERSIONS
+    from fusedbench.regressions.calibration import STEP, rounded_up
+    from fusedbench.regressions.compare import compare_runs
+    from fusedbench.regressions.margins import paired_sides, session_card
+    from fusedbench.regressions.metrics import WORSE_WHEN_LOWER
+    from fusedbench.regressions.thresholds import margins_for
+
+    sessions = aa_sessions(FIRST, SECOND)
+    results = load_results(str(ROOT / "results"), machines=sessions)
+    kept = [s for s in sessions if not session_card(results, s).startswith("GPU-2678c090")]
+    in_force = margins_for("h100-80gb-hbm3-paired-x", "Quick", ASV_VERSIONS["Quick"])
+    assert in_force.pairs == len(kept) == 24 and in_force.rates["held_out"]["card"] == "GPU-2678c090"
+    assert in_force.rates["left_out_red"] == 0 and in_force.rates["sessions_by_group"] == {"Quick": 24}
+    worst: dict[tuple[str, str], float] = {}
+    for session in kept:
+        base, cand = paired_sides(results, session)
+        for one, other in ((base, cand), (cand, base)):
+            comparison = compare_runs(one, other, in_force, replicates=200)
+            rows = [
+                (m, "large", r, lo, hi)
+                for m, r, lo, hi in comparison.cells[["metric", "ratio", "ci_low", "ci_high"]]
+                .dropna()
+                .itertuples(index=False)
+            ]  # every quick cell is of 5 ms or more
+            rows += list(comparison.groups[["metric", "gate", "ratio", "ci_low", "ci_high"]].itertuples(index=False))
+            for metric, klass, ratio, low, high in rows:
+                worse, worse_low = (1 / ratio, 1 / high) if metric in WORSE_WHEN_LOWER else (ratio, low)
+                could = worse - 1 if worse_low > 1 else 0.0
+                worst[(metric, klass)] = max(worst.get((metric, klass), 0.0), could)
+    assert {key: rounded_up(value + STEP) for key, value in worst.items()} == {
+        key: in_force.threshold(*key) for key in worst
+    }
+    assert in_force.threshold("time", "large") == 0.02
+
+
+def test_calibrate_paired_says_how_many_sessions_left_out_the_margins_turn_red_and_what_the_held_out_card_did(capsys):
+    from test_alert_cli import run_cli
+
+    sessions = ",".join(aa_sessions(FIRST, SECOND))
+    code, out, _ = run_cli(capsys, "calibrate", str(ROOT / "results"), "--paired", sessions, "--held-out-card",
+                           "GPU-2678c090")  # fmt: skip
+    folded = " ".join(out.split())
+    assert code == 0 and "0 of 24 sessions red by the margins the others earn, each left out in turn (0.0%" in folded
+    assert "held out GPU-2678c090: 0 of 5 sessions red by these margins, 0 alerts over 140 cells' times compared" in out

@@ -507,7 +507,10 @@ def test_a_file_is_read_by_its_own_size_never_by_the_limit(tmp_path):
         (["--paired", MACHINE], f"--paired '{MACHINE}' is no paired session (<gpu>-paired-<session>, ab's)"),
         (["--paired", "PAIRED", "--held-out-card", ""], "argument --held-out-card"),
         (["--paired", "PAIRED,PAIRED"], "twice: an A/A pair counts once"),
-        (["--paired", "PAIRED", "--held-out-card", "GPU-6961", "--write"], "--write keeps margins earned from every"),
+        (
+            ["--paired", "PAIRED", "--held-out-card", "GPU-6961", "--write"],
+            "--write: margins from 1 A/A sessions would",
+        ),
         (["--paired", "PAIRED", "--held-out-card", "GPU-zzz"], "--held-out-card GPU-zzz: it must leave out some"),
         (["--paired", "PAIRED", "--machine", MACHINE], "--machine does not go with --paired"),
     ],

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 from conftest import finding
 
+from fusedbench.catalog.deliberate import PAIRED_MARK
 from fusedbench.regressions.calibration import ALPHA, DETECT, GOALS, calibrate, detection, red_builds, replicate_builds
 from fusedbench.regressions.compare import Run
-from fusedbench.regressions.margins import earn_margins, read_side_by_side
+from fusedbench.regressions.margins import earn_margins, earn_paired_margins, read_side_by_side
 from fusedbench.regressions.thresholds import MARGINS_SUITE, Preset, presets
+from fusedbench.results.loader import load_results as load
 
 ROOT = Path(__file__).parent.parent
 
@@ -36,7 +38,14 @@ def test_a_committed_preset_is_exactly_what_its_a_a_runs_give(results, name):
     committed = presets()[name]
     machine, suite = name.split("@")[0].split("/")
     asked = (committed.calibrated_on, committed.runs)
-    if suite == MARGINS_SUITE:  # a GPU's confirmation margins: its side-by-side records (of some groups: `:groups`)
+    if suite == MARGINS_SUITE and PAIRED_MARK in committed.runs[0][0]:  # earned from paired A/A sessions
+        asked = (*asked, name)
+        held = committed.rates.get("held_out", {})
+        sessions = [*committed.runs[0], *held.get("sessions", [])]
+        earned, _ = earn_paired_margins(load(str(ROOT / "results"), machines=sessions), sessions, held.get("card"))
+        assert earned.rates["held_out"] == held
+        CALIBRATED[asked] = {suite: earned}
+    elif suite == MARGINS_SUITE:  # a GPU's confirmation margins: its side-by-side records (of some groups: `:groups`)
         asked = (*asked, name)
         records = read_side_by_side(str(ROOT / "results"), committed.calibrated_on, list(committed.runs[0]))
         groups = sorted(committed.versions) if ":" in name else None

@@ -118,7 +118,7 @@ def test_more_rounds_go_to_the_cells_asked_for_in_the_same_lock_step(fake_worker
     measured = measure_again([request], [base, cand], rounds=2, asked=measure.Asked(more=more))
     assert seen == [{side: {"unfused": 2, "fused": 2, "gemm": 2} for side in ("baseline", "candidate")}]
     lengths = {c.key.provider: len(c.samples) for c in measured.cells["candidate"]}
-    assert lengths == {"unfused": 2, "fused": 5, "gemm": 2} and measured.extra_rounds == {TARGET: 3}
+    assert lengths == {"unfused": 2, "fused": 5, "gemm": 2} and measured.extra_rounds == {("Quick", TARGET): 3}
     calls = [line.split() for line in log.read_text().splitlines()][-6:]
     assert [c[0] for c in calls] == ["baseline", "candidate", "candidate", "baseline", "baseline", "candidate"]
 
@@ -664,3 +664,43 @@ def test_where_the_baseline_cannot_be_rebuilt_the_candidate_measured_again_is_ju
         assert set(confirmation.remeasured) == {"candidate"}
         assert confirmation.judged.comparison.preset is flagged.preset
         assert confirmed(tuned_verdict, [confirmation]).outcome is outcome
+
+
+def test_a_cell_one_side_cannot_prepare_keeps_its_status_there_and_is_timed_on_the_other_alone(fake_worker):
+    """As a plain run keeps a refused cell, and a workload a side cannot prepare at all fails on that side: a cell
+    that no longer runs on the candidate's side is a failed cell there, never a cell left out of both."""
+    (base, cand), _ = fake_worker
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("unfused", "fused"))
+    refusing = Side("candidate", cand.source, {"FAKE_NOT_READY": "fused", "FAKE_INJECT_SIDE": "candidate"})
+    measured = measure_again([request], [base, refusing], rounds=2)
+    cells = {side: {c.key.provider: c for c in found} for side, found in measured.cells.items()}
+    assert cells["candidate"]["fused"].status.value == "unsupported" and cells["candidate"]["fused"].reason
+    assert cells["baseline"]["fused"].samples == (0.001,) * 2 and measured.calls == 2 * 2 + 2
+    broken = Side("candidate", cand.source, {"FAKE_PREPARE_ERROR": "1", "FAKE_INJECT_SIDE": "candidate"})
+    measured = measure_again([request], [base, broken], rounds=2)
+    assert {c.status.value for c in measured.cells["candidate"]} == {"failed"}
+    assert "OutOfMemoryError" in measured.cells["candidate"][0].reason
+    assert [len(c.samples) for c in measured.cells["baseline"]] == [2, 2]  # timed on the side that could
+
+
+def test_the_bases_own_pick_keeps_its_own_kernels_and_a_slot_failing_in_its_extra_rounds_is_not_counted(
+    fake_worker, monkeypatch
+):
+    (base, cand), _ = fake_worker
+    cand = Side("candidate", cand.source, {"FAKE_RANK": "3", "FAKE_INJECT_SIDE": "candidate"})
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("fused", "fused-autotuned"))
+    measured = measure_again([request], [base, cand], rounds=2)
+    own = {c.key.provider: c for c in measured.own_cells("baseline")}
+    assert own["fused-autotuned"].provenance == {"algorithm": "id=0"}  # its own pick's, not the candidate's id=3
+    monkeypatch.setenv("FAKE_FAIL", TARGET)  # fails from its second call on: in the extra rounds
+    (base, cand), _ = fake_worker
+    measured = measure_again([request], [base, cand], rounds=1, asked=measure.Asked(more=lambda r, s: {"fused": 3}))
+    assert measured.extra_rounds == {} and any("failed in round 2" in line for line in measured.not_measured)
+
+
+def test_a_side_that_never_answers_is_stopped_and_named(fake_worker, monkeypatch):
+    (base, cand), _ = fake_worker
+    monkeypatch.setattr(measure, "REPLY_TIMEOUT_S", 1)
+    hung = Side("candidate", cand.source, {"FAKE_HANG": "1"})
+    with pytest.raises(ConfirmError, match=r"^the (baseline|candidate) side's worker gave no reply in 1 s: stopped"):
+        measure_again([Request("Quick", "BIAS", "fp16", *SEED, ("fused",))], [base, hung], rounds=2)

@@ -26,6 +26,12 @@ def add_parser(commands) -> None:
     parser.add_argument("--suite", default="quick", help="the suite whose cells are measured (default: quick)")
     parser.add_argument("--bench", default=None, metavar="REGEX", help="only the suite's groups matching REGEX")
     parser.add_argument(
+        "--cells",
+        default=None,
+        metavar="REGEX",
+        help="only the cells whose EPILOG/dtype/shape/provider REGEX finds, e.g. 'RELU_BIAS/.*/fused$'",
+    )
+    parser.add_argument(
         "--rounds",
         type=paired_rounds,
         default=SAMPLES,
@@ -35,7 +41,13 @@ def add_parser(commands) -> None:
     parser.add_argument("--rows", type=count, default=40, help="rows of the terminal table (default: 40)")
     parser.set_defaults(
         handler=lambda a: command_ab(
-            base=a.base, suite=a.suite, bench=a.bench, rounds=a.rounds, output_format=a.output_format, rows=a.rows
+            base=a.base,
+            suite=a.suite,
+            bench=a.bench,
+            cells=a.cells,
+            rounds=a.rounds,
+            output_format=a.output_format,
+            rows=a.rows,
         )
     )
 
@@ -47,20 +59,22 @@ def paired_rounds(value: str) -> int:
     return int(value)
 
 
-def command_ab(*, base: str, suite: str, bench: str | None, rounds: int, output_format: str, rows: int) -> int:
+def command_ab(
+    *, base: str, suite: str, bench: str | None, cells: str | None, rounds: int, output_format: str, rows: int
+) -> int:
     """Resolve BASE beside the clean checkout, measure both codes on this GPU, keep them as a paired run, and judge
     it as alert judges one; exit as alert."""
     from fusedbench.catalog.suites import select_groups
     from fusedbench.cli.gating import judged
     from fusedbench.measure.checkout import asv_results_dir
     from fusedbench.measure.machine import gpu_machine_name
-    from fusedbench.paired.ab import cell_groups, measure_and_keep, resolve_pair
+    from fusedbench.paired.ab import cell_groups, chosen_requests, measure_and_keep, resolve_pair
 
-    groups = cell_groups(select_groups(suite, bench))
+    requests = chosen_requests(cell_groups(select_groups(suite, bench)), cells)
     repo = os.getcwd()
     pair = resolve_pair(repo, base)
     require_gpu("ab measures both codes", "run it on the GPU machine, in the candidate's checkout")
-    machine, measured = measure_and_keep(repo, pair, groups, rounds, gpu_machine_name())
+    machine, measured = measure_and_keep(repo, pair, requests, rounds, gpu_machine_name(), cells)
     verdict = judged(results_dirs=[asv_results_dir(repo)], machine=machine, suite=[suite], baseline=None,
                      candidate=None, preset=None, strict=True, gate=True)  # fmt: skip
     cells = len(measured.cells["candidate"])

@@ -74,7 +74,7 @@ def add_parser(commands) -> None:
         type=nonempty,
         metavar="GPU-xxxx",
         help="with --paired: leave out the sessions on the card whose UUID starts so, and judge them by the margins "
-        "the others earn: the false-alarm rate on a card the margins never saw",
+        "the others earn: the false-alarm rate on a card the margins never saw (--write keeps those margins)",
     )
     parser.add_argument("--write", action="store_true", help="keep the presets in fusedbench/regressions/presets.json")
     parser.set_defaults(handler=_handler)
@@ -100,11 +100,6 @@ def _handler(a) -> int:
     if a.held_out_card and not a.paired:
         raise FusedbenchError("--held-out-card goes with --paired only; leave it out here")
     if a.paired and not measuring_only:
-        if a.write and a.held_out_card:
-            raise FusedbenchError(
-                "--write keeps margins earned from every session named; --held-out-card earns them without one card's "
-                "to judge those: leave one of the two out"
-            )
         if a.machine:
             raise FusedbenchError("--machine does not go with --paired: the sessions name their GPU; leave it out")
         return command_paired_margins(
@@ -184,16 +179,24 @@ def command_paired_margins(*, results_dir: str, sessions: list[str], held_out: s
         from fusedbench.regressions.thresholds import PRESETS_FILE
 
         check_writable_file(PRESETS_FILE, "--write", "calibrate from a checkout you can write, or leave out --write")
+    from fusedbench.regressions.calibration import MIN_SESSIONS
+
     results = load(results_dir, strict=True, machines=sessions)
     preset, held = earn_paired_margins(results, sessions, held_out)
+    few = {group: n for group, n in preset.rates["sessions_by_group"].items() if n < MIN_SESSIONS}
+    if write and few:
+        group, n = min(few.items(), key=lambda item: item[1])
+        raise FusedbenchError(
+            f"--write: {group}'s margins from {n} A/A session(s) would be passed by the next one more than 1 time in "
+            f"20 in each class (1 in {n + 1}); earn them from {MIN_SESSIONS} or more, or leave out --write"
+        )
     emit(render(preset_table(preset, preset.calibrated_on), *rate_lines(preset)))
     if held:
-        red = [session for session, judged in held if judged.failed]
-        alerted = sum(len(judged.alerts) for _, judged in held)
-        cells = sum(int((judged.comparison.cells["metric"] == "time").sum()) for _, judged in held)
+        out = preset.rates["held_out"]
         emit(
-            f"held out {held_out}: {len(red)} of {len(held)} sessions red by these margins, {alerted} alerts over "
-            f"{cells} cells' times compared{': ' + ', '.join(red) if red else ''}\n"
+            f"held out {held_out}: {len(out['red'])} of {len(out['sessions'])} sessions red by these margins, "
+            f"{out['alerts']} alerts over {out['cells']} cells' times compared"
+            f"{': ' + ', '.join(out['red']) if out['red'] else ''}\n"
         )
     if write:
         emit(save_preset(preset) + "\n")
@@ -277,13 +280,20 @@ def rate_lines(preset) -> list[str]:
     """The false-alarm rate by suite and each goal's detection rate, a line each."""
     from fusedbench.regressions.calibration import GOALS
 
-    by_suite = ", ".join(
-        f"{name}: {rate:.1%} of builds from {preset.rates['pairs_by_suite'][name]} pair(s)"
-        for name, rate in preset.rates["false_alarm_by_suite"].items()
-    )
-    lines = [
-        f"false alarms: {preset.rates['false_alarm_per_build']:.1%} of A/A builds red ({by_suite}; goal: at most 5%)"
-    ]
+    if preset.from_sessions:  # margins of paired sessions (`calibration.session_thresholds`)
+        sessions, red = preset.rates["sessions"], preset.rates["left_out_red"]
+        lines = [
+            f"false alarms: {red} of {sessions} sessions red by the margins the others earn, each left out in turn "
+            f"({preset.rates['false_alarm_per_build']:.1%}; goal: at most 5%); detection below is of resampled rounds, "
+            "which wander wider than sessions: a floor"
+        ]
+    else:
+        by_suite = ", ".join(
+            f"{name}: {rate:.1%} of builds from {preset.rates['pairs_by_suite'][name]} pair(s)"
+            for name, rate in preset.rates["false_alarm_by_suite"].items()
+        )
+        rate = preset.rates["false_alarm_per_build"]
+        lines = [f"false alarms: {rate:.1%} of A/A builds red ({by_suite}; goal: at most 5%)"]
     for goal in GOALS:
         lines.append(f"detection of {goal}: {effect(preset.rates['detection'][goal], 'rate')} (goal: at least 95%)")
     return lines

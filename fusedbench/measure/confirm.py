@@ -31,6 +31,7 @@ import json
 import os
 import random
 import re
+import select
 import subprocess
 import sys
 import tarfile
@@ -39,7 +40,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from fusedbench.catalog.model import Cell, Pick, Request
+from fusedbench.catalog.model import Cell, Pick, Request, Status
 from fusedbench.catalog.providers import AUTOTUNED
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.gpu.confirm_worker import PROTOCOL
@@ -78,16 +79,22 @@ class Measured:
     calls: int  # timed calls, every side
     picks: list[Pick] = field(default_factory=list)
     checked: dict[str, dict] = field(default_factory=dict)  # side name -> the check's {"checked", "failures"}
-    extra_rounds: dict[str, int] = field(default_factory=dict)  # cell label -> rounds added a side
+    extra_rounds: dict[tuple[str, str], int] = field(default_factory=dict)  # (group, cell label) -> rounds added
     ceilings: dict[str, dict] = field(default_factory=dict)  # side name -> the worker's ceilings reply
+    own_picks: dict[tuple[str, str], dict] = field(default_factory=dict)  # the base's own pick's kernels, telemetry
 
     def own_cells(self, side: str) -> list[Cell]:
-        """`side`'s cells as its own code runs them: fused-autotuned at its own pick."""
+        """`side`'s cells as its own code runs them: fused-autotuned at its own pick (the base's with that pick's
+        kernels and telemetry)."""
         own = {(p.key.label, p.group): p.samples[side][side] for p in self.picks}
-        return [
-            replace(cell, samples=tuple(own[(cell.key.label, group)])) if (cell.key.label, group) in own else cell
-            for cell, group in zip(self.cells[side], self.groups[side], strict=True)
-        ]
+        cells = []
+        for cell, group in zip(self.cells[side], self.groups[side], strict=True):
+            where = (cell.key.label, group)
+            if where in own:
+                kept = self.own_picks.get(where, {}) if side == "baseline" else {}
+                cell = replace(cell, samples=tuple(own[where]), **kept)
+            cells.append(cell)
+        return cells
 
 
 def export_source(repo: str, commit: str, into: str) -> str:
@@ -156,6 +163,12 @@ class Worker:
             )
 
     def _read(self) -> dict:
+        """The worker's next reply; ConfirmError where it exits, or gives none in REPLY_TIMEOUT_S (a hung side would
+        hold the other and the run forever)."""
+        answered, _, _ = select.select([self._process.stdout], [], [], REPLY_TIMEOUT_S)
+        if not answered:
+            self._process.kill()
+            raise ConfirmError(f"the {self.side.name} side's worker gave no reply in {REPLY_TIMEOUT_S} s: stopped")
         line = self._process.stdout.readline()
         if not line:
             self._process.wait(timeout=REPLY_TIMEOUT_S)
@@ -233,6 +246,7 @@ def measure_again(
         checked,
         lock_step.extra,
         ceilings,
+        lock_step.own_picks,
     )
 
 
@@ -269,7 +283,10 @@ class _LockStep:
         self.samples: dict[str, list[tuple[Cell, str]]] = {w.side.name: [] for w in workers}
         self.not_measured: list[str] = []
         self.picks: list[Pick] = []
-        self.extra: dict[str, int] = {}
+        self.own_picks: dict[
+            tuple[str, str], dict
+        ] = {}  # (cell label, group) -> the base's own pick's kernels, telemetry
+        self.extra: dict[tuple[str, str], int] = {}  # (group, cell label) -> extra rounds a side
         self.calls = 0
 
     def measure(self, index: int, request: Request, rounds: int) -> None:
@@ -277,59 +294,60 @@ class _LockStep:
         if len(versions) > 1:
             self.not_measured.append(f"{request.group}: its benchmark version differs between the sides")
             return
-        ready = self._prepare(request)
-        if ready is None:
-            return
-        slots = self._slots(request, ready)
-        if not slots:
-            return
+        slots, absent = self._slots(request, self._prepare(request))
         found = {w.side.name: {slot: [] for slot in slots} for w in self.workers}
         failed: dict[str, str] = {}  # a call that raised leaves its slot unmeasured on both sides, not the others
-        places = list(slots)
+        places = [slot for slot in slots if any(slots[slot].values())]
         random.Random(self.seed + index).shuffle(places)
         self._rounds(request, slots, places, range(rounds), found, failed)
         extra = self.more(request, found) if self.more is not None else {}
-        extra = {slot: n for slot, n in extra.items() if n > 0 and slot in slots and slot not in failed}
+        extra = {slot: n for slot, n in extra.items() if n > 0 and slot in places and slot not in failed}
         if extra:
             more_places = [slot for slot in places if slot in extra]
             self._rounds(request, slots, more_places, range(rounds, rounds + max(extra.values())), found, failed, extra)
-            self.extra |= {request.key(slot).label: n for slot, n in extra.items() if slot in request.providers}
-        kept = self._finish(slots, failed)
+            self.extra |= {(request.group, request.key(slot).label): n for slot, n in extra.items()
+                           if slot in request.providers and slot not in failed}  # fmt: skip
+        kept = self._finish(slots)
         self.not_measured += list(failed.values())
-        self._collect(request, slots, found, failed, kept)
+        self._collect(request, slots, absent, found, failed, kept)
 
-    def _prepare(self, request: Request) -> dict[str, dict] | None:
-        """Each side's workload prepared with its own code (fused-autotuned autotuned by each): the providers each
-        side has ready, and the algorithms it will time; None where a side cannot prepare it."""
+    def _prepare(self, request: Request) -> dict[str, dict]:
+        """Each side's workload prepared with its own code (fused-autotuned autotuned by each): per side, the
+        providers it has ready, why each other is not ("status: reason"), and the algorithms it will time. A side that
+        cannot prepare the workload at all has none ready, each failed with its error."""
         ready: dict[str, dict] = {}
         for worker in self.workers:
             reply = worker.ask({"prepare": request.to_json()})
             if "error" in reply:
                 self.not_measured.append(f"{_label(request)} on the {worker.side.name} side: {reply['error']}")
-                return None
-            self.not_measured += [f"{request.key(p).label} on the {worker.side.name} side: {why}" for p, why in
-                                  reply["not_ready"].items()]  # fmt: skip
-            ready[worker.side.name] = {"ready": set(reply["ready"]), "algorithms": reply["algorithms"]}
+                reply = {"ready": [], "algorithms": {},
+                         "not_ready": {p: f"failed: {reply['error']}" for p in request.providers}}  # fmt: skip
+            ready[worker.side.name] = {k: reply[k] for k in ("ready", "not_ready", "algorithms")}
         return ready
 
-    def _slots(self, request: Request, ready: dict) -> dict[str, dict[str, str | None]]:
-        """What is timed: slot -> side -> the side's name for it (None: not timed on that side, having failed the
-        check there; a failed cell of that side). A provider ready on every side is a slot; where the sides'
+    def _slots(self, request: Request, ready: dict) -> tuple[dict[str, dict[str, str | None]], dict]:
+        """What is timed: slot -> side -> the side's name for it (None: not timed on that side), and why each cell not
+        timed on a side is not ((slot, side) -> "status: reason": refused or skipped there, not prepared, or failed
+        the check), as a plain run keeps such a cell. A provider is a slot where any side times it; where the sides'
         autotuning chose different algorithms, fused-autotuned's slot times the candidate's pick on both sides, and
         `AUTOTUNED@baseline` the base's (each side pinned to the other's pick)."""
         names = [w.side.name for w in self.workers]
         slots: dict[str, dict[str, str | None]] = {}
+        absent: dict[tuple[str, str], str] = {}
         for provider in request.providers:
-            if not all(provider in ready[name]["ready"] for name in names):
-                continue
-            failing = {n for n in names if (request.epilog, request.dtype, provider) in self.failed_check.get(n, {})}
-            slots[provider] = {n: (None if n in failing else provider) for n in names}
+            for name in names:
+                check = self.failed_check.get(name, {}).get((request.epilog, request.dtype, provider))
+                if provider not in ready[name]["ready"]:
+                    absent[(provider, name)] = ready[name]["not_ready"].get(provider, "failed: not prepared")
+                elif check is not None:
+                    absent[(provider, name)] = f"failed: failed the check against float64 on the {name} side: {check}"
+            slots[provider] = {n: (None if (provider, n) in absent else provider) for n in names}
         picks = {n: ready[n]["algorithms"].get(AUTOTUNED) for n in names}
         both = len(names) == 2 and AUTOTUNED in slots and None not in slots[AUTOTUNED].values()
         if both and len({p["algorithm"] for p in picks.values()}) > 1 and self._pin_picks(request, picks):
             slots[AUTOTUNED] = {"baseline": f"{AUTOTUNED}@candidate", "candidate": AUTOTUNED}
             slots[f"{AUTOTUNED}@baseline"] = {"baseline": AUTOTUNED, "candidate": f"{AUTOTUNED}@baseline"}
-        return slots
+        return slots, absent
 
     def _pin_picks(self, request: Request, picks: dict) -> bool:
         """Each side prepares the other's pick; False (said) where a side cannot time it as the other chose it."""
@@ -369,27 +387,28 @@ class _LockStep:
                         break
                     found[worker.side.name][slot].append(reply["seconds"])
 
-    def _finish(self, slots, failed) -> dict[str, dict]:
+    def _finish(self, slots) -> dict[str, dict]:
         """Each side's telemetry and kernels of every name it timed (side -> name -> {"telemetry", "provenance"})."""
-        kept = {}
+        kept: dict[str, dict] = {}
         for worker in self.workers:
+            if not any(names[worker.side.name] for names in slots.values()):
+                continue  # it timed nothing of this workload
             reply = worker.ask({"finish": True})
             kept[worker.side.name] = reply.get("cells", {})
             if "error" in reply:
                 self.not_measured.append(f"telemetry and kernels on the {worker.side.name} side: {reply['error']}")
         return kept
 
-    def _collect(self, request, slots, found, failed, kept) -> None:
+    def _collect(self, request, slots, absent, found, failed, kept) -> None:
         for side in found:
             for slot, names in slots.items():
                 if slot not in request.providers or slot in failed:
                     continue
                 key = request.key(slot)
                 if names[side] is None:
-                    reason = self.failed_check[side][(request.epilog, request.dtype, slot)]
-                    cell = Cell.failed(key, f"failed the check against float64 on the {side} side: {reason}")
+                    cell = _cell_of(key, absent[(slot, side)])
                 else:
-                    extra = kept[side].get(names[side], {})
+                    extra = kept.get(side, {}).get(names[side], {})
                     cell = replace(
                         Cell.measured(key, found[side][slot]),
                         provenance=extra.get("provenance", {}),
@@ -397,13 +416,28 @@ class _LockStep:
                     )
                 self.samples[side].append((cell, request.group))
         base_pick = f"{AUTOTUNED}@baseline"
+        if base_pick in failed and AUTOTUNED not in failed:
+            self.not_measured.append(
+                f"{request.key(AUTOTUNED).label}: the base's pick could not be timed, so the picks are not compared "
+                "and the base's side keeps the candidate's pick"
+            )
         if base_pick in slots and base_pick not in failed and AUTOTUNED not in failed:
+            own = kept["baseline"].get(AUTOTUNED, {})  # the base's own pick, on its own side
             algorithms = {
                 side: kept[side].get(AUTOTUNED, {}).get("provenance", {}).get("algorithm", "") for side in found
             }
             by_pick = {"baseline": base_pick, "candidate": AUTOTUNED}
             samples = {pick: {side: list(found[side][slot]) for side in found} for pick, slot in by_pick.items()}
             self.picks.append(Pick(request.key(AUTOTUNED), request.group, algorithms, samples))
+            self.own_picks[(request.key(AUTOTUNED).label, request.group)] = {
+                "provenance": own.get("provenance", {}), "telemetry": own.get("telemetry", {})}  # fmt: skip
+
+
+def _cell_of(key, why: str) -> Cell:
+    """The cell of a provider a side did not time, from why ("status: reason", as the worker says it)."""
+    status, _, reason = why.partition(": ")
+    known = {s.value: s for s in Status}
+    return Cell(key, known[status], reason) if status in known and status != Status.OK.value else Cell.failed(key, why)
 
 
 def _label(request: Request) -> str:

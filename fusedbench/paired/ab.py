@@ -16,6 +16,7 @@ must be the candidate's. A library upgrade is not a code change this can measure
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -106,9 +107,37 @@ def cell_groups(groups: Sequence) -> list[BenchmarkGroup]:
     return chosen
 
 
-def measure_and_keep(repo: str, pair: Pair, groups: Sequence[BenchmarkGroup], rounds: int, gpu: str):
-    """Measure the pair (`measure_pair`) with the GPU's state sampled throughout, and keep it as a paired run: (its
-    machine, what was measured)."""
+def chosen_requests(groups: Sequence[BenchmarkGroup], cells: str | None) -> list[Request]:
+    """The groups' workloads, each with the providers whose cell label (EPILOG/dtype/shape/provider, as `history
+    --cell` takes it) the regular expression `cells` finds (all without one): a few cells of a large group measured
+    many rounds, such as the true size of what a change slowed, cost minutes where the group would cost an hour."""
+    requests = requests_for(groups)
+    if cells is None:
+        return requests
+    try:
+        pattern = re.compile(cells)
+    except re.error as exc:
+        raise FusedbenchError(
+            f"--cells {cells!r} is not a regular expression ({exc}); e.g. --cells 'RELU_BIAS/.*/fused$'"
+        ) from None
+    chosen = []
+    for request in requests:
+        providers = tuple(p for p in request.providers if pattern.search(request.key(p).label))
+        if providers:
+            chosen.append(Request(request.group, request.epilog, request.dtype, request.m, request.k, request.n,
+                                  providers))  # fmt: skip
+    if not chosen:
+        example = requests[0].key(requests[0].providers[0]).label
+        raise FusedbenchError(
+            f"no cell of the chosen groups matches --cells {cells!r}; cells are written EPILOG/dtype/shape/provider, "
+            f"e.g. {example}"
+        )
+    return chosen
+
+
+def measure_and_keep(repo: str, pair: Pair, requests: Sequence[Request], rounds: int, gpu: str, asked: str | None):
+    """Measure the pair's cells (`measure_pair`) with the GPU's state sampled throughout, and keep it as a paired run
+    (`asked`: the --cells that chose them, if any): (its machine, what was measured)."""
     from datetime import datetime, timezone
 
     from fusedbench.measure.checkout import asv_results_dir
@@ -117,32 +146,44 @@ def measure_and_keep(repo: str, pair: Pair, groups: Sequence[BenchmarkGroup], ro
 
     started = datetime.now(timezone.utc)
     machine = paired_machine(gpu, started, asv_results_dir(repo))
-    benchmarks = benchmark_entries(repo, machine, pair.candidate, benchmark_names(groups))
+    benchmarks = benchmark_entries(
+        repo, machine, pair.candidate, benchmark_names(list(dict.fromkeys(r.group for r in requests)))
+    )
     with optional_sampler() as telemetry:
-        measured = measure_pair(repo, pair, groups, rounds, gpu)
+        measured = measure_pair(repo, pair, requests, rounds, machine)
         gpu_facts = telemetry.device_facts() if telemetry is not None else {}
     environment = {"versions": measured.hellos["candidate"]["versions"]}
     if telemetry is not None:
         environment |= {"gpu": gpu_facts, "telemetry": telemetry.summary.to_json()}
     commits = {"baseline": pair.base, "candidate": pair.candidate}
-    write_paired(repo, machine, benchmarks, commits, measured, started=started, rounds=rounds, environment=environment)
+    write_paired(
+        repo,
+        machine,
+        benchmarks,
+        commits,
+        measured,
+        started=started,
+        rounds=rounds,
+        environment=environment,
+        asked=asked,
+    )
     return machine, measured
 
 
-def measure_pair(repo: str, pair: Pair, groups: Sequence[BenchmarkGroup], rounds: int, machine: str) -> Measured:
-    """Every workload of the groups, the base's code (a `git archive` of its commit) beside the checkout's, as a plain
-    run measures them: each side's check first, the ceilings last, and extra rounds for cells near their margin."""
-    requests: list[Request] = requests_for(groups)
+def measure_pair(repo: str, pair: Pair, requests: Sequence[Request], rounds: int, machine: str) -> Measured:
+    """The cells asked for, the base's code (a `git archive` of its commit) beside the checkout's, as a plain run
+    measures them: each side's check of their epilogs, dtypes and providers first, the ceilings last, and extra rounds
+    for cells near their margin."""
     check = {
-        "epilogs": sorted({e for g in groups for e in g.epilogs}),
-        "dtypes": sorted({g.dtype for g in groups}),
-        "providers": sorted({p for g in groups for p in g.providers}),
+        "epilogs": sorted({r.epilog for r in requests}),
+        "dtypes": sorted({r.dtype for r in requests}),
+        "providers": sorted({p for r in requests for p in r.providers}),
     }
     # the ceilings of every dtype, as a plain run times them: asv's GemmCeiling takes them all
     asked = Asked(check=check, ceilings=list(DTYPES), more=NearMargin(machine, rounds))
     with tempfile.TemporaryDirectory(prefix="fusedbench-ab-") as scratch:
         base = export_source(repo, pair.base, os.path.join(scratch, pair.base))
-        return measure_again(requests, [Side("baseline", base), Side("candidate", repo)], rounds, asked=asked)
+        return measure_again(list(requests), [Side("baseline", base), Side("candidate", repo)], rounds, asked=asked)
 
 
 @dataclass(frozen=True)

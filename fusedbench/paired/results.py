@@ -19,7 +19,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -56,8 +56,10 @@ def write_paired(
     started: datetime,
     rounds: int,
     environment: Mapping,
+    asked: str | None = None,
 ) -> None:
-    """Both sides' results and records under `machine` in the checkout's results folder."""
+    """Both sides' results and records under `machine` in the checkout's results folder; `asked`, the `--cells` that
+    chose the cells where not every cell of the groups was asked for."""
     results_dir = asv_results_dir(repo)
     from asv import util
     from asv.environment import get_env_name
@@ -85,7 +87,10 @@ def write_paired(
                 sampling=PROTOCOL.sampling,
                 dirty=False,
                 environment=dict(environment)
-                | {"paired": _pairing(measured, commits, side, group, rounds, environment) | {"code": code}},
+                | {
+                    "paired": _pairing(measured, commits, side, group, rounds, environment)
+                    | {"code": code, "cells": asked}
+                },
                 cells=tuple(_at(cell, machine, commit) for cell in cells),
             )
             write_record(results_dir, record)
@@ -101,7 +106,7 @@ def _pairing(measured: Measured, commits: Mapping[str, str], side: str, group: s
         "card": (environment.get("gpu") or {}).get("uuid", ""),
         "order": ORDER,
         "rounds": rounds,
-        "extra_rounds": dict(measured.extra_rounds),
+        "extra_rounds": {label: n for (of, label), n in measured.extra_rounds.items() if of == group},
         "check": measured.checked.get(side, {}),
         "picks": [pick.to_json() for pick in measured.picks if pick.group == group],
         "not_measured": list(measured.not_measured),
@@ -136,9 +141,9 @@ def _by_benchmark(measured: Measured, side: str) -> dict[str, list[Cell]]:
     return found | _ceiling_cells(measured, side)
 
 
-def benchmark_names(groups) -> list[str]:
-    """The asv benchmarks a paired run of these groups fills: each group's cells, and the ceilings."""
-    names = [f"{BENCHMARK_MODULE}.{group.name}.time_cell" for group in groups]
+def benchmark_names(groups: Sequence[str]) -> list[str]:
+    """The asv benchmarks a paired run of these groups (by name) fills: each group's cells, and the ceilings."""
+    names = [f"{BENCHMARK_MODULE}.{group}.time_cell" for group in groups]
     return names + [f"{CEILINGS_MODULE}.{name}" for name in ("GemmCeiling.time_gemm", "CopyCeiling.time_copy")]
 
 

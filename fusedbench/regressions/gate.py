@@ -20,7 +20,8 @@ baseline, groups not run or at another benchmark version. Pure: pandas over load
 A paired run (`fusedbench ab`, a machine of its own per session) is judged within its session: its candidate (asv
 has it last) against its base, the run before it, each group by its GPU's side-by-side margins (a group without margins
 of its own is compared and not judged), fused-autotuned with the pick held fixed and the picks judged apart
-(`regressions.picks`).
+(`regressions.picks`). Its suite is the groups the session measured (`ab --bench` picks a few of a large suite): the
+rest of the suite it was never asked for.
 """
 
 from __future__ import annotations
@@ -405,6 +406,8 @@ def _judge_group(
         where = f"at {choice.candidate[:8]}" if choice.candidate else f"on {choice.machine}"
         return GroupJudgement(group, cells, None, not_judged=f"not run {where}")
     cand = cells_run(sources.results, choice.machine, candidate["commit"], sources.origins[1], groups=[group])
+    if PAIRED_MARK in choice.machine:  # a paired session is judged over the cells it was asked for (`ab --cells`)
+        cells = len(cand.cells[CELL].drop_duplicates())
     base = _baseline_row(runs, base_runs, choice, candidate)
     if base is None or base["version"] != candidate["version"]:
         return GroupJudgement(group, cells, cand, not_judged=_no_baseline(choice, base))
@@ -458,6 +461,8 @@ def judge(results: ResultSet, choice: Choice, sources: Sources | None = None) ->
     suites = []
     for suite in choice.suites:
         candidates = {group: _candidate_row(runs, choice, group) for group in SUITES[suite]}
+        if paired:  # a paired session measured the groups it was asked for (`ab --bench`): its verdict covers those
+            candidates = {group: row for group, row in candidates.items() if row is not None} or candidates
         versions = {group: str(row["version"]) for group, row in candidates.items() if row is not None}
         if paired:
             preset, preset_line = CONFIRMATION, PAIRED_LINE

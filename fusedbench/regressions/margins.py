@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 import pandas as pd
 
@@ -26,6 +27,7 @@ from fusedbench.catalog.formats import SideBySideForm, cell_from_json, read_reco
 from fusedbench.catalog.model import Request
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.compare import Run, cells_run
+from fusedbench.regressions.metrics import TIME
 from fusedbench.regressions.thresholds import MARGINS_SUITE, Preset
 from fusedbench.results.loader import ResultSet
 from fusedbench.results.runs import group_runs
@@ -165,6 +167,12 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
     for session in sessions:
         if PAIRED_MARK not in session:
             raise FusedbenchError(f"--paired {session!r} is no paired session (<gpu>{PAIRED_MARK}<session>, ab's)")
+        asked = _paired_record(results, session).get("cells")
+        if asked:
+            raise FusedbenchError(
+                f"--paired {session!r} measured only the cells --cells {asked!r} found: margins are earned from A/A "
+                "sessions of whole groups; leave it out"
+            )
         code = _paired_record(results, session).get("code", {})
         if len(set(code.values())) > 1:
             raise FusedbenchError(
@@ -187,6 +195,17 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
     pairs = [paired_sides(results, session) for session in kept]
     versions = {group: version for _, cand in pairs for group, version in cand.groups.items()}
     name = f"{gpu}/confirmation@paired:{'+'.join(session.rsplit('-', 1)[1] for session in kept)}"
-    preset = preset_from_pairs(name, gpu, (tuple(kept),), pairs, MARGINS_SUITE, versions, protocol=PAIRED_PROTOCOL)
+    preset = preset_from_pairs(
+        name, gpu, (tuple(kept),), pairs, MARGINS_SUITE, versions, protocol=PAIRED_PROTOCOL, sessions=True
+    )
     verdicts = [(s, judge_comparison(compare_runs(*paired_sides(results, s), preset))) for s in judged]
+    if verdicts:  # what the margins did on a card none of their sessions came from, kept with them
+        held = {
+            "card": held_out,
+            "sessions": [s for s, _ in verdicts],
+            "red": [s for s, judged in verdicts if judged.failed],
+            "alerts": sum(len(judged.alerts) for _, judged in verdicts),
+            "cells": sum(int((judged.comparison.cells["metric"] == TIME).sum()) for _, judged in verdicts),
+        }
+        preset = replace(preset, rates=dict(preset.rates) | {"held_out": held})
     return preset, verdicts

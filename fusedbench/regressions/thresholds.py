@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fusedbench.catalog.deliberate import gpu_machine
+from fusedbench.catalog.deliberate import PAIRED_MARK, gpu_machine
 from fusedbench.errors import FusedbenchError
 from fusedbench.regressions.metrics import METRICS
 
@@ -75,6 +75,11 @@ class Preset:
             if covering:
                 narrowed[(metric, klass)] = min(narrowed[(metric, klass)], ladder[min(covering)])
         return replace(self, thresholds=narrowed)
+
+    @property
+    def from_sessions(self) -> bool:
+        """Margins earned from paired A/A sessions (`calibration.session_thresholds`), not from records or runs."""
+        return "sessions" in self.rates
 
     def earned_at(self, group: str, version: str) -> bool:
         """Whether the preset's A/A runs timed `group` at this benchmark version. Only then does it judge the group:
@@ -241,12 +246,17 @@ def margins_for(machine: str, group: str, version: str) -> Preset:
     """The margins a side-by-side comparison of `group` (a confirmation, a paired run) is decided by: its GPU's own,
     earned on side-by-side A/A measurements of the group at this benchmark version (`regressions.margins`; those of
     the newest worker protocol first, fused-autotuned timed at one pick on both sides from protocol 2 on, then most
-    pairs), else the fixed CONFIRMATION margins."""
-    gpu = gpu_machine(machine)
+    pairs), else the fixed CONFIRMATION margins. Margins earned from paired A/A sessions decide paired sessions only
+    (`machine` a paired one): a confirmation judges a few flagged cells, by margins narrowed to their number
+    (`Preset.for_cells`), which sessions of whole groups do not earn."""
+    gpu, paired = gpu_machine(machine), PAIRED_MARK in machine
     earned = [
         p
         for p in presets().values()
-        if p.suite == MARGINS_SUITE and p.calibrated_on == gpu and p.earned_at(group, version)
+        if p.suite == MARGINS_SUITE
+        and p.calibrated_on == gpu
+        and p.earned_at(group, version)
+        and (paired or not p.from_sessions)
     ]
     return max(earned, key=lambda p: (p.protocol, p.pairs)) if earned else CONFIRMATION
 

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
+from fusedbench.catalog.deliberate import PAIRED_MARK
 from fusedbench.catalog.dtypes import dtype_spec
 from fusedbench.catalog.epilogs import EPILOGS, Epilog, epilog_spec
 from fusedbench.catalog.model import Cell, CellKey, FormatError, Status, sample_clocks, sample_watts
@@ -345,9 +346,12 @@ def _read_run(path: str, result, by_group: dict[tuple[str, str, str], list[Group
         if record is not None and record.dirty:
             dirty.add(group.name)
         recorded = {} if record is None else {c.key.at("", ""): c for c in record.cells}
+        asked_only = record is not None and PAIRED_MARK in machine  # a paired session holds the cells it was asked for
         for combo, (value, stat, sample) in _benchmark_results(result, benchmark).items():
             epilog, shape, provider = combo
             key = CellKey(epilog, group.dtype, *parse_shape(shape), provider, machine, commit)
+            if asked_only and key.at("", "") not in recorded:  # not asked (`ab --cells`), or not measured: not its run
+                continue
             cell = cell_of(key, _number(value), sample, recorded.get(key.at("", "")))
             if record is None and not cell.ok:
                 unrecorded[group.name] = unrecorded.get(group.name, 0) + 1

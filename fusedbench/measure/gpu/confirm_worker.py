@@ -57,7 +57,6 @@ class _Workload:
         self.prepared, refused = prepare_all(stack, self.operands, keys, None)
         self.slower = {key.provider: injection.fraction(key, group.name) for key in keys} if injection else {}
         self.not_ready = {p: f"{c.status.value}: {c.reason}" for p, c in refused.items()}
-        self.rounds = None
         self._start_rounds()
 
     @property
