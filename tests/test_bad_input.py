@@ -509,7 +509,7 @@ def test_a_file_is_read_by_its_own_size_never_by_the_limit(tmp_path):
         (["--paired", "PAIRED,PAIRED"], "twice: an A/A pair counts once"),
         (
             ["--paired", "PAIRED", "--held-out-card", "GPU-6961", "--write"],
-            "--write: margins from 1 A/A sessions would",
+            "--write: Quick's margins from 1 A/A session(s) would",
         ),
         (["--paired", "PAIRED", "--held-out-card", "GPU-zzz"], "--held-out-card GPU-zzz: it must leave out some"),
         (["--paired", "PAIRED", "--machine", MACHINE], "--machine does not go with --paired"),
