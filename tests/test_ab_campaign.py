@@ -61,10 +61,16 @@ def slowed(campaign: str, patch: str) -> dict[tuple, str]:
 
 
 @functools.cache
+def campaign_results(campaign: str):
+    runs = manifest(campaign)["builds"] + manifest(campaign)["sizes"]
+    return load_results(str(ROOT / "results"), machines=[run["machine"] for run in runs])
+
+
+@functools.cache
 def verdicts(campaign: str) -> dict:
     """Each campaign machine's verdict, as `fusedbench alert --machine M --suite S` gives it."""
     runs = manifest(campaign)["builds"] + manifest(campaign)["sizes"]
-    results = load_results(str(ROOT / "results"), machines=[run["machine"] for run in runs])
+    results = campaign_results(campaign)
     return {
         run["machine"]: judge(results, default_choice(results, run["machine"], suites=(run.get("suite", "quick"),)))
         for run in runs
@@ -83,9 +89,9 @@ def time_rows(campaign: str, machine: str) -> dict[tuple, object]:
     return found
 
 
-def card(machine: str) -> str:
-    results = load_results(str(ROOT / "results"), machines=[machine])
-    (uuid,) = {record.environment["gpu"]["uuid"][:12] for record in results.records}
+def card(campaign: str, machine: str) -> str:
+    """The card a campaign's session ran on, as its records say."""
+    (uuid,) = {r.environment["gpu"]["uuid"][:12] for r in campaign_results(campaign).records if r.machine == machine}
     return uuid
 
 
@@ -97,11 +103,15 @@ def shape_set(patch: str) -> str:
 def detection_rows(campaign: str) -> tuple[dict, ...]:
     """A row per slowed cell the build measured: its true size (the 100-round run's change and interval, of the same
     code on the same card) and whether the build's 10-round verdict caught it (its time slower)."""
-    sizes = {(s["patch"], card(s["machine"])): s["machine"] for s in manifest(campaign)["sizes"] if s["rounds"] == 100}
+    sizes = {
+        (s["patch"], card(campaign, s["machine"])): s["machine"]
+        for s in manifest(campaign)["sizes"]
+        if s["rounds"] == 100
+    }
     rows = []
     for build in (b for b in manifest(campaign)["builds"] if b["kind"] == "regression"):
         measured = time_rows(campaign, build["machine"])
-        truth = time_rows(campaign, sizes[(build["patch"], card(build["machine"]))])
+        truth = time_rows(campaign, sizes[(build["patch"], card(campaign, build["machine"]))])
         for cell, extra in sorted(slowed(campaign, build["patch"]).items()):
             if cell not in measured:  # a cell the build does not time (torch has no op for it)
                 continue
