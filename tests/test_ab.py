@@ -148,6 +148,10 @@ def test_cells_narrows_the_run_to_the_cells_it_finds_and_only_they_are_kept_and_
     timed = {combo for combo, value in values.items() if value is not None}
     assert timed == {("'RELU_BIAS'", "'(65536,16384)x(16384,8192)'", "'fused'"),
                      ("'BIAS'", "'(65536,16384)x(16384,8192)'", "'unfused'")}  # fmt: skip
+    (record,) = [json.loads(p.read_text()) for p in (root / "results" / red).glob(f"{candidate[:8]}-Quick-*.fbenv")]
+    assert record["environment"]["paired"]["cells"] == chosen  # the record says the run was narrowed, and how
+    refused, _, err = run_cli(capsys, "calibrate", "results", "--paired", red)
+    assert refused == 2 and f"--paired '{red}' measured only the cells --cells '{chosen}' found" in err
 
 
 def test_a_group_of_a_large_suite_is_judged_over_that_group_alone(checkout, fake_gpu, capsys, monkeypatch):
