@@ -224,13 +224,22 @@ def test_every_campaign_machine_is_committed_with_both_sides_and_a_record_naming
         assert all(r["environment"]["paired"]["rounds"] == run["rounds"] for r in records)
 
 
-def test_the_report_judges_a_paired_session_as_alert_does():
+@pytest.mark.parametrize("campaign, patch", [(FIRST, "regression-0.patch"), (SECOND, "membound-0.patch")])
+def test_the_report_judges_a_paired_session_as_alert_does(capsys, campaign, patch):
+    """The report's verdict of a paired session is `fusedbench alert --machine <session>`'s, suite by suite: for a
+    narrowed Fp16Membound session, each suite that holds the group, judged over the cells it was asked for."""
+    from test_alert_cli import run_cli
+
     from fusedbench.regressions.gate import PAIRED_LINE, judge_every_suite
     from fusedbench.regressions.render import to_json
 
-    machine = manifest(FIRST)["builds"][0]["machine"]
+    (machine,) = [b["machine"] for b in manifest(campaign)["builds"] if b.get("patch") == patch]
     (verdict,) = judge_every_suite(load_results(str(ROOT / "results"), machines=[machine]), [machine])
-    assert to_json(verdict) == to_json(verdicts(FIRST)[machine]) and verdict.suites[0].preset_line == PAIRED_LINE
+    code, out, _ = run_cli(capsys, "alert", "--machine", machine, "--format", "json")
+    assert code == 1 and to_json(verdict)["suites"] == json.loads(out)["suites"]
+    assert all(suite.preset_line == PAIRED_LINE for suite in verdict.suites)
+    assert campaign == SECOND or to_json(verdict) == to_json(verdicts(FIRST)[machine])
+    assert all((s.cells, s.compared) == (96, 96) for s in verdict.suites if campaign == SECOND)
 
 
 def test_a_rates_interval_is_wilsons_and_stays_open_at_none_and_all():
