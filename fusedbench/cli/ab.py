@@ -18,8 +18,8 @@ def add_parser(commands) -> None:
         "ab",
         "measure the checkout beside BASE on this GPU, every cell of a suite in lock-step, and judge the change",
         page="ab.md",
-        ok="green, or not judged (no side-by-side margins of this GPU's for the groups; the verdict says which)",
-        verdict="red: an alert (a cell or group slower than its side-by-side margin, a new fusion inversion or loss, "
+        ok="green, or not judged (no margins of this GPU's for the groups; the verdict says which)",
+        verdict="red: an alert (a cell or group slower than its margin, a new fusion inversion or loss, "
         "a cell that no longer runs), and nothing else",
     )
     parser.add_argument("base", type=nonempty, metavar="BASE", help="the commit the change is measured against")

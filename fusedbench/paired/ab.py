@@ -7,7 +7,8 @@ both codes are measured in one session on one card (`measure.confirm`: two worke
 fusedbench, a call of one side then the same cell's call on the other, the side that goes first alternating by
 round, each call after the protocol's lead-in), so a change is told from the card's own noise only. Both sides are
 kept as a paired run (`paired.results`) and judged as `alert` judges one (`regressions.gate`): each group by its
-GPU's side-by-side margins, a group without margins of its own compared, shown and not judged.
+GPU's confirmation margins (its paired A/A sessions' where it has them), a group without margins of its own compared,
+shown and not judged.
 
 Both codes must run on one stack: the base's dependencies (pyproject.toml) and the libraries its worker imports
 must be the candidate's. A library upgrade is not a code change this can measure in one process.

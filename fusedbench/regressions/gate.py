@@ -18,8 +18,9 @@ Warnings never fail: changes beyond a threshold too noisy to tell, inversions an
 baseline, groups not run or at another benchmark version. Pure: pandas over loaded results.
 
 A paired run (`fusedbench ab`, a machine of its own per session) is judged within its session: its candidate (asv
-has it last) against its base, the run before it, each group by its GPU's side-by-side margins (a group without margins
-of its own is compared and not judged), fused-autotuned with the pick held fixed and the picks judged apart
+has it last) against its base, the run before it, each group by its GPU's confirmation margins, those earned from
+paired A/A sessions where it has them (`thresholds.margins_for`; a group without margins of its own is compared and
+not judged), fused-autotuned with the pick held fixed and the picks judged apart
 (`regressions.picks`). Its suite is the groups the session measured (`ab --bench` picks a few of a large suite): the
 rest of the suite it was never asked for.
 """
@@ -70,7 +71,10 @@ KNOWN_SHOWN = 3  # known inversions named in the warning (the worst); the rest a
 JUDGED_SHARE = 0.5  # a suite with fewer of its cells compared than this is not judged
 SELF_BASELINE = "its baseline would be the run itself"  # a group whose only baseline is its own run
 NO_MARGINS = "no side-by-side margins of this GPU's for it: compared and shown, not judged"
-PAIRED_LINE = "each group by its GPU's side-by-side margins, the base's code beside the candidate's on one card"
+PAIRED_LINE = (
+    "each group by its GPU's confirmation margins (its paired A/A sessions' where it has them), the base's code beside "
+    "the candidate's on one card"
+)
 
 
 class Outcome(enum.Enum):
