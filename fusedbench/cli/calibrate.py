@@ -171,6 +171,7 @@ def command_margins(*, results_dir: str, machine: str, commits: list[str], bench
 def command_paired_margins(*, results_dir: str, sessions: list[str], held_out: str | None, write: bool) -> int:
     """Earn a GPU's confirmation margins from paired A/A sessions, print them and, with a card held out, how its
     sessions fare under them (keep the margins, with --write)."""
+    from fusedbench.regressions.calibration import MIN_SESSIONS
     from fusedbench.regressions.margins import earn_paired_margins
     from fusedbench.regressions.thresholds import save_preset
 
@@ -179,8 +180,6 @@ def command_paired_margins(*, results_dir: str, sessions: list[str], held_out: s
         from fusedbench.regressions.thresholds import PRESETS_FILE
 
         check_writable_file(PRESETS_FILE, "--write", "calibrate from a checkout you can write, or leave out --write")
-    from fusedbench.regressions.calibration import MIN_SESSIONS
-
     results = load(results_dir, strict=True, machines=sessions)
     preset, held = earn_paired_margins(results, sessions, held_out)
     few = {group: n for group, n in preset.rates["sessions_by_group"].items() if n < MIN_SESSIONS}
