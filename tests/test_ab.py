@@ -3,6 +3,7 @@ needs no GPU stands in, tests/fixtures/fake_confirm_worker.py) and judged by the
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -18,7 +19,7 @@ from test_alert_cli import run_cli
 from fusedbench.catalog.suites import ASV_VERSIONS
 from fusedbench.cli import main
 from fusedbench.measure import confirm as measure
-from fusedbench.regressions.thresholds import CONFIRMATION, margins_for
+from fusedbench.regressions.thresholds import CONFIRMATION, margins_for, presets
 
 ROOT = Path(__file__).parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_confirm_worker.py"
@@ -150,8 +151,6 @@ def test_cells_narrows_the_run_to_the_cells_it_finds_and_only_they_are_kept_and_
                      ("'BIAS'", "'(65536,16384)x(16384,8192)'", "'unfused'")}  # fmt: skip
     (record,) = [json.loads(p.read_text()) for p in (root / "results" / red).glob(f"{candidate[:8]}-Quick-*.fbenv")]
     assert record["environment"]["paired"]["cells"] == chosen  # the record says the run was narrowed, and how
-    refused, _, err = run_cli(capsys, "calibrate", "results", "--paired", red)
-    assert refused == 2 and f"--paired '{red}' measured only the cells --cells '{chosen}' found" in err
 
 
 def test_a_group_of_a_large_suite_is_judged_over_that_group_alone(checkout, fake_gpu, capsys, monkeypatch):
@@ -264,6 +263,32 @@ def test_cells_near_their_margin_get_more_rounds_and_a_cell_failing_the_check_on
     failed = [a for a in verdict["suites"][0]["alerts"] if a["verdict"] == "failed"]
     assert code == 1 and [(a["epilog"], a["provider"]) for a in failed] == [("GELU_AUX_BIAS", "unfused")]
     assert "failed the check against float64 on the candidate side" in failed[0]["reason"]
+
+
+def test_a_session_narrowed_by_cells_is_judged_and_given_rounds_by_the_margins_its_cells_earned(
+    checkout, fake_gpu, capsys, monkeypatch
+):
+    """`ab --cells R`: the margins sessions of R earned (a quarter of the whole group's, here) take the cell near
+    them to more rounds and judge it; the same change in a session of the whole group stays within its margins."""
+    _, base = checkout
+    chosen = "^RELU_BIAS/.*/fused$"
+    whole = margins_for(f"{MACHINE}-paired-x", "Quick", ASV_VERSIONS["Quick"])
+    quarter = {key: value / 4 for key, value in whole.thresholds.items()}
+    narrowed = dataclasses.replace(whole, name="narrowed", cells=chosen, thresholds=quarter)
+    monkeypatch.setitem(presets(), narrowed.name, narrowed)
+    change = 1.4 * narrowed.threshold("time", "large")  # within 1.5x the narrowed margin, far below the whole's
+    monkeypatch.setenv("FUSEDBENCH_INJECT", f"{TARGET}={change * 100:.2f}%")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
+    code, out, _ = run(capsys, base, "--rounds", "4", "--cells", chosen, "--format", "json")
+    verdict = json.loads(out)
+    assert code == 1 and "1 near their margin given 26 more" in verdict["measured"][0], out
+    (alert,) = [a for a in verdict["suites"][0]["alerts"] if a["metric"] == "time" and a["epilog"]]
+    assert alert["threshold"] == narrowed.threshold("time", "large")
+    session = re.search(r"kept as machine (\S+)", verdict["measured"][0]).group(1)
+    code, out, _ = run_cli(capsys, "alert", "--machine", session, "--suite", "quick", "--dump-thresholds")
+    assert code == 0 and json.loads(out)["quick"]["confirmation_margins"] == {"Quick": "narrowed"}
+    code, out, _ = run(capsys, base, "--rounds", "4", "--format", "json")
+    assert code == 0 and "near their margin" not in json.loads(out)["measured"][0]
 
 
 def test_picks_are_compared_over_the_rounds_both_took_on_each_side():

@@ -21,7 +21,7 @@ from fusedbench.catalog.suites import GROUPS
 from fusedbench.measure import confirm as measure
 from fusedbench.regressions.confirm import cells_of, confirmed, flag, judge_confirmation, replay, to_record
 from fusedbench.regressions.margins import earn_margins, record_runs, requests_for
-from fusedbench.regressions.thresholds import CONFIRMATION, margins_for, presets
+from fusedbench.regressions.thresholds import CONFIRMATION, Preset, margins_for, presets
 
 MACHINE = "h100-80gb-hbm3"
 
@@ -127,6 +127,25 @@ def test_margins_measured_with_the_algorithm_pinned_narrow_with_fewer_cells_judg
     monkeypatch.setitem(presets(), unpinned.name, unpinned)
     monkeypatch.setitem(presets(), pinned.name, pinned)
     assert unpinned.pairs > pinned.pairs and margins_for(MACHINE, "Quick", "v1") is pinned
+
+
+def test_margins_earned_over_some_cells_judge_paired_sessions_of_those_cells_alone(monkeypatch):
+    """A paired session narrowed by `ab --cells R` is judged by margins sessions of R earned, else by those of whole
+    groups (whose worst covers the worst of fewer cells); margins of R never judge a whole group, another regex's
+    cells, or a confirmation."""
+    side = earn_margins(MACHINE, [_record("a", 0.0, 1), _record("b", 0.0, 2)])
+    sessions = replace(side, name="whole", rates={"sessions": 20}, pairs=20, protocol=3)
+    narrowed = replace(sessions, name="narrowed", cells="/\\(32768,1024\\)/", pairs=19)
+    for preset in (side, sessions, narrowed):
+        monkeypatch.setitem(presets(), preset.name, preset)
+    paired = f"{MACHINE}-paired-20261128T043501Z-d08d"
+    assert margins_for(paired, "Quick", "v1", narrowed.cells) is narrowed  # its own cells' first, though fewer pairs
+    assert margins_for(paired, "Quick", "v1") is sessions
+    assert margins_for(paired, "Quick", "v1", "/BIAS/") is sessions  # another regex: the whole groups' margins
+    assert margins_for(MACHINE, "Quick", "v1", narrowed.cells) is side  # a confirmation: side-by-side records' only
+    monkeypatch.delitem(presets(), sessions.name)
+    assert margins_for(paired, "Quick", "v1", "/BIAS/") is side
+    assert Preset.from_json(narrowed.to_json()) == narrowed and "cells" not in sessions.to_json()
 
 
 def test_a_confirmation_of_a_few_cells_is_decided_by_the_margins_for_that_many(tuned_verdict):

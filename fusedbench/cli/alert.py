@@ -91,20 +91,23 @@ def dump_thresholds(results_dirs, machine, suites, preset, strict: bool) -> int:
     force depends on the machine's runs: a folder or a machine without any is an error, not another GPU's presets."""
     from fusedbench.catalog.suites import SUITES
     from fusedbench.cli.common import load
+    from fusedbench.regressions.gate import paired_record
     from fusedbench.regressions.render import dump
     from fusedbench.regressions.thresholds import margins_for, preset_for
     from fusedbench.results.runs import group_runs, newest_machine, newest_runs
 
     folder = (results_dirs or ["results"])[-1]
-    runs = group_runs(load(folder, strict=strict, machines=None if machine is None else [machine]))
+    results = load(folder, strict=strict, machines=None if machine is None else [machine])
+    runs = group_runs(results)
     machine = machine if machine is not None else newest_machine(runs, folder)
+    asked = paired_record(results, machine).get("cells") or ""  # a paired session narrowed by --cells
     newest = newest_runs(runs, machines=[machine])
     versions = dict(zip(newest["group"], newest["version"].astype(str), strict=True))
     in_force = {}
     for suite in dict.fromkeys(suites or SUITES):
         mine = {group: versions[group] for group in SUITES[suite] if group in versions}
         found, line = preset_for(machine, suite, preset, mine)
-        margins = {group: margins_for(machine, group, version).name for group, version in mine.items()}
+        margins = {group: margins_for(machine, group, version, asked).name for group, version in mine.items()}
         in_force[suite] = found.to_json() | {"in_force_because": line, "confirmation_margins": margins}
     emit(dump(in_force))
     return EXIT_OK

@@ -151,7 +151,7 @@ def measure_and_keep(repo: str, pair: Pair, requests: Sequence[Request], rounds:
         repo, machine, pair.candidate, benchmark_names(list(dict.fromkeys(r.group for r in requests)))
     )
     with optional_sampler() as telemetry:
-        measured = measure_pair(repo, pair, requests, rounds, machine)
+        measured = measure_pair(repo, pair, requests, rounds, machine, asked)
         gpu_facts = telemetry.device_facts() if telemetry is not None else {}
     environment = {"versions": measured.hellos["candidate"]["versions"]}
     if telemetry is not None:
@@ -171,17 +171,19 @@ def measure_and_keep(repo: str, pair: Pair, requests: Sequence[Request], rounds:
     return machine, measured
 
 
-def measure_pair(repo: str, pair: Pair, requests: Sequence[Request], rounds: int, machine: str) -> Measured:
-    """The cells asked for, the base's code (a `git archive` of its commit) beside the checkout's, as a plain run
-    measures them: each side's check of their epilogs, dtypes and providers first, the ceilings last, and extra rounds
-    for cells near their margin."""
+def measure_pair(
+    repo: str, pair: Pair, requests: Sequence[Request], rounds: int, machine: str, cells: str | None = None
+) -> Measured:
+    """The cells asked for (by the --cells regex `cells`, if any), the base's code (a `git archive` of its commit)
+    beside the checkout's, as a plain run measures them: each side's check of their epilogs, dtypes and providers
+    first, the ceilings last, and extra rounds for cells near the margin they will be judged by."""
     check = {
         "epilogs": sorted({r.epilog for r in requests}),
         "dtypes": sorted({r.dtype for r in requests}),
         "providers": sorted({p for r in requests for p in r.providers}),
     }
     # the ceilings of every dtype, as a plain run times them: asv's GemmCeiling takes them all
-    asked = Asked(check=check, ceilings=list(DTYPES), more=NearMargin(machine, rounds))
+    asked = Asked(check=check, ceilings=list(DTYPES), more=NearMargin(machine, rounds, cells or ""))
     with tempfile.TemporaryDirectory(prefix="fusedbench-ab-") as scratch:
         base = export_source(repo, pair.base, os.path.join(scratch, pair.base))
         return measure_again(list(requests), [Side("baseline", base), Side("candidate", repo)], rounds, asked=asked)
@@ -197,6 +199,7 @@ class NearMargin:
 
     machine: str
     rounds: int
+    cells: str = ""  # the session's --cells regex: its margins may be those its cells earned (`margins_for`)
 
     NEAR_ROUNDS = 3 * SAMPLES
     BAND = 1.5
@@ -204,7 +207,7 @@ class NearMargin:
     def __call__(self, request: Request, samples: dict[str, dict[str, list[float]]]) -> dict[str, int]:
         from fusedbench.catalog.suites import ASV_VERSIONS
 
-        margins = margins_for(self.machine, request.group, ASV_VERSIONS.get(request.group, ""))
+        margins = margins_for(self.machine, request.group, ASV_VERSIONS.get(request.group, ""), self.cells)
         extra = {}
         for provider in request.providers:
             base, cand = (samples[side].get(provider) for side in ("baseline", "candidate"))

@@ -462,6 +462,7 @@ def judge(results: ResultSet, choice: Choice, sources: Sources | None = None) ->
     base_runs = group_runs(sources.baseline_results) if sources.two else runs
     require_machine(base_runs, choice.baseline_machine or baseline_machine(choice.machine), sources.origins[0])
     paired = PAIRED_MARK in choice.machine and choice.preset is None
+    asked = (paired_record(sources.results, choice.machine).get("cells") or "") if paired else ""
     suites = []
     for suite in choice.suites:
         candidates = {group: _candidate_row(runs, choice, group) for group in SUITES[suite]}
@@ -478,7 +479,7 @@ def judge(results: ResultSet, choice: Choice, sources: Sources | None = None) ->
                 runs,
                 base_runs,
                 choice,
-                margins_for(choice.machine, group, versions[group]) if paired and group in versions else preset,
+                margins_for(choice.machine, group, versions[group], asked) if paired and group in versions else preset,
                 group,
                 candidate,
             )
@@ -505,6 +506,12 @@ def suites_of_commit(runs: pd.DataFrame, machine: str, commit: str) -> tuple[str
     """The suites `alert` judges by default: those holding the groups `machine` ran at `commit`."""
     mine = runs[(runs["machine"] == machine) & (runs["commit"] == commit)]
     return tuple(covering_suites(mine["group"]))
+
+
+def paired_record(results: ResultSet, session: str) -> dict:
+    """What a paired session's records say of the pairing (`paired.results`): its order, code, rounds, the --cells
+    regex it was narrowed by."""
+    return next((dict(r.environment.get("paired", {})) for r in results.records if r.machine == session), {})
 
 
 def paired_picks(results: ResultSet, candidate: Run, group: str) -> list[Pick]:

@@ -144,11 +144,6 @@ def paired_sides(results: ResultSet, session: str) -> tuple[Run, Run]:
     return base, cand
 
 
-def _paired_record(results: ResultSet, session: str) -> dict:
-    """What a paired session's records say of the pairing (`paired.results`)."""
-    return next((dict(r.environment.get("paired", {})) for r in results.records if r.machine == session), {})
-
-
 def session_card(results: ResultSet, session: str) -> str:
     """The UUID of the card a paired session ran on, as its records keep it ('' where none says)."""
     cards = {(r.environment.get("gpu") or {}).get("uuid", "") for r in results.records if r.machine == session}
@@ -162,22 +157,26 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
     from fusedbench.catalog.deliberate import PAIRED_MARK, gpu_machine
     from fusedbench.regressions.calibration import preset_from_pairs
     from fusedbench.regressions.compare import compare_runs
-    from fusedbench.regressions.gate import judge_comparison
+    from fusedbench.regressions.gate import judge_comparison, paired_record
 
     for session in sessions:
         if PAIRED_MARK not in session:
             raise FusedbenchError(f"--paired {session!r} is no paired session (<gpu>{PAIRED_MARK}<session>, ab's)")
-        asked = _paired_record(results, session).get("cells")
-        if asked:
-            raise FusedbenchError(
-                f"--paired {session!r} measured only the cells --cells {asked!r} found: margins are earned from A/A "
-                "sessions of whole groups; leave it out"
-            )
-        code = _paired_record(results, session).get("code", {})
+        code = paired_record(results, session).get("code", {})
         if len(set(code.values())) > 1:
             raise FusedbenchError(
                 f"--paired {session!r} is no A/A session: its candidate's code differs from its base's"
             )
+    scopes = {session: paired_record(results, session).get("cells") or "" for session in sessions}
+    if len(set(scopes.values())) > 1:
+        named = "; ".join(
+            f"{f'--cells {scope!r}' if scope else 'whole groups'}: {', '.join(s for s in scopes if scopes[s] == scope)}"
+            for scope in dict.fromkeys(scopes.values())
+        )
+        raise FusedbenchError(
+            f"--paired names sessions of {len(set(scopes.values()))} sets of cells ({named}): margins are earned over "
+            "one (the worst of fewer cells wanders less); name the sessions of one"
+        )
     named_twice = sorted({s for s in sessions if list(sessions).count(s) > 1})
     if named_twice:
         raise FusedbenchError(f"--paired names {', '.join(named_twice)} twice: an A/A pair counts once")
@@ -198,6 +197,7 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
     preset = preset_from_pairs(
         name, gpu, (tuple(kept),), pairs, MARGINS_SUITE, versions, protocol=PAIRED_PROTOCOL, sessions=True
     )
+    preset = replace(preset, cells=scopes[kept[0]])
     verdicts = [(s, judge_comparison(compare_runs(*paired_sides(results, s), preset))) for s in judged]
     if verdicts:  # what the margins did on a card none of their sessions came from, kept with them
         held = {

@@ -60,6 +60,9 @@ class Preset:
     # Margins only: "metric/class" -> {k: the margin when a confirmation judges at most k cells of the class}
     by_cells: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
     protocol: int = 0  # margins only: the confirmation worker's protocol its records were measured at
+    # Margins from paired sessions narrowed by `ab --cells` only: that regex. They judge sessions of those cells alone:
+    # the worst of 96 cells wanders less than the worst of a whole group's, which they never saw.
+    cells: str = ""
 
     def threshold(self, metric: str, klass: str) -> float:
         return self.thresholds[(metric, klass)]
@@ -107,6 +110,8 @@ class Preset:
             data["by_cells"] = {key: {str(k): v for k, v in ladder.items()} for key, ladder in self.by_cells.items()}
         if self.protocol:
             data["protocol"] = self.protocol
+        if self.cells:
+            data["cells"] = self.cells
         return data
 
     @classmethod
@@ -125,6 +130,7 @@ class Preset:
                 key: {int(k): float(v) for k, v in ladder.items()} for key, ladder in data.get("by_cells", {}).items()
             },
             protocol=int(data.get("protocol", 0)),
+            cells=str(data.get("cells", "")),
         )
 
 
@@ -242,13 +248,15 @@ CONFIRMATION = Preset(
 )
 
 
-def margins_for(machine: str, group: str, version: str) -> Preset:
+def margins_for(machine: str, group: str, version: str, cells: str = "") -> Preset:
     """The margins a side-by-side comparison of `group` (a confirmation, a paired run) is decided by: its GPU's own,
     earned on side-by-side A/A measurements of the group at this benchmark version (`regressions.margins`; those of
     the newest worker protocol first, fused-autotuned timed at one pick on both sides from protocol 2 on, then most
     pairs), else the fixed CONFIRMATION margins. Margins earned from paired A/A sessions decide paired sessions only
     (`machine` a paired one): a confirmation judges a few flagged cells, by margins narrowed to their number
-    (`Preset.for_cells`), which sessions of whole groups do not earn."""
+    (`Preset.for_cells`), which sessions of whole groups do not earn. A paired session narrowed by `ab --cells`
+    (`cells`, its regex) is judged by margins its own cells earned first, else by those of whole groups (the worst of
+    more cells covers the worst of fewer); margins earned over some cells never judge others."""
     gpu, paired = gpu_machine(machine), PAIRED_MARK in machine
     earned = [
         p
@@ -257,8 +265,9 @@ def margins_for(machine: str, group: str, version: str) -> Preset:
         and p.calibrated_on == gpu
         and p.earned_at(group, version)
         and (paired or not p.from_sessions)
+        and p.cells in ("", cells)
     ]
-    return max(earned, key=lambda p: (p.protocol, p.pairs)) if earned else CONFIRMATION
+    return max(earned, key=lambda p: (bool(p.cells), p.protocol, p.pairs)) if earned else CONFIRMATION
 
 
 def recorded_margins(name: str | None) -> Preset:
