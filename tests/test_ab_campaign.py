@@ -21,7 +21,8 @@ from fusedbench.results.loader import load_results
 
 ROOT = Path(__file__).parent.parent
 FINDINGS = ROOT / "docs" / "findings"
-FIRST, SECOND = "ab-paired-runs", "ab-paired-campaign-2"  # the campaigns: each a findings page and a folder beside it
+# the campaigns: each a findings page and a folder beside it (the first two on H100s, the third on H200s)
+FIRST, SECOND, THIRD = "ab-paired-runs", "ab-paired-campaign-2", "ab-paired-campaign-3"
 BANDS = (("5% or more", 0.05, 1.0), ("3% to 5%", 0.03, 0.05), ("under 3%", 0.0, 0.03))
 QUICK_SHAPE = (65536, 16384, 8192)
 
@@ -77,12 +78,13 @@ def verdicts(campaign: str) -> dict:
     }
 
 
-def time_rows(campaign: str, machine: str) -> dict[tuple, object]:
-    """The machine's compared cells by time, keyed (epilog, provider, m, k, n), over every group it measured."""
+def time_rows(campaign: str, machine: str, judged_only: bool = False) -> dict[tuple, object]:
+    """The machine's compared cells by time, keyed (epilog, provider, m, k, n), over every group it measured (or only
+    those the verdict judged: a group without margins of its own is compared and shown, not judged)."""
     (suite,) = verdicts(campaign)[machine].suites
     found = {}
     for group in suite.groups:
-        if group.judged is not None:
+        if group.judged is not None and not (judged_only and group.not_judged):
             cells = group.judged.comparison.cells
             for row in cells[cells["metric"] == "time"].itertuples():
                 found[(row.epilog, row.provider, row.m, row.k, row.n)] = row
@@ -96,7 +98,14 @@ def card(campaign: str, machine: str) -> str:
 
 
 def shape_set(patch: str) -> str:
-    return re.match(r"[a-z]+", patch).group(0).replace("regression", "quick")
+    return re.match(r"(?:h200)?([a-z]+)", patch).group(1).replace("regression", "quick")
+
+
+def sized_builds(campaign: str) -> list[dict]:
+    """The regression builds whose true sizes were measured (a 100-round run of the same patch on the same card)."""
+    sized = {(s["patch"], card(campaign, s["machine"])) for s in manifest(campaign)["sizes"] if s["rounds"] == 100}
+    regressions = (b for b in manifest(campaign)["builds"] if b["kind"] == "regression")
+    return [b for b in regressions if (b["patch"], card(campaign, b["machine"])) in sized]
 
 
 @functools.cache
@@ -109,8 +118,9 @@ def detection_rows(campaign: str) -> tuple[dict, ...]:
         if s["rounds"] == 100
     }
     rows = []
-    for build in (b for b in manifest(campaign)["builds"] if b["kind"] == "regression"):
+    for build in sized_builds(campaign):
         measured = time_rows(campaign, build["machine"])
+        judged = time_rows(campaign, build["machine"], judged_only=True)
         truth = time_rows(campaign, sizes[(build["patch"], card(campaign, build["machine"]))])
         for cell, extra in sorted(slowed(campaign, build["patch"]).items()):
             if cell not in measured:  # a cell the build does not time (torch has no op for it)
@@ -120,7 +130,8 @@ def detection_rows(campaign: str) -> tuple[dict, ...]:
                 "cell": "/".join(cell[:2]), "extra": extra, "build": build["machine"][-4:],
                 "set": shape_set(build["patch"]), "seen": measured[cell].ratio, "true": true.ratio,
                 "true_low": true.ci_low, "true_high": true.ci_high,
-                "caught": measured[cell].verdict is Verdict.SLOWER, "margin": measured[cell].threshold,
+                "caught": cell in judged and measured[cell].verdict is Verdict.SLOWER,
+                "margin": measured[cell].threshold if cell in judged else math.nan,
             })  # fmt: skip
     return tuple(rows)
 
@@ -145,22 +156,31 @@ def rendered_detection(campaign: str = FIRST) -> list[str]:
     return lines + band_lines(detection_rows(campaign))
 
 
+def margin_text(margin: float) -> str:
+    return "not judged" if math.isnan(margin) else f"{margin:.1%}"
+
+
 def rendered_detection_table(campaign: str = SECOND) -> list[str]:
-    """The second campaign's table (its folder's detection.md): every slowed cell, by shape set and true size."""
+    """A campaign's table (its folder's detection.md): every slowed cell, by shape set and true size."""
     return [
         f"| {r['set']} | {r['cell']} | {r['extra']} | {r['build']} | x{r['true']:.3f} [{r['true_low']:.3f}, "
-        f"{r['true_high']:.3f}] | x{r['seen']:.3f} | {r['margin']:.1%} | {'caught' if r['caught'] else 'missed'} |"
+        f"{r['true_high']:.3f}] | x{r['seen']:.3f} | {margin_text(r['margin'])} | "
+        f"{'caught' if r['caught'] else 'missed'} |"
         for r in sorted(detection_rows(campaign), key=lambda r: (r["set"], -r["true"]))
     ]
 
 
-def rendered_detection_bands() -> list[str]:
-    """The second campaign's bands, over all its cells and by shape set, and both campaigns' together."""
-    rows = detection_rows(SECOND)
+def rendered_detection_bands(campaign: str = SECOND) -> list[str]:
+    """A campaign's bands, over all its cells and by shape set, and those of it and the campaigns before it."""
+    rows = detection_rows(campaign)
     lines = band_lines(rows)
     for name in ("quick", "membound", "llm"):
         lines += band_lines([r for r in rows if r["set"] == name], f"{name}: true size")
-    return lines + band_lines(rows + detection_rows(FIRST), "both campaigns: true size")
+    if campaign == SECOND:
+        return lines + band_lines(rows + detection_rows(FIRST), "both campaigns: true size")
+    every = [r for c in (FIRST, SECOND, THIRD) for r in detection_rows(c)]
+    lines += band_lines(every, "all three campaigns (H100 and H200): true size")
+    return lines + band_lines([r for r in every if r["set"] == "quick"], "all three campaigns, quick: true size")
 
 
 def rendered_false_alarms(campaign: str = FIRST) -> list[str]:
@@ -215,8 +235,20 @@ def test_the_second_campaigns_detection_table_is_the_committed_runs():
     assert kept[1:] == rendered_detection_table() and len(kept) - 1 == 200  # below the header
 
 
+@pytest.mark.parametrize(
+    "line", rendered_detection_bands(THIRD) + rendered_false_alarms(THIRD) + rendered_group_builds(THIRD)
+)
+def test_the_third_campaigns_page_quotes_its_rates_false_alarms_and_group_builds(line):
+    assert " ".join(line.split()) in finding(THIRD)
+
+
+def test_the_third_campaigns_detection_table_is_the_committed_runs():
+    kept = [line for line in (folder(THIRD) / "detection.md").read_text().splitlines() if line.startswith("| ")]
+    assert kept[1:] == rendered_detection_table(THIRD) and len(kept) - 1 == 80  # below the header
+
+
 def test_every_campaign_machine_is_committed_with_both_sides_and_a_record_naming_the_pair():
-    for run in (r for c in (FIRST, SECOND) for r in manifest(c)["builds"] + manifest(c)["sizes"]):
+    for run in (r for c in (FIRST, SECOND, THIRD) for r in manifest(c)["builds"] + manifest(c)["sizes"]):
         folder = ROOT / "results" / run["machine"]
         records = [json.loads(p.read_text()) for p in folder.glob("*.fbenv")]
         sides = {r["environment"]["paired"]["side"]: r["commit"] for r in records}
@@ -249,20 +281,61 @@ def test_a_rates_interval_is_wilsons_and_stays_open_at_none_and_all():
     assert rate_interval(20, 20)[1] == 1.0 and math.isnan(rate_interval(0, 0)[0])
 
 
-def aa_sessions(*campaigns: str) -> list[str]:
-    return [b["machine"] for c in campaigns for b in manifest(c)["builds"] if b["kind"] == "aa"]
+def aa_sessions(*campaigns: str, selection: str = "quick") -> list[str]:
+    """The campaigns' A/A sessions of one selection (the first two timed quick's alone)."""
+    return [
+        b["machine"]
+        for c in campaigns
+        for b in manifest(c)["builds"]
+        if b["kind"] == "aa" and b.get("selection", "quick") == selection
+    ]
 
 
-def held_out_line(sessions: list[str], held_out: str) -> str:
+def held_out_totals(name: str, sessions: list[str]) -> str:
+    """Every session judged by margins earned without it: those the sessions of the other cards earn
+    (`calibrate --paired ... --held-out-card`), each card held out in turn."""
+    from fusedbench.regressions.margins import earn_paired_margins, session_card
+
+    results = load_results(str(ROOT / "results"), machines=sessions)
+    cards = sorted({session_card(results, s)[:12] for s in sessions})
+    held = [earn_paired_margins(results, sessions, card)[0].rates["held_out"] for card in cards]
+    red = sorted(s[-4:] for out in held for s in out["red"])
+    alerts, cells = sum(out["alerts"] for out in held), sum(out["cells"] for out in held)
+    lo, hi = rate_interval(len(red), len(sessions))
+    cell_lo, cell_hi = rate_interval(alerts, cells)
+    return (
+        f"{name}: {len(sessions)} A/A sessions on {len(cards)} cards, each judged by the margins the other cards' "
+        f"sessions earn: {len(red)} red{' (' + ', '.join(red) + ')' if red else ''}, 95% interval [{lo:.0%}, "
+        f"{hi:.0%}]; {alerts} alerts over {cells} cells' times compared, 95% interval [{cell_lo:.1%}, {cell_hi:.1%}]"
+    )
+
+
+OUT_OF_SAMPLE = {
+    "H100 quick": (FIRST, SECOND),
+    "H200 quick": (THIRD,),
+    "H200 membound": (THIRD,),
+}
+
+
+def rendered_out_of_sample() -> list[str]:
+    return [
+        held_out_totals(name, aa_sessions(*campaigns, selection=name.split()[1]))
+        for name, campaigns in OUT_OF_SAMPLE.items()
+    ]
+
+
+def held_out_line(sessions: list[str], held_out: str, medium: bool = False) -> str:
     """The margins the sessions off one card earn (`calibrate --paired ... --held-out-card`), and that card's sessions
     judged by them."""
     from fusedbench.regressions.margins import earn_paired_margins
 
     preset, _ = earn_paired_margins(load_results(str(ROOT / "results"), machines=sessions), sessions, held_out)
     out = preset.rates["held_out"]
+    between = f", at 1-5 ms past {preset.threshold('time', 'medium'):.1%}" if medium else ""
     return (
         f"held out {held_out}: {preset.pairs} sessions earn a cell's time at 5 ms or more past "
-        f"{preset.threshold('time', 'large'):.1%}, a group's median past {preset.threshold('time', 'group'):.1%}; "
+        f"{preset.threshold('time', 'large'):.1%}{between}, a group's median past "
+        f"{preset.threshold('time', 'group'):.1%}; "
         f"{len(out['red'])} of {len(out['sessions'])} held-out sessions red, {out['alerts']} alerts over "
         f"{out['cells']} cells' times compared"
     )
@@ -282,6 +355,48 @@ def held_out_line(sessions: list[str], held_out: str) -> str:
 def test_the_paired_aa_sessions_earn_margins_and_the_held_out_cards_sessions_are_judged_by_them(campaigns, held_out):
     page = FIRST if campaigns == (FIRST,) else SECOND
     assert " ".join(held_out_line(aa_sessions(*campaigns), held_out).split()) in finding(page)
+
+
+H200_CARDS = {  # the third campaign's cards with A/A sessions of each selection: its two leases, four cards each
+    "quick": ("GPU-5ada4f23", "GPU-927be1c2", "GPU-5deb25d2", "GPU-7d5a8575", "GPU-cf359efd", "GPU-2d34536b"),
+    "membound": ("GPU-5ada4f23", "GPU-927be1c2", "GPU-5deb25d2", "GPU-4c60f492", "GPU-cf359efd", "GPU-2d34536b"),
+}
+
+
+def rendered_h200_held_out() -> list[str]:
+    return [
+        f"{selection}: {held_out_line(aa_sessions(THIRD, selection=selection), card, medium=selection == 'membound')}"
+        for selection, cards in H200_CARDS.items()
+        for card in cards
+    ]
+
+
+@pytest.mark.parametrize("line", rendered_h200_held_out() + rendered_out_of_sample())
+def test_the_third_campaigns_page_gives_each_h200_cards_held_out_figures_and_every_session_judged_out_of_sample(line):
+    assert " ".join(line.split()) in finding(THIRD)
+
+
+def test_the_h200s_margins_in_force_hold_out_a_card_of_the_second_lease_and_narrowed_ones_judge_their_cells_alone():
+    """presets.json keeps what `calibrate --paired <the H200's A/A sessions of one selection> --held-out-card <the
+    second lease's card with most of them> --write` earns now; the membound sessions' margins judge sessions of
+    their cells, never the whole group; sessions of two selections earn nothing together."""
+    from fusedbench.catalog.suites import ASV_VERSIONS
+    from fusedbench.errors import FusedbenchError
+    from fusedbench.regressions.margins import earn_paired_margins
+    from fusedbench.regressions.thresholds import margins_for
+
+    regex = manifest(THIRD)["selections"]["membound"].split("--cells ")[1]
+    machine = "h200-141gb-paired-x"
+    for selection, group, card, cells in (("quick", "Quick", "GPU-cf359efd", ""),
+                                          ("membound", "Fp16Membound", "GPU-4c60f492", regex)):  # fmt: skip
+        sessions = aa_sessions(THIRD, selection=selection)
+        earned, _ = earn_paired_margins(load_results(str(ROOT / "results"), machines=sessions), sessions, card)
+        in_force = margins_for(machine, group, ASV_VERSIONS[group], cells)
+        assert in_force.to_json() == earned.to_json() and in_force.cells == cells
+    assert margins_for(machine, "Fp16Membound", ASV_VERSIONS["Fp16Membound"]).cells == ""  # the whole group: not them
+    both = aa_sessions(THIRD)[:2] + aa_sessions(THIRD, selection="membound")[:2]
+    with pytest.raises(FusedbenchError, match=r"names sessions of 2 sets of cells \(whole groups: .*; --cells "):
+        earn_paired_margins(load_results(str(ROOT / "results"), machines=both), both)
 
 
 def test_the_margins_in_force_are_those_the_sessions_off_gpu_2678c090_earn_each_class_the_worst_a_session_showed():

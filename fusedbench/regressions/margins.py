@@ -144,6 +144,20 @@ def paired_sides(results: ResultSet, session: str) -> tuple[Run, Run]:
     return base, cand
 
 
+def judged_session(results: ResultSet, session: str, preset: Preset):
+    """A paired session judged by `preset` as the gate judges it: its cells with fused-autotuned's pick held fixed,
+    and the picks themselves where they differed (an autotuning that picked slower is a false alarm too)."""
+    from fusedbench.regressions.compare import compare_runs
+    from fusedbench.regressions.gate import judge_comparison, paired_picks, with_picks
+
+    base, cand = paired_sides(results, session)
+    judged = judge_comparison(compare_runs(base, cand, preset))
+    commits = {"baseline": base.commit, "candidate": cand.commit}
+    for group, version in cand.groups.items():
+        judged = with_picks(judged, session, commits, version, paired_picks(results, cand, group))
+    return judged
+
+
 def session_card(results: ResultSet, session: str) -> str:
     """The UUID of the card a paired session ran on, as its records keep it ('' where none says)."""
     cards = {(r.environment.get("gpu") or {}).get("uuid", "") for r in results.records if r.machine == session}
@@ -156,8 +170,7 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
     (the preset `<gpu>/confirmation@paired:<sessions>`, and each held-out session's (name, comparison judged))."""
     from fusedbench.catalog.deliberate import PAIRED_MARK, gpu_machine
     from fusedbench.regressions.calibration import preset_from_pairs
-    from fusedbench.regressions.compare import compare_runs
-    from fusedbench.regressions.gate import judge_comparison, paired_record
+    from fusedbench.regressions.gate import paired_record
 
     for session in sessions:
         if PAIRED_MARK not in session:
@@ -198,7 +211,7 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
         name, gpu, (tuple(kept),), pairs, MARGINS_SUITE, versions, protocol=PAIRED_PROTOCOL, sessions=True
     )
     preset = replace(preset, cells=scopes[kept[0]])
-    verdicts = [(s, judge_comparison(compare_runs(*paired_sides(results, s), preset))) for s in judged]
+    verdicts = [(s, judged_session(results, s, preset)) for s in judged]
     if verdicts:  # what the margins did on a card none of their sessions came from, kept with them
         held = {
             "card": held_out,
