@@ -291,14 +291,27 @@ def aa_sessions(*campaigns: str, selection: str = "quick") -> list[str]:
     ]
 
 
+@functools.cache
+def sessions_results(sessions: tuple[str, ...]):
+    return load_results(str(ROOT / "results"), machines=list(sessions))
+
+
+@functools.cache
+def held_out_margins(sessions: tuple[str, ...], card: str | None):
+    """The margins the sessions off `card` earn (`calibrate --paired ... --held-out-card`), its figures among them:
+    computed once for the page's lines and the totals that share them."""
+    from fusedbench.regressions.margins import earn_paired_margins
+
+    return earn_paired_margins(sessions_results(sessions), list(sessions), card)[0]
+
+
 def held_out_totals(name: str, sessions: list[str]) -> str:
     """Every session judged by margins earned without it: those the sessions of the other cards earn
     (`calibrate --paired ... --held-out-card`), each card held out in turn."""
-    from fusedbench.regressions.margins import earn_paired_margins, session_card
+    from fusedbench.regressions.margins import session_card
 
-    results = load_results(str(ROOT / "results"), machines=sessions)
-    cards = sorted({session_card(results, s)[:12] for s in sessions})
-    held = [earn_paired_margins(results, sessions, card)[0].rates["held_out"] for card in cards]
+    cards = sorted({session_card(sessions_results(tuple(sessions)), s)[:12] for s in sessions})
+    held = [held_out_margins(tuple(sessions), card).rates["held_out"] for card in cards]
     red = sorted(s[-4:] for out in held for s in out["red"])
     alerts, cells = sum(out["alerts"] for out in held), sum(out["cells"] for out in held)
     lo, hi = rate_interval(len(red), len(sessions))
@@ -327,9 +340,7 @@ def rendered_out_of_sample() -> list[str]:
 def held_out_line(sessions: list[str], held_out: str, medium: bool = False) -> str:
     """The margins the sessions off one card earn (`calibrate --paired ... --held-out-card`), and that card's sessions
     judged by them."""
-    from fusedbench.regressions.margins import earn_paired_margins
-
-    preset, _ = earn_paired_margins(load_results(str(ROOT / "results"), machines=sessions), sessions, held_out)
+    preset = held_out_margins(tuple(sessions), held_out)
     out = preset.rates["held_out"]
     between = f", at 1-5 ms past {preset.threshold('time', 'medium'):.1%}" if medium else ""
     return (
@@ -389,8 +400,7 @@ def test_the_h200s_margins_in_force_hold_out_a_card_of_the_second_lease_and_narr
     machine = "h200-141gb-paired-x"
     for selection, group, card, cells in (("quick", "Quick", "GPU-cf359efd", ""),
                                           ("membound", "Fp16Membound", "GPU-4c60f492", regex)):  # fmt: skip
-        sessions = aa_sessions(THIRD, selection=selection)
-        earned, _ = earn_paired_margins(load_results(str(ROOT / "results"), machines=sessions), sessions, card)
+        earned = held_out_margins(tuple(aa_sessions(THIRD, selection=selection)), card)
         in_force = margins_for(machine, group, ASV_VERSIONS[group], cells)
         assert in_force.to_json() == earned.to_json() and in_force.cells == cells
     assert margins_for(machine, "Fp16Membound", ASV_VERSIONS["Fp16Membound"]).cells == ""  # the whole group: not them
@@ -448,3 +458,19 @@ def test_calibrate_paired_says_how_many_sessions_left_out_the_margins_turn_red_a
     folded = " ".join(out.split())
     assert code == 0 and "0 of 24 sessions red by the margins the others earn, each left out in turn (0.0%" in folded
     assert "held out GPU-2678c090: 0 of 5 sessions red by these margins, 0 alerts over 140 cells' times compared" in out
+
+
+def test_a_confirmation_of_a_narrowed_session_is_decided_by_the_margins_its_cells_earned():
+    """`alert --confirm` of an `ab --cells` session re-judges its flagged workloads by the margins its first look
+    used, those the sessions of its regex earned, not the whole group's."""
+    from fusedbench.regressions.confirm import flag, judge_confirmation
+
+    (build,) = [b["machine"] for b in manifest(THIRD)["builds"] if b.get("patch") == "h200membound-0.patch"]
+    results = campaign_results(THIRD)
+    (group,) = verdicts(THIRD)[build].suites[0].groups
+    first_look = group.judged.comparison.preset
+    (flagged,) = flag(verdicts(THIRD)[build])
+    sides = [[cell for r in results.records if (r.machine, r.commit) == (build, run.commit) for cell in r.cells]
+             for run in (group.baseline, group.candidate)]  # fmt: skip
+    confirmation = judge_confirmation(flagged, "side by side", *sides, rounds=10, seconds=1.0, calls=1)
+    assert first_look.cells and confirmation.decided_by == first_look.name

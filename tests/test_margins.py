@@ -133,14 +133,15 @@ def test_margins_earned_over_some_cells_judge_paired_sessions_of_those_cells_alo
     """A paired session narrowed by `ab --cells R` is judged by margins sessions of R earned, else by those of whole
     groups (whose worst covers the worst of fewer cells); margins of R never judge a whole group, another regex's
     cells, or a confirmation."""
-    side = earn_margins(MACHINE, [_record("a", 0.0, 1), _record("b", 0.0, 2)])
-    sessions = replace(side, name="whole", rates={"sessions": 20}, pairs=20, protocol=3)
+    earned = earn_margins(MACHINE, [_record("a", 0.0, 1), _record("b", 0.0, 2)])
+    side = replace(earned, protocol=3, pairs=99)  # side-by-side records: more pairs, the newest protocol
+    sessions = replace(earned, name="whole", rates={"sessions": 20}, pairs=20, protocol=3)
     narrowed = replace(sessions, name="narrowed", cells="/\\(32768,1024\\)/", pairs=19)
     for preset in (side, sessions, narrowed):
         monkeypatch.setitem(presets(), preset.name, preset)
     paired = f"{MACHINE}-paired-20261128T043501Z-d08d"
     assert margins_for(paired, "Quick", "v1", narrowed.cells) is narrowed  # its own cells' first, though fewer pairs
-    assert margins_for(paired, "Quick", "v1") is sessions
+    assert margins_for(paired, "Quick", "v1") is sessions  # a paired session: its sessions' before side-by-side ones
     assert margins_for(paired, "Quick", "v1", "/BIAS/") is sessions  # another regex: the whole groups' margins
     assert margins_for(MACHINE, "Quick", "v1", narrowed.cells) is side  # a confirmation: side-by-side records' only
     monkeypatch.delitem(presets(), sessions.name)

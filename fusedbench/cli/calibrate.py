@@ -266,6 +266,7 @@ def preset_table(preset, machine: str):
     named = [name for names in preset.runs for name in names]
     if preset.suite == MARGINS_SUITE and any(PAIRED_MARK in name for name in named):
         made_of = f"paired sessions {', '.join(name.split(PAIRED_MARK)[1] for name in named)}"
+        made_of += f" over the cells --cells {preset.cells!r} finds (they judge sessions of it)" if preset.cells else ""
     elif preset.suite == MARGINS_SUITE:
         made_of = f"side-by-side records at {', '.join(c[:7] for c in named)}"
     return table(

@@ -191,7 +191,8 @@ def judge_confirmation(
         base, preset = Run(first.baseline.machine, first.baseline.commit, kept), flagged.preset
     else:
         base = as_run(first.baseline.machine, first.baseline.commit, version, flagged.group, base_cells)
-        preset = margins or margins_for(first.candidate.machine, flagged.group, version)
+        narrowed = first.judged.comparison.preset.cells if first.judged is not None else ""  # a session's --cells
+        preset = margins or margins_for(first.candidate.machine, flagged.group, version, narrowed)
     comparison = compare_runs(base, cand, preset)
     if preset.by_cells:  # margins for as many cells as were judged (`Preset.for_cells`)
         measured = comparison.cells[comparison.cells["ratio"].notna()]

@@ -19,10 +19,10 @@ baseline, groups not run or at another benchmark version. Pure: pandas over load
 
 A paired run (`fusedbench ab`, a machine of its own per session) is judged within its session: its candidate (asv
 has it last) against its base, the run before it, each group by its GPU's confirmation margins, those earned from
-paired A/A sessions where it has them (`thresholds.margins_for`; a group without margins of its own is compared and
-not judged), fused-autotuned with the pick held fixed and the picks judged apart
-(`regressions.picks`). Its suite is the groups the session measured (`ab --bench` picks a few of a large suite): the
-rest of the suite it was never asked for.
+paired A/A sessions where it has them (`thresholds.margins_for`; a session narrowed by `ab --cells`, by those
+sessions of its cells earned first; a group without margins of its own is compared and not judged),
+fused-autotuned with the pick held fixed and the picks judged apart (`regressions.picks`). Its suite is the groups
+the session measured (`ab --bench` picks a few of a large suite): the rest of the suite it was never asked for.
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ class Preset:
                 key: {int(k): float(v) for k, v in ladder.items()} for key, ladder in data.get("by_cells", {}).items()
             },
             protocol=int(data.get("protocol", 0)),
-            cells=str(data.get("cells", "")),
+            cells=str(data.get("cells") or ""),
         )
 
 
@@ -253,10 +253,11 @@ def margins_for(machine: str, group: str, version: str, cells: str = "") -> Pres
     earned on side-by-side A/A measurements of the group at this benchmark version (`regressions.margins`; those of
     the newest worker protocol first, fused-autotuned timed at one pick on both sides from protocol 2 on, then most
     pairs), else the fixed CONFIRMATION margins. Margins earned from paired A/A sessions decide paired sessions only
-    (`machine` a paired one): a confirmation judges a few flagged cells, by margins narrowed to their number
-    (`Preset.for_cells`), which sessions of whole groups do not earn. A paired session narrowed by `ab --cells`
-    (`cells`, its regex) is judged by margins its own cells earned first, else by those of whole groups (the worst of
-    more cells covers the worst of fewer); margins earned over some cells never judge others."""
+    (`machine` a paired one), before side-by-side ones: a confirmation judges a few flagged cells, by margins narrowed
+    to their number (`Preset.for_cells`), which sessions of whole groups do not earn. A paired session narrowed by
+    `ab --cells` (`cells`, its regex, as written) is judged by margins its own cells earned first, else by those of
+    whole groups (the worst of more cells covers the worst of fewer); margins earned over some cells never judge
+    others."""
     gpu, paired = gpu_machine(machine), PAIRED_MARK in machine
     earned = [
         p
@@ -267,7 +268,7 @@ def margins_for(machine: str, group: str, version: str, cells: str = "") -> Pres
         and (paired or not p.from_sessions)
         and p.cells in ("", cells)
     ]
-    return max(earned, key=lambda p: (bool(p.cells), p.protocol, p.pairs)) if earned else CONFIRMATION
+    return max(earned, key=lambda p: (bool(p.cells), p.from_sessions, p.protocol, p.pairs)) if earned else CONFIRMATION
 
 
 def recorded_margins(name: str | None) -> Preset:
