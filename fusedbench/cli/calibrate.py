@@ -47,7 +47,8 @@ def add_parser(commands) -> None:
         type=names,
         metavar="S1,S2,...",
         help="paired A/A sessions (machines <gpu>-paired-<session> of `fusedbench ab` beside an empty commit): earn "
-        "their GPU's confirmation margins from them",
+        "their GPU's confirmation margins from them (sessions narrowed by `ab --cells R`: margins of R's cells, which "
+        "judge sessions of R alone)",
     )
     earned.add_argument(
         "--measure-side-by-side",

@@ -26,7 +26,7 @@ import pandas as pd
 from fusedbench.catalog.formats import SideBySideForm, cell_from_json, read_record
 from fusedbench.catalog.model import Request
 from fusedbench.errors import FusedbenchError
-from fusedbench.regressions.compare import Run, cells_run
+from fusedbench.regressions.compare import Run, cells_run, compare_runs
 from fusedbench.regressions.metrics import TIME
 from fusedbench.regressions.thresholds import MARGINS_SUITE, Preset
 from fusedbench.results.loader import ResultSet
@@ -147,7 +147,6 @@ def paired_sides(results: ResultSet, session: str) -> tuple[Run, Run]:
 def judged_session(results: ResultSet, session: str, preset: Preset):
     """A paired session judged by `preset` as the gate judges it: its cells with fused-autotuned's pick held fixed,
     and the picks themselves where they differed (an autotuning that picked slower is a false alarm too)."""
-    from fusedbench.regressions.compare import compare_runs
     from fusedbench.regressions.gate import judge_comparison, paired_picks, with_picks
 
     base, cand = paired_sides(results, session)
