@@ -21,8 +21,8 @@ from fusedbench.results.loader import load_results
 
 ROOT = Path(__file__).parent.parent
 FINDINGS = ROOT / "docs" / "findings"
-# the campaigns: each a findings page and a folder beside it (the first two on H100s, the third on H200s)
-FIRST, SECOND, THIRD = "ab-paired-runs", "ab-paired-campaign-2", "ab-paired-campaign-3"
+# the campaigns: each a findings page and a folder beside it (the first two on H100s, the third and fourth on H200s)
+FIRST, SECOND, THIRD, FOURTH = "ab-paired-runs", "ab-paired-campaign-2", "ab-paired-campaign-3", "ab-paired-campaign-4"
 BANDS = (("5% or more", 0.05, 1.0), ("3% to 5%", 0.03, 0.05), ("under 3%", 0.0, 0.03))
 QUICK_SHAPE = (65536, 16384, 8192)
 
@@ -61,9 +61,13 @@ def slowed(campaign: str, patch: str) -> dict[tuple, str]:
     return {key: f"{rows} rows" for key, rows in table.items()}
 
 
+CAMPAIGNS = (FIRST, SECOND, THIRD, FOURTH)
+
+
 @functools.cache
-def campaign_results(campaign: str):
-    runs = manifest(campaign)["builds"] + manifest(campaign)["sizes"]
+def campaign_results():
+    """Every campaign's sessions, loaded once (a verdict or a margin reads the sessions it names alone)."""
+    runs = [run for c in CAMPAIGNS for run in manifest(c)["builds"] + manifest(c)["sizes"]]
     return load_results(str(ROOT / "results"), machines=[run["machine"] for run in runs])
 
 
@@ -71,7 +75,7 @@ def campaign_results(campaign: str):
 def verdicts(campaign: str) -> dict:
     """Each campaign machine's verdict, as `fusedbench alert --machine M --suite S` gives it."""
     runs = manifest(campaign)["builds"] + manifest(campaign)["sizes"]
-    results = campaign_results(campaign)
+    results = campaign_results()
     return {
         run["machine"]: judge(results, default_choice(results, run["machine"], suites=(run.get("suite", "quick"),)))
         for run in runs
@@ -93,7 +97,7 @@ def time_rows(campaign: str, machine: str, judged_only: bool = False) -> dict[tu
 
 def card(campaign: str, machine: str) -> str:
     """The card a campaign's session ran on, as its records say."""
-    (uuid,) = {r.environment["gpu"]["uuid"][:12] for r in campaign_results(campaign).records if r.machine == machine}
+    (uuid,) = {r.environment["gpu"]["uuid"][:12] for r in campaign_results().records if r.machine == machine}
     return uuid
 
 
@@ -108,38 +112,50 @@ def sized_builds(campaign: str) -> list[dict]:
     return [b for b in regressions if (b["patch"], card(campaign, b["machine"])) in sized]
 
 
+def slowed_cell_rows(campaign: str, build: dict, truth: tuple[str, str]) -> list[dict]:
+    """A row per cell the build slows and measured: its true size (the 100-round run `truth`, a campaign and its
+    machine) and whether the build's 10-round verdict caught it (its time slower, judged)."""
+    measured = time_rows(campaign, build["machine"])
+    judged = time_rows(campaign, build["machine"], judged_only=True)
+    sizes = time_rows(*truth)
+    rows = []
+    for cell, extra in sorted(slowed(campaign, build["patch"]).items()):
+        if cell not in measured:  # a cell the build does not time (torch has no op for it)
+            continue
+        true = sizes[cell]
+        rows.append({
+            "cell": "/".join(cell[:2]), "extra": extra, "build": build["machine"][-4:],
+            "set": shape_set(build["patch"]), "seen": measured[cell].ratio, "true": true.ratio,
+            "true_low": true.ci_low, "true_high": true.ci_high,
+            "caught": cell in judged and measured[cell].verdict is Verdict.SLOWER,
+            "margin": measured[cell].threshold if cell in judged else math.nan,
+        })  # fmt: skip
+    return rows
+
+
 @functools.cache
 def detection_rows(campaign: str) -> tuple[dict, ...]:
-    """A row per slowed cell the build measured: its true size (the 100-round run's change and interval, of the same
-    code on the same card) and whether the build's 10-round verdict caught it (its time slower)."""
+    """Every sized build's slowed cells, each beside the 100-round run of the same code on the same card."""
     sizes = {
         (s["patch"], card(campaign, s["machine"])): s["machine"]
         for s in manifest(campaign)["sizes"]
         if s["rounds"] == 100
     }
-    rows = []
-    for build in sized_builds(campaign):
-        measured = time_rows(campaign, build["machine"])
-        judged = time_rows(campaign, build["machine"], judged_only=True)
-        truth = time_rows(campaign, sizes[(build["patch"], card(campaign, build["machine"]))])
-        for cell, extra in sorted(slowed(campaign, build["patch"]).items()):
-            if cell not in measured:  # a cell the build does not time (torch has no op for it)
-                continue
-            true = truth[cell]
-            rows.append({
-                "cell": "/".join(cell[:2]), "extra": extra, "build": build["machine"][-4:],
-                "set": shape_set(build["patch"]), "seen": measured[cell].ratio, "true": true.ratio,
-                "true_low": true.ci_low, "true_high": true.ci_high,
-                "caught": cell in judged and measured[cell].verdict is Verdict.SLOWER,
-                "margin": measured[cell].threshold if cell in judged else math.nan,
-            })  # fmt: skip
-    return tuple(rows)
+    return tuple(
+        row
+        for build in sized_builds(campaign)
+        for row in slowed_cell_rows(
+            campaign, build, (campaign, sizes[build["patch"], card(campaign, build["machine"])])
+        )
+    )
 
 
-def band_lines(rows, prefix: str = "true size") -> list[str]:
+def band_lines(rows, prefix: str = "true size", skip_empty: bool = False) -> list[str]:
     lines = []
     for band, low, high in BANDS:
         inside = [r for r in rows if low <= r["true"] - 1 < high]
+        if skip_empty and not inside:
+            continue
         hits = sum(r["caught"] for r in inside)
         lo, hi = rate_interval(hits, len(inside))
         lines.append(f"{prefix} {band}: {hits} of {len(inside)} caught, 95% interval [{lo:.0%}, {hi:.0%}]")
@@ -206,13 +222,19 @@ def rendered_false_alarms(campaign: str = FIRST) -> list[str]:
     return lines
 
 
+def group_gate(campaign: str, machine: str):
+    """The whole-group gate of a build's verdict: its median time change against the group's margin."""
+    (suite,) = verdicts(campaign)[machine].suites
+    (gate,) = [g for g in suite.groups[0].judged.comparison.groups.itertuples()
+               if g.provider == "*" and g.metric == "time"]  # fmt: skip
+    return suite, gate
+
+
 def rendered_group_builds(campaign: str = SECOND) -> list[str]:
     """Each whole-group build: its verdict and the group gate's median change."""
     lines = []
     for build in (b for b in manifest(campaign)["builds"] if b["kind"] == "group"):
-        (suite,) = verdicts(campaign)[build["machine"]].suites
-        (gate,) = [g for g in suite.groups[0].judged.comparison.groups.itertuples()
-                   if g.provider == "*" and g.metric == "time"]  # fmt: skip
+        suite, gate = group_gate(campaign, build["machine"])
         lines.append(
             f"build {build['machine'][-4:]} ({build['patch'][:-6]}): {suite.outcome.value}, the group's median "
             f"x{gate.ratio:.4f} [{gate.ci_low:.4f}, {gate.ci_high:.4f}] against its {gate.threshold:.1%}"
@@ -248,7 +270,7 @@ def test_the_third_campaigns_detection_table_is_the_committed_runs():
 
 
 def test_every_campaign_machine_is_committed_with_both_sides_and_a_record_naming_the_pair():
-    for run in (r for c in (FIRST, SECOND, THIRD) for r in manifest(c)["builds"] + manifest(c)["sizes"]):
+    for run in (r for c in CAMPAIGNS for r in manifest(c)["builds"] + manifest(c)["sizes"]):
         folder = ROOT / "results" / run["machine"]
         records = [json.loads(p.read_text()) for p in folder.glob("*.fbenv")]
         sides = {r["environment"]["paired"]["side"]: r["commit"] for r in records}
@@ -294,17 +316,12 @@ def aa_sessions(*campaigns: str, selection: str = "quick") -> list[str]:
 
 
 @functools.cache
-def sessions_results(sessions: tuple[str, ...]):
-    return load_results(str(ROOT / "results"), machines=list(sessions))
-
-
-@functools.cache
 def held_out_margins(sessions: tuple[str, ...], card: str | None):
     """The margins the sessions off `card` earn (`calibrate --paired ... --held-out-card`), its figures among them:
     computed once for the page's lines and the totals that share them."""
     from fusedbench.regressions.margins import earn_paired_margins
 
-    return earn_paired_margins(sessions_results(sessions), list(sessions), card)[0]
+    return earn_paired_margins(campaign_results(), list(sessions), card)[0]
 
 
 def held_out_totals(name: str, sessions: list[str]) -> str:
@@ -312,7 +329,7 @@ def held_out_totals(name: str, sessions: list[str]) -> str:
     (`calibrate --paired ... --held-out-card`), each card held out in turn."""
     from fusedbench.regressions.margins import session_card
 
-    cards = sorted({session_card(sessions_results(tuple(sessions)), s)[:12] for s in sessions})
+    cards = sorted({session_card(campaign_results(), s)[:12] for s in sessions})
     held = [held_out_margins(tuple(sessions), card).rates["held_out"] for card in cards]
     red = sorted(s[-4:] for out in held for s in out["red"])
     alerts, cells = sum(out["alerts"] for out in held), sum(out["cells"] for out in held)
@@ -391,21 +408,28 @@ def test_the_third_campaigns_page_gives_each_h200_cards_held_out_figures_and_eve
 
 def test_the_h200s_margins_in_force_hold_out_a_card_of_the_second_lease_and_narrowed_ones_judge_their_cells_alone():
     """presets.json keeps what `calibrate --paired <the H200's A/A sessions of one selection> --held-out-card <the
-    second lease's card with most of them> --write` earns now; the membound sessions' margins judge sessions of
-    their cells, never the whole group; sessions of two selections earn nothing together."""
+    second lease's card with most of them> --write` earns now (quick's and membound's from the third campaign, llm's
+    from the fourth); the narrowed sessions' margins judge sessions of their cells, never the whole group; sessions of
+    two selections earn nothing together."""
     from fusedbench.catalog.suites import ASV_VERSIONS
     from fusedbench.errors import FusedbenchError
     from fusedbench.regressions.margins import earn_paired_margins
     from fusedbench.regressions.thresholds import margins_for
 
-    regex = manifest(THIRD)["selections"]["membound"].split("--cells ")[1]
+    def regex(selection: str) -> str:
+        return manifest(THIRD)["selections"][selection].split("--cells ")[1]
+
     machine = "h200-141gb-paired-x"
-    for selection, group, card, cells in (("quick", "Quick", "GPU-cf359efd", ""),
-                                          ("membound", "Fp16Membound", "GPU-4c60f492", regex)):  # fmt: skip
-        earned = held_out_margins(tuple(aa_sessions(THIRD, selection=selection)), card)
+    for campaign, selection, group, card, cells in (
+        (THIRD, "quick", "Quick", "GPU-cf359efd", ""),
+        (THIRD, "membound", "Fp16Membound", "GPU-4c60f492", regex("membound")),
+        (FOURTH, "llm", "Fp16Llm", "GPU-1d910957", regex("llm")),
+    ):
+        earned = held_out_margins(tuple(aa_sessions(campaign, selection=selection)), card)
         in_force = margins_for(machine, group, ASV_VERSIONS[group], cells)
         assert in_force.to_json() == earned.to_json() and in_force.cells == cells
-    assert margins_for(machine, "Fp16Membound", ASV_VERSIONS["Fp16Membound"]).cells == ""  # the whole group: not them
+        if cells:  # the whole group: not them
+            assert margins_for(machine, group, ASV_VERSIONS[group]).cells == ""
     both = aa_sessions(THIRD)[:2] + aa_sessions(THIRD, selection="membound")[:2]
     with pytest.raises(FusedbenchError, match=r"names sessions of 2 sets of cells \(whole groups: .*; --cells "):
         earn_paired_margins(load_results(str(ROOT / "results"), machines=both), both)
@@ -468,7 +492,7 @@ def test_a_confirmation_of_a_narrowed_session_is_decided_by_the_margins_its_cell
     from fusedbench.regressions.confirm import flag, judge_confirmation
 
     (build,) = [b["machine"] for b in manifest(THIRD)["builds"] if b.get("patch") == "h200membound-0.patch"]
-    results = campaign_results(THIRD)
+    results = campaign_results()
     (group,) = verdicts(THIRD)[build].suites[0].groups
     first_look = group.judged.comparison.preset
     (flagged,) = flag(verdicts(THIRD)[build])
@@ -476,3 +500,94 @@ def test_a_confirmation_of_a_narrowed_session_is_decided_by_the_margins_its_cell
              for run in (group.baseline, group.candidate)]  # fmt: skip
     confirmation = judge_confirmation(flagged, "side by side", *sides, rounds=10, seconds=1.0, calls=1)
     assert first_look.cells and confirmation.decided_by == first_look.name
+
+
+# The fourth campaign (H200s, two more leases): Fp16Llm's and Fp16Membound's cells' A/A sessions, whole-group builds.
+LLM_CARDS = ("GPU-2787e0a9", "GPU-cac23d6a", "GPU-7843b487", "GPU-574ced99",
+             "GPU-1d910957", "GPU-a91b099e", "GPU-bad83488", "GPU-11450dea")  # fmt: skip
+FOURTH_OUT_OF_SAMPLE = {  # name: the campaigns whose A/A sessions of the selection are judged, each card held out
+    "H200 llm": ((FOURTH,), "llm"),
+    "H200 membound, campaigns 3 and 4": ((THIRD, FOURTH), "membound"),
+}
+
+
+def rendered_fourth_held_out() -> list[str]:
+    """The llm margins each card held out in turn, and every llm and membound A/A session judged out of sample."""
+    sessions = aa_sessions(FOURTH, selection="llm")
+    lines = [f"llm: {held_out_line(sessions, card, medium=True)}" for card in LLM_CARDS]
+    return lines + [
+        held_out_totals(name, aa_sessions(*campaigns, selection=selection))
+        for name, (campaigns, selection) in FOURTH_OUT_OF_SAMPLE.items()
+    ]
+
+
+def rendered_fourth_sessions_judged() -> list[str]:
+    """The fourth campaign's membound sessions judged by the margins in force, which the third's earned without
+    them, and its Fp16Seed session by the H200's side-by-side margins, as `fusedbench alert --machine` judges them."""
+    membound = [verdicts(FOURTH)[s] for s in aa_sessions(FOURTH, selection="membound")]
+    red = sorted(v.suites[0].groups[0].candidate.machine[-4:] for v in membound if v.outcome.value == "red")
+    alerts = sum(len(v.suites[0].alerts) for v in membound)
+    compared = sum(v.suites[0].compared for v in membound)
+    (seed,) = [verdicts(FOURTH)[s] for s in aa_sessions(FOURTH, selection="seed")]
+    (group,) = seed.suites[0].groups
+    return [
+        f"campaign 4's {len(membound)} membound A/A sessions, judged by the margins in force (earned without them): "
+        f"{len(red)} red ({', '.join(red) or 'none'}), {alerts} alerts over {compared} cells' times compared",
+        f"the paired Fp16Seed A/A session ({group.candidate.machine[-4:]}): {seed.outcome.value}, "
+        f"{len(seed.suites[0].alerts)} alerts over {seed.suites[0].compared} cells compared, judged by "
+        f"{group.judged.comparison.preset.name}",
+    ]
+
+
+def rendered_group_totals() -> list[str]:
+    """Every whole-group build of the campaigns (H100s and H200s), caught when its group gate put it slower."""
+    builds = [(c, b["machine"]) for c in (SECOND, THIRD, FOURTH) for b in manifest(c)["builds"] if b["kind"] == "group"]
+    caught = sum(group_gate(c, m)[1].verdict is Verdict.SLOWER for c, m in builds)
+    lo, hi = rate_interval(caught, len(builds))
+    return [
+        f"whole-group builds caught by the group gate: {caught} of {len(builds)}, 95% interval [{lo:.0%}, {hi:.0%}]"
+    ]
+
+
+SET_ROWS = {"quick": ("quick",), "membound": ("membound",), "llm": ("llm",), "quick and llm": ("quick", "llm"),
+            "all": ("quick", "membound", "llm")}  # fmt: skip
+
+
+def rendered_detection_by_gpu() -> list[str]:
+    """Every sized build of the campaigns, re-judged by the margins in force: a row per GPU model, shape set and
+    true-size band."""
+    by_gpu = {"H100": [r for c in (FIRST, SECOND) for r in detection_rows(c)], "H200": list(detection_rows(THIRD))}
+    by_gpu["both"] = by_gpu["H100"] + by_gpu["H200"]
+    lines = []
+    for gpu, rows in by_gpu.items():
+        for name, sets in SET_ROWS.items():
+            mine = [r for r in rows if r["set"] in sets]
+            for band, low, high in BANDS:
+                inside = [r for r in mine if low <= r["true"] - 1 < high]
+                hits = sum(r["caught"] for r in inside)
+                lo, hi = rate_interval(hits, len(inside))
+                if inside:
+                    lines.append(f"| {gpu} | {name} | {band} | {hits} of {len(inside)} | [{lo:.0%}, {hi:.0%}] |")
+    return lines
+
+
+def rendered_cross_card_sizes() -> list[str]:
+    """The third campaign's second quick build (3d9d) beside its cells' sizes measured by the fourth on another card:
+    not the same card, so outside the tables above."""
+    (build,) = [b for b in manifest(THIRD)["builds"] if b.get("patch") == "h200quick-1.patch"]
+    (sizes,) = manifest(FOURTH)["sizes"]
+    rows = slowed_cell_rows(THIRD, build, (FOURTH, sizes["machine"]))
+    return band_lines(rows, f"3d9d ({card(THIRD, build['machine'])}) beside sizes on {sizes['card']}: true size", True)
+
+
+@pytest.mark.parametrize(
+    "line",
+    rendered_fourth_held_out()
+    + rendered_fourth_sessions_judged()
+    + rendered_group_builds(FOURTH)
+    + rendered_group_totals()
+    + rendered_detection_by_gpu()
+    + rendered_cross_card_sizes(),
+)
+def test_the_fourth_campaigns_page_gives_the_llm_margins_held_out_group_builds_and_detection_by_gpu(line):
+    assert " ".join(line.split()) in finding(FOURTH)

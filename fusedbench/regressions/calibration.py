@@ -22,7 +22,7 @@ Pure: numpy and pandas over the committed results; tests/test_calibration.py run
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -68,15 +68,20 @@ class ReplicateBuilds:
     log_worse_low: np.ndarray  # rows x replicates: each replicate's interval low end, in logs (the pair's
     # interval moved with the replicate: a nested bootstrap per replicate would cost REPLICATES times more)
     gates: dict[tuple[str, str, str], np.ndarray]  # (group, provider, metric) -> its rows (compare.gates)
+    # what is derived once and asked for again and again (a minimum detectable effect tries a hundred)
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
     def gate_shifts(self, metric: str, gate: str) -> np.ndarray:
         """gates x replicates: the median log change in `metric` (worse-is-above-zero) of each gate of a kind."""
-        shifts = [
-            np.median(self.log_worse[rows], axis=0)
-            for (_, provider, m), rows in self.gates.items()
-            if m == metric and gate_class(provider) == gate
-        ]
-        return np.stack(shifts) if shifts else np.empty((0, self.log_worse.shape[1]))
+        key = ("gate_shifts", metric, gate)
+        if key not in self.derived:
+            shifts = [
+                np.median(self.log_worse[rows], axis=0)
+                for (_, provider, m), rows in self.gates.items()
+                if m == metric and gate_class(provider) == gate
+            ]
+            self.derived[key] = np.stack(shifts) if shifts else np.empty((0, self.log_worse.shape[1]))
+        return self.derived[key]
 
     def reversed(self) -> ReplicateBuilds:
         """The same replicates with the runs' roles swapped: the candidate as the baseline."""
@@ -100,7 +105,9 @@ def replicate_builds(base: Run, cand: Run, *, replicates: int = REPLICATES, seed
 
 
 def _class_keys(builds: ReplicateBuilds) -> pd.Series:
-    return builds.rows["metric"] + "/" + builds.rows["cell_class"]
+    if "class_keys" not in builds.derived:
+        builds.derived["class_keys"] = builds.rows["metric"] + "/" + builds.rows["cell_class"]
+    return builds.derived["class_keys"]
 
 
 def class_maxima(builds: ReplicateBuilds) -> dict[str, np.ndarray]:
@@ -193,7 +200,10 @@ def _thresholds_of(builds: ReplicateBuilds, preset: Preset) -> np.ndarray:
     """Each row's threshold under the preset (one lookup per metric and class, not per row)."""
     keys = _class_keys(builds)
     table = {key: preset.threshold(*key.split("/")) for key in dict.fromkeys(keys)}
-    return keys.map(table).to_numpy(dtype=float)
+    cache = ("thresholds", tuple(sorted(table.items())))
+    if cache not in builds.derived:
+        builds.derived[cache] = keys.map(table).to_numpy(dtype=float)
+    return builds.derived[cache]
 
 
 def red_builds(builds: ReplicateBuilds, preset: Preset) -> np.ndarray:
@@ -220,8 +230,11 @@ def detection(
         if not len(shifts):
             return math.nan
         return float((shifts + log_effect > math.log1p(preset.threshold(metric, classes[0]))).mean())
-    mask = ((builds.rows["metric"] == metric) & builds.rows["cell_class"].isin(classes)).to_numpy()
-    candidates = np.flatnonzero(mask)
+    key = ("candidates", metric, classes)
+    if key not in builds.derived:
+        mask = ((builds.rows["metric"] == metric) & builds.rows["cell_class"].isin(classes)).to_numpy()
+        builds.derived[key] = np.flatnonzero(mask)
+    candidates = builds.derived[key]
     if not len(candidates):
         return math.nan
     picks = rng.choice(candidates, size=builds.log_worse.shape[1])
