@@ -150,16 +150,22 @@ def detection_rows(campaign: str) -> tuple[dict, ...]:
     )
 
 
-def band_lines(rows, prefix: str = "true size", skip_empty: bool = False) -> list[str]:
-    lines = []
+def bands(rows, skip_empty: bool = False) -> list[tuple[str, int, int, float, float]]:
+    """Per true-size band: (band, caught, cells, and the caught rate's 95% interval)."""
+    found = []
     for band, low, high in BANDS:
         inside = [r for r in rows if low <= r["true"] - 1 < high]
-        if skip_empty and not inside:
-            continue
-        hits = sum(r["caught"] for r in inside)
-        lo, hi = rate_interval(hits, len(inside))
-        lines.append(f"{prefix} {band}: {hits} of {len(inside)} caught, 95% interval [{lo:.0%}, {hi:.0%}]")
-    return lines
+        if inside or not skip_empty:
+            hits = sum(r["caught"] for r in inside)
+            found.append((band, hits, len(inside), *rate_interval(hits, len(inside))))
+    return found
+
+
+def band_lines(rows, prefix: str = "true size", skip_empty: bool = False) -> list[str]:
+    return [
+        f"{prefix} {band}: {hits} of {n} caught, 95% interval [{lo:.0%}, {hi:.0%}]"
+        for band, hits, n, lo, hi in bands(rows, skip_empty)
+    ]
 
 
 def rendered_detection(campaign: str = FIRST) -> list[str]:
@@ -327,9 +333,7 @@ def held_out_margins(sessions: tuple[str, ...], card: str | None):
 def held_out_totals(name: str, sessions: list[str]) -> str:
     """Every session judged by margins earned without it: those the sessions of the other cards earn
     (`calibrate --paired ... --held-out-card`), each card held out in turn."""
-    from fusedbench.regressions.margins import session_card
-
-    cards = sorted({session_card(campaign_results(), s)[:12] for s in sessions})
+    cards = cards_of(sessions)
     held = [held_out_margins(tuple(sessions), card).rates["held_out"] for card in cards]
     red = sorted(s[-4:] for out in held for s in out["red"])
     alerts, cells = sum(out["alerts"] for out in held), sum(out["cells"] for out in held)
@@ -342,18 +346,31 @@ def held_out_totals(name: str, sessions: list[str]) -> str:
     )
 
 
-OUT_OF_SAMPLE = {
-    "H100 quick": (FIRST, SECOND),
-    "H200 quick": (THIRD,),
-    "H200 membound": (THIRD,),
+OUT_OF_SAMPLE = {  # a page's line: the campaigns whose A/A sessions of a selection are judged, each card held out
+    THIRD: {
+        "H100 quick": ((FIRST, SECOND), "quick"),
+        "H200 quick": ((THIRD,), "quick"),
+        "H200 membound": ((THIRD,), "membound"),
+    },
+    FOURTH: {
+        "H200 llm": ((FOURTH,), "llm"),
+        "H200 membound, campaigns 3 and 4": ((THIRD, FOURTH), "membound"),
+    },
 }
 
 
-def rendered_out_of_sample() -> list[str]:
+def rendered_out_of_sample(page: str) -> list[str]:
     return [
-        held_out_totals(name, aa_sessions(*campaigns, selection=name.split()[1]))
-        for name, campaigns in OUT_OF_SAMPLE.items()
+        held_out_totals(name, aa_sessions(*campaigns, selection=selection))
+        for name, (campaigns, selection) in OUT_OF_SAMPLE[page].items()
     ]
+
+
+def cards_of(sessions: list[str]) -> list[str]:
+    """The cards the sessions ran on, as their records say."""
+    from fusedbench.regressions.margins import session_card
+
+    return sorted({session_card(campaign_results(), s)[:12] for s in sessions})
 
 
 def held_out_line(sessions: list[str], held_out: str, medium: bool = False) -> str:
@@ -387,21 +404,18 @@ def test_the_paired_aa_sessions_earn_margins_and_the_held_out_cards_sessions_are
     assert " ".join(held_out_line(aa_sessions(*campaigns), held_out).split()) in finding(page)
 
 
-H200_CARDS = {  # the third campaign's cards with A/A sessions of each selection: its two leases, four cards each
-    "quick": ("GPU-5ada4f23", "GPU-927be1c2", "GPU-5deb25d2", "GPU-7d5a8575", "GPU-cf359efd", "GPU-2d34536b"),
-    "membound": ("GPU-5ada4f23", "GPU-927be1c2", "GPU-5deb25d2", "GPU-4c60f492", "GPU-cf359efd", "GPU-2d34536b"),
-}
+def rendered_held_out(campaign: str, selection: str, medium: bool) -> list[str]:
+    """Each card of the campaign's A/A sessions of a selection held out in turn."""
+    sessions = aa_sessions(campaign, selection=selection)
+    return [f"{selection}: {held_out_line(sessions, card, medium)}" for card in cards_of(sessions)]
 
 
-def rendered_h200_held_out() -> list[str]:
-    return [
-        f"{selection}: {held_out_line(aa_sessions(THIRD, selection=selection), card, medium=selection == 'membound')}"
-        for selection, cards in H200_CARDS.items()
-        for card in cards
-    ]
-
-
-@pytest.mark.parametrize("line", rendered_h200_held_out() + rendered_out_of_sample())
+@pytest.mark.parametrize(
+    "line",
+    rendered_held_out(THIRD, "quick", False)
+    + rendered_held_out(THIRD, "membound", True)
+    + rendered_out_of_sample(THIRD),
+)
 def test_the_third_campaigns_page_gives_each_h200_cards_held_out_figures_and_every_session_judged_out_of_sample(line):
     assert " ".join(line.split()) in finding(THIRD)
 
@@ -416,14 +430,14 @@ def test_the_h200s_margins_in_force_hold_out_a_card_of_the_second_lease_and_narr
     from fusedbench.regressions.margins import earn_paired_margins
     from fusedbench.regressions.thresholds import margins_for
 
-    def regex(selection: str) -> str:
-        return manifest(THIRD)["selections"][selection].split("--cells ")[1]
+    def regex(campaign: str, selection: str) -> str:
+        return manifest(campaign)["selections"][selection].split("--cells ")[1]
 
     machine = "h200-141gb-paired-x"
     for campaign, selection, group, card, cells in (
         (THIRD, "quick", "Quick", "GPU-cf359efd", ""),
-        (THIRD, "membound", "Fp16Membound", "GPU-4c60f492", regex("membound")),
-        (FOURTH, "llm", "Fp16Llm", "GPU-1d910957", regex("llm")),
+        (THIRD, "membound", "Fp16Membound", "GPU-4c60f492", regex(THIRD, "membound")),
+        (FOURTH, "llm", "Fp16Llm", "GPU-1d910957", regex(FOURTH, "llm")),
     ):
         earned = held_out_margins(tuple(aa_sessions(campaign, selection=selection)), card)
         in_force = margins_for(machine, group, ASV_VERSIONS[group], cells)
@@ -432,7 +446,7 @@ def test_the_h200s_margins_in_force_hold_out_a_card_of_the_second_lease_and_narr
             assert margins_for(machine, group, ASV_VERSIONS[group]).cells == ""
     both = aa_sessions(THIRD)[:2] + aa_sessions(THIRD, selection="membound")[:2]
     with pytest.raises(FusedbenchError, match=r"names sessions of 2 sets of cells \(whole groups: .*; --cells "):
-        earn_paired_margins(load_results(str(ROOT / "results"), machines=both), both)
+        earn_paired_margins(campaign_results(), both)
 
 
 def test_the_margins_in_force_are_those_the_sessions_off_gpu_2678c090_earn_each_class_the_worst_a_session_showed():
@@ -503,24 +517,6 @@ def test_a_confirmation_of_a_narrowed_session_is_decided_by_the_margins_its_cell
 
 
 # The fourth campaign (H200s, two more leases): Fp16Llm's and Fp16Membound's cells' A/A sessions, whole-group builds.
-LLM_CARDS = ("GPU-2787e0a9", "GPU-cac23d6a", "GPU-7843b487", "GPU-574ced99",
-             "GPU-1d910957", "GPU-a91b099e", "GPU-bad83488", "GPU-11450dea")  # fmt: skip
-FOURTH_OUT_OF_SAMPLE = {  # name: the campaigns whose A/A sessions of the selection are judged, each card held out
-    "H200 llm": ((FOURTH,), "llm"),
-    "H200 membound, campaigns 3 and 4": ((THIRD, FOURTH), "membound"),
-}
-
-
-def rendered_fourth_held_out() -> list[str]:
-    """The llm margins each card held out in turn, and every llm and membound A/A session judged out of sample."""
-    sessions = aa_sessions(FOURTH, selection="llm")
-    lines = [f"llm: {held_out_line(sessions, card, medium=True)}" for card in LLM_CARDS]
-    return lines + [
-        held_out_totals(name, aa_sessions(*campaigns, selection=selection))
-        for name, (campaigns, selection) in FOURTH_OUT_OF_SAMPLE.items()
-    ]
-
-
 def rendered_fourth_sessions_judged() -> list[str]:
     """The fourth campaign's membound sessions judged by the margins in force, which the third's earned without
     them, and its Fp16Seed session by the H200's side-by-side margins, as `fusedbench alert --machine` judges them."""
@@ -558,17 +554,12 @@ def rendered_detection_by_gpu() -> list[str]:
     true-size band."""
     by_gpu = {"H100": [r for c in (FIRST, SECOND) for r in detection_rows(c)], "H200": list(detection_rows(THIRD))}
     by_gpu["both"] = by_gpu["H100"] + by_gpu["H200"]
-    lines = []
-    for gpu, rows in by_gpu.items():
-        for name, sets in SET_ROWS.items():
-            mine = [r for r in rows if r["set"] in sets]
-            for band, low, high in BANDS:
-                inside = [r for r in mine if low <= r["true"] - 1 < high]
-                hits = sum(r["caught"] for r in inside)
-                lo, hi = rate_interval(hits, len(inside))
-                if inside:
-                    lines.append(f"| {gpu} | {name} | {band} | {hits} of {len(inside)} | [{lo:.0%}, {hi:.0%}] |")
-    return lines
+    return [
+        f"| {gpu} | {name} | {band} | {hits} of {n} | [{lo:.0%}, {hi:.0%}] |"
+        for gpu, rows in by_gpu.items()
+        for name, sets in SET_ROWS.items()
+        for band, hits, n, lo, hi in bands([r for r in rows if r["set"] in sets], skip_empty=True)
+    ]
 
 
 def rendered_cross_card_sizes() -> list[str]:
@@ -582,7 +573,8 @@ def rendered_cross_card_sizes() -> list[str]:
 
 @pytest.mark.parametrize(
     "line",
-    rendered_fourth_held_out()
+    rendered_held_out(FOURTH, "llm", True)
+    + rendered_out_of_sample(FOURTH)
     + rendered_fourth_sessions_judged()
     + rendered_group_builds(FOURTH)
     + rendered_group_totals()
@@ -591,3 +583,9 @@ def rendered_cross_card_sizes() -> list[str]:
 )
 def test_the_fourth_campaigns_page_gives_the_llm_margins_held_out_group_builds_and_detection_by_gpu(line):
     assert " ".join(line.split()) in finding(FOURTH)
+
+
+def test_the_fourth_campaigns_table_by_gpu_is_exactly_the_rendered_rows():
+    rows = [line for line in finding(FOURTH, folded=False).splitlines() if line.startswith("| H") or
+            line.startswith("| both")]  # fmt: skip
+    assert rows == rendered_detection_by_gpu()

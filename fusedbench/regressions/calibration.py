@@ -69,7 +69,7 @@ class ReplicateBuilds:
     # interval moved with the replicate: a nested bootstrap per replicate would cost REPLICATES times more)
     gates: dict[tuple[str, str, str], np.ndarray]  # (group, provider, metric) -> its rows (compare.gates)
     # what is derived once and asked for again and again (a minimum detectable effect tries a hundred)
-    derived: dict = field(default_factory=dict, compare=False, repr=False)
+    derived: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def gate_shifts(self, metric: str, gate: str) -> np.ndarray:
         """gates x replicates: the median log change in `metric` (worse-is-above-zero) of each gate of a kind."""
