@@ -175,7 +175,7 @@ def test_a_group_without_margins_of_its_gpu_is_compared_and_not_judged(checkout,
     monkeypatch.setenv("FAKE_INJECT_SIDE", "candidate")
     code, out, _ = run(capsys, base, "--rounds", "4", "--format", "json")
     (suite,) = json.loads(out)["suites"]
-    assert code == 0 and suite["outcome"] == "not judged" and "no side-by-side margins" in suite["reason"]
+    assert code == 0 and suite["outcome"] == "not judged" and "no margins of this GPU's for it" in suite["reason"]
 
 
 def paired_folder(root: Path) -> Path:

@@ -285,7 +285,13 @@ def test_every_campaign_machine_is_committed_with_both_sides_and_a_record_naming
 
 
 @pytest.mark.parametrize(
-    "campaign, patch", [(FIRST, "regression-0.patch"), (SECOND, "membound-0.patch"), (THIRD, "h200membound-0.patch")]
+    "campaign, patch",
+    [
+        (FIRST, "regression-0.patch"),
+        (SECOND, "membound-0.patch"),
+        (THIRD, "h200membound-0.patch"),
+        (THIRD, "h200llm-0.patch"),  # judged by the llm cells' margins the fourth campaign earned
+    ],
 )
 def test_the_report_judges_a_paired_session_as_alert_does(capsys, campaign, patch):
     """The report's verdict of a paired session is `fusedbench alert --machine <session>`'s, suite by suite: for a

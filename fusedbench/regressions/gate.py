@@ -70,7 +70,7 @@ from fusedbench.results.runs import (
 KNOWN_SHOWN = 3  # known inversions named in the warning (the worst); the rest are counted
 JUDGED_SHARE = 0.5  # a suite with fewer of its cells compared than this is not judged
 SELF_BASELINE = "its baseline would be the run itself"  # a group whose only baseline is its own run
-NO_MARGINS = "no side-by-side margins of this GPU's for it: compared and shown, not judged"
+NO_MARGINS = "no margins of this GPU's for it, side-by-side or paired: compared and shown, not judged"
 PAIRED_LINE = (
     "each group by its GPU's confirmation margins (its paired A/A sessions' where it has them), the base's code beside "
     "the candidate's on one card"
