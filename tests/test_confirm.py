@@ -123,6 +123,45 @@ def test_more_rounds_go_to_the_cells_asked_for_in_the_same_lock_step(fake_worker
     assert [c[0] for c in calls] == ["baseline", "candidate", "candidate", "baseline", "baseline", "candidate"]
 
 
+def test_the_extra_rounds_are_timed_in_a_fresh_preparation_on_both_sides_their_picks_held_to_the_first(
+    fake_worker, tmp_path, monkeypatch
+):
+    """A preparation that timed the base's fused cell 9% slow for its life is outvoted by the second preparation's
+    rounds; the second autotuning's other choice is pinned back to the first's, so the cell is one algorithm."""
+    (base, cand), _ = fake_worker
+    prepared = tmp_path / "prepared.log"
+    monkeypatch.setenv("FAKE_PREPARE_LOG", str(prepared))
+    monkeypatch.setenv("FAKE_RANK_COST", "0.02")
+    monkeypatch.setenv("FAKE_RANK_AGAIN", "2")  # autotuning, asked again, picks rank 2 (4% slower) on both sides
+    base = Side("baseline", base.source, {"FAKE_OFFSET_ONCE": f"{TARGET}=9%", "FAKE_INJECT_SIDE": "baseline"})
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("unfused", "fused", "fused-autotuned"))
+    measured = measure_again([request], [base, cand], rounds=2,
+                             asked=measure.Asked(more=lambda *_: {"fused": 4, "fused-autotuned": 4}))  # fmt: skip
+    assert prepared.read_text().splitlines() == [
+        "baseline prepare unfused,fused,fused-autotuned", "candidate prepare unfused,fused,fused-autotuned",
+        "baseline prepare fused,fused-autotuned", "baseline pin fused-autotuned 0",
+        "candidate prepare fused,fused-autotuned", "candidate pin fused-autotuned 0",
+    ]  # fmt: skip
+    cells = {c.key.provider: c for c in measured.cells["baseline"]}
+    assert cells["fused"].samples == pytest.approx((0.00109,) * 2 + (0.001,) * 4)  # the first preparation's 2 slow
+    assert cells["fused-autotuned"].samples == pytest.approx((0.001,) * 6)  # rank 0 throughout, never rank 2's
+    assert cells["unfused"].samples == (0.001,) * 2 and measured.not_measured == []
+    assert cells["fused"].telemetry == {"power_w": [700, 700]} and cells["unfused"].telemetry == {"power_w": [700]}
+    assert measured.extra_rounds == {("Quick", TARGET): 4, ("Quick", TARGET + "-autotuned"): 4}
+
+
+def test_a_workload_that_cannot_be_prepared_again_keeps_its_first_rounds_and_says_so(fake_worker, monkeypatch):
+    (base, cand), _ = fake_worker
+    monkeypatch.setenv("FAKE_PREPARE_AGAIN_ERROR", "1")
+    request = Request("Quick", "RELU_BIAS", "fp16", *SEED, ("unfused", "fused"))
+    measured = measure_again([request], [base, cand], rounds=2, asked=measure.Asked(more=lambda *_: {"fused": 4}))
+    assert measured.not_measured == [
+        "RELU_BIAS/fp16/(65536,16384)x(16384,8192) (Quick): not prepared again on the baseline side (OutOfMemoryError: "
+        "out of memory allocating 1,073,741,824 bytes): its cells that moved keep their first rounds"
+    ]
+    assert {len(c.samples) for c in measured.cells["candidate"]} == {2} and measured.extra_rounds == {}
+
+
 def test_a_call_that_raises_leaves_its_cell_unmeasured_on_both_sides_and_the_others_measured(fake_worker):
     (base, cand), log = fake_worker
     cand = Side("candidate", cand.source, {"FAKE_FAIL": TARGET})

@@ -78,8 +78,8 @@ def command_ab(
     verdict = judged(results_dirs=[asv_results_dir(repo)], machine=machine, suite=[suite], baseline=None,
                      candidate=None, preset=None, strict=True, gate=True)  # fmt: skip
     cells = len(measured.cells["candidate"])
-    extra = f", {len(measured.extra_rounds)} near their margin given {max(measured.extra_rounds.values())} more" if (
-        measured.extra_rounds) else ""  # fmt: skip
+    extra = (f", {len(measured.extra_rounds)} that moved given {max(measured.extra_rounds.values())} more in a "
+             "fresh preparation") if measured.extra_rounds else ""  # fmt: skip
     lines = [
         f"measured: {pair.base[:8]} (base) beside {pair.candidate[:8]} (candidate) on "
         f"{measured.hellos['candidate']['device']}, {cells} cells a side, {rounds} rounds{extra}, in "

@@ -294,7 +294,8 @@ class _LockStep:
         if len(versions) > 1:
             self.not_measured.append(f"{request.group}: its benchmark version differs between the sides")
             return
-        slots, absent = self._slots(request, self._prepare(request))
+        ready = self._prepare(request)
+        slots, absent = self._slots(request, ready)
         found = {w.side.name: {slot: [] for slot in slots} for w in self.workers}
         failed: dict[str, str] = {}  # a call that raised leaves its slot unmeasured on both sides, not the others
         places = [slot for slot in slots if any(slots[slot].values())]
@@ -302,12 +303,13 @@ class _LockStep:
         self._rounds(request, slots, places, range(rounds), found, failed)
         extra = self.more(request, found) if self.more is not None else {}
         extra = {slot: n for slot, n in extra.items() if n > 0 and slot in places and slot not in failed}
-        if extra:
+        kept = self._finish(slots)
+        if extra and self._prepare_again(request, slots, extra, ready):
             more_places = [slot for slot in places if slot in extra]
             self._rounds(request, slots, more_places, range(rounds, rounds + max(extra.values())), found, failed, extra)
             self.extra |= {(request.group, request.key(slot).label): n for slot, n in extra.items()
                            if slot in request.providers and slot not in failed}  # fmt: skip
-        kept = self._finish(slots)
+            kept = _joined(kept, self._finish(slots))
         self.not_measured += list(failed.values())
         self._collect(request, slots, absent, found, failed, kept)
 
@@ -348,6 +350,39 @@ class _LockStep:
             slots[AUTOTUNED] = {"baseline": f"{AUTOTUNED}@candidate", "candidate": AUTOTUNED}
             slots[f"{AUTOTUNED}@baseline"] = {"baseline": AUTOTUNED, "candidate": f"{AUTOTUNED}@baseline"}
         return slots, absent
+
+    def _prepare_again(self, request: Request, slots: dict, extra: dict, first: dict) -> bool:
+        """The workload prepared afresh on every side for the extra rounds of the `extra` slots: new operands, plans
+        and warm-up, each side's autotuned pick held to the one its first preparation made, the other side's pinned
+        again. One preparation of one process can time a cell a few per cent off for as long as it lives (two
+        processes of one code, each its own preparation, 2.5-3.7% apart on one H200's GEMM cells, in both
+        directions), so a cell that moved is judged over two preparations of each side, the second's rounds the
+        more. False (said) where a side cannot prepare it again as it first did: the cell keeps its first rounds."""
+        providers = tuple(dict.fromkeys(slot.split("@")[0] for slot in extra))
+        again = Request(request.group, request.epilog, request.dtype, request.m, request.k, request.n, providers)
+        picks = {n: found["algorithms"].get(AUTOTUNED) for n, found in first.items()}
+        for worker in self.workers:
+            name = worker.side.name
+            reply = worker.ask({"prepare": again.to_json()})
+            missing = [slots[slot][name] for slot in extra if slots[slot][name] is not None
+                       and slots[slot][name].split("@")[0] not in reply.get("ready", [])]  # fmt: skip
+            if "error" in reply or missing:
+                why = reply.get("error") or f"{', '.join(missing)} not ready"
+                self.not_measured.append(f"{_label(request)}: not prepared again on the {name} side ({why}): its "
+                                         "cells that moved keep their first rounds")  # fmt: skip
+                return False
+            own, first_own = reply["algorithms"].get(AUTOTUNED), picks[name]
+            held = [(AUTOTUNED, first_own)] if own and first_own and own["algorithm"] != first_own["algorithm"] else []
+            held += [(timed, picks[timed.split("@")[1]]) for timed in (slots[slot][name] for slot in extra)
+                     if timed is not None and "@" in timed]  # fmt: skip
+            for pinned, pick in held:
+                answer = worker.ask({"pin": {"name": pinned, "provider": AUTOTUNED, "rank": pick["rank"]}})
+                if answer.get("algorithm", {}).get("algorithm") != pick["algorithm"]:
+                    self.not_measured.append(f"{request.key(AUTOTUNED).label}: its pick (rank {pick['rank']}: "
+                                             f"{pick['algorithm']}) not prepared again on the {name} side: its "
+                                             "cells that moved keep their first rounds")  # fmt: skip
+                    return False
+        return True
 
     def _pin_picks(self, request: Request, picks: dict) -> bool:
         """Each side prepares the other's pick; False (said) where a side cannot time it as the other chose it."""
@@ -431,6 +466,23 @@ class _LockStep:
             self.picks.append(Pick(request.key(AUTOTUNED), request.group, algorithms, samples))
             self.own_picks[(request.key(AUTOTUNED).label, request.group)] = {
                 "provenance": own.get("provenance", {}), "telemetry": own.get("telemetry", {})}  # fmt: skip
+
+
+def _joined(first: dict, again: dict) -> dict:
+    """Telemetry and kernels over both preparations of a workload: each name's series (one value per call, in its
+    samples' order) run on from the first's into the second's; the kernels the first's."""
+    joined = {side: dict(names) for side, names in first.items()}
+    for side, names in again.items():
+        for name, second in names.items():
+            before = joined.setdefault(side, {}).get(name)
+            if before is None:
+                joined[side][name] = second
+                continue
+            series = before.get("telemetry", {})
+            telemetry = {k: list(series.get(k, [])) + list(second.get("telemetry", {}).get(k, []))
+                         for k in dict.fromkeys([*series, *second.get("telemetry", {})])}  # fmt: skip
+            joined[side][name] = before | {"telemetry": telemetry}
+    return joined
 
 
 def _cell_of(key, why: str) -> Cell:

@@ -34,7 +34,10 @@ from fusedbench.measure.machine import register_asv_machine
 from fusedbench.measure.records import GroupRecord, write_record
 from fusedbench.measure.sampling import PROTOCOL
 
-ORDER = "lock-step: each cell's call on one side, then on the other; the baseline first in even rounds (from 0)"
+ORDER = (
+    "lock-step: each cell's call on one side, then on the other; the baseline first in even rounds (from 0); a "
+    "cell's extra rounds (from round `rounds` on) in a second preparation of its workload on both sides"
+)
 
 
 def paired_machine(gpu: str, started: datetime, results_dir: str) -> str:

@@ -18,7 +18,8 @@ output goes to stderr):
   and warmed up, the previous workload's released. The reply names the providers ready, why each other is not,
   and the algorithm each cuBLASLt provider will time (`{"rank", "algorithm"}`);
 - `{"pin": {"name", "provider", "rank"}}`: the provider prepared once more, held to the algorithm of that rank in
-  cuBLASLt's heuristic list, and timed as `name` (the other side's autotuned pick); the reply is its algorithm;
+  cuBLASLt's heuristic list, and timed as `name` (the other side's autotuned pick, or its own first pick where the
+  workload is prepared again and autotuning chose otherwise); the reply is its algorithm;
 - `{"time": NAME}`: one timed call after the protocol's lead-in (the GPU taken as idle from the request on,
   since the other side's call has just ended), the L2 flush and the telemetry probe, stretched where
   FUSEDBENCH_INJECT names the cell; the reply is `{"seconds": s}` or `{"error": "..."}`;
@@ -95,6 +96,8 @@ class _Workload:
         prepared, refused = prepare_all(self.stack, self.operands, [key], Tuning(provider, "algorithm", int(rank)))
         if refused:
             return {"error": f"{refused[provider].status.value}: {refused[provider].reason}"}
+        if name in self.prepared:  # its own pick held to the first preparation's: the one autotuned now goes
+            self.prepared[name].release()
         self.prepared[name] = prepared[provider]
         self._start_rounds()
         if name in self.not_ready:
