@@ -10,19 +10,23 @@ import functools
 import json
 import math
 import re
+import statistics
 from pathlib import Path
 
 import pytest
 from conftest import finding
 
+from fusedbench.measure.sampling import SAMPLES
 from fusedbench.regressions.compare import Verdict
 from fusedbench.regressions.gate import default_choice, judge
 from fusedbench.results.loader import load_results
 
 ROOT = Path(__file__).parent.parent
 FINDINGS = ROOT / "docs" / "findings"
-# the campaigns: each a findings page and a folder beside it (the first two on H100s, the third and fourth on H200s)
+# the campaigns: each a findings page and a folder beside it (the first two on H100s, the third to fifth on H200s, the
+# fifth with a cell that moved timed again in a second preparation)
 FIRST, SECOND, THIRD, FOURTH = "ab-paired-runs", "ab-paired-campaign-2", "ab-paired-campaign-3", "ab-paired-campaign-4"
+FIFTH = "ab-paired-campaign-5"
 BANDS = (("5% or more", 0.05, 1.0), ("3% to 5%", 0.03, 0.05), ("under 3%", 0.0, 0.03))
 QUICK_SHAPE = (65536, 16384, 8192)
 
@@ -61,7 +65,7 @@ def slowed(campaign: str, patch: str) -> dict[tuple, str]:
     return {key: f"{rows} rows" for key, rows in table.items()}
 
 
-CAMPAIGNS = (FIRST, SECOND, THIRD, FOURTH)
+CAMPAIGNS = (FIRST, SECOND, THIRD, FOURTH, FIFTH)
 
 
 @functools.cache
@@ -362,6 +366,7 @@ OUT_OF_SAMPLE = {  # a page's line: the campaigns whose A/A sessions of a select
         "H200 llm": ((FOURTH,), "llm"),
         "H200 membound, campaigns 3 and 4": ((THIRD, FOURTH), "membound"),
     },
+    FIFTH: {"H200 membound, campaign 5": ((FIFTH,), "membound")},
 }
 
 
@@ -428,9 +433,10 @@ def test_the_third_campaigns_page_gives_each_h200_cards_held_out_figures_and_eve
 
 def test_the_h200s_margins_in_force_hold_out_a_card_of_the_second_lease_and_narrowed_ones_judge_their_cells_alone():
     """presets.json keeps what `calibrate --paired <the H200's A/A sessions of one selection> --held-out-card <the
-    second lease's card with most of them> --write` earns now (quick's and membound's from the third campaign, llm's
-    from the fourth); the narrowed sessions' margins judge sessions of their cells, never the whole group; sessions of
-    two selections earn nothing together."""
+    second lease's card 0 or the one with most of them> --write` earns now (quick's from the third campaign, llm's from
+    the fourth, membound's from the fifth: sessions that time a cell that moved again in a second preparation); the
+    narrowed sessions' margins judge sessions of their cells, never the whole group; sessions of two selections earn
+    nothing together."""
     from fusedbench.catalog.suites import ASV_VERSIONS
     from fusedbench.errors import FusedbenchError
     from fusedbench.regressions.margins import earn_paired_margins
@@ -442,7 +448,7 @@ def test_the_h200s_margins_in_force_hold_out_a_card_of_the_second_lease_and_narr
     machine = "h200-141gb-paired-x"
     for campaign, selection, group, card, cells in (
         (THIRD, "quick", "Quick", "GPU-cf359efd", ""),
-        (THIRD, "membound", "Fp16Membound", "GPU-4c60f492", regex(THIRD, "membound")),
+        (FIFTH, "membound", "Fp16Membound", "GPU-fd372753", regex(FIFTH, "membound")),
         (FOURTH, "llm", "Fp16Llm", "GPU-1d910957", regex(FOURTH, "llm")),
     ):
         earned = held_out_margins(tuple(aa_sessions(campaign, selection=selection)), card)
@@ -555,10 +561,11 @@ SET_ROWS = {"quick": ("quick",), "membound": ("membound",), "llm": ("llm",), "qu
             "all": ("quick", "membound", "llm")}  # fmt: skip
 
 
-def rendered_detection_by_gpu() -> list[str]:
-    """Every sized build of the campaigns, re-judged by the margins in force: a row per GPU model, shape set and
-    true-size band."""
-    by_gpu = {"H100": [r for c in (FIRST, SECOND) for r in detection_rows(c)], "H200": list(detection_rows(THIRD))}
+def rendered_detection_by_gpu(h200: tuple[str, ...] = (THIRD,)) -> list[str]:
+    """Every sized build of the campaigns (the H200's of `h200`), re-judged by the margins in force: a row per GPU
+    model, shape set and true-size band."""
+    by_gpu = {"H100": [r for c in (FIRST, SECOND) for r in detection_rows(c)],
+              "H200": [r for c in h200 for r in detection_rows(c)]}  # fmt: skip
     by_gpu["both"] = by_gpu["H100"] + by_gpu["H200"]
     return [
         f"| {gpu} | {name} | {band} | {hits} of {n} | [{lo:.0%}, {hi:.0%}] |"
@@ -595,3 +602,88 @@ def test_the_fourth_campaigns_table_by_gpu_is_exactly_the_rendered_rows():
     rows = [line for line in finding(FOURTH, folded=False).splitlines() if line.startswith("| H") or
             line.startswith("| both")]  # fmt: skip
     assert rows == rendered_detection_by_gpu()
+
+
+def second_preparations(selection: str) -> list[dict]:
+    """The fifth campaign's A/A sessions of a selection: each cell timed again in a second preparation (its rounds
+    past the first 10), with its change over the first preparation's rounds, the second's and all of them (a cell
+    whose two sides ran different picks left out: the pick, not the preparation, would move it)."""
+    from fusedbench.regressions.margins import paired_sides
+
+    rows = []
+    for session in aa_sessions(FIFTH, selection=selection):
+        base, cand = paired_sides(campaign_results(), session)
+        keys = ["epilog", "dtype", "m", "k", "n", "provider"]
+        both = base.cells.merge(cand.cells, on=keys, suffixes=("_base", "_cand"))
+        for row in both.itertuples():
+            before, after = row.raw_base, row.raw_cand
+            if row.algorithm_base != row.algorithm_cand or min(len(before), len(after)) <= SAMPLES:
+                continue
+            looks = {"first": slice(SAMPLES), "second": slice(SAMPLES, None), "all": slice(None)}
+            change = {look: statistics.median(after[cut]) / statistics.median(before[cut]) - 1
+                      for look, cut in looks.items()}  # fmt: skip
+            rows.append({"session": session[-4:], "cell": f"{row.epilog}/{row.provider}",
+                         "ms": statistics.median(before) * 1e3, **change})  # fmt: skip
+    return rows
+
+
+def rendered_second_preparations() -> list[str]:
+    """Per selection, how many cells were timed again and what the second preparation made of those whose first 10
+    rounds moved 2% or more; then each of those cells."""
+    lines, moved = [], []
+    for selection in ("quick", "membound", "llm"):
+        rows = second_preparations(selection)
+        far = [r for r in rows if abs(r["first"]) >= 0.02]
+        moved += [(selection, r) for r in far]
+        lines.append(
+            f"{selection}: {len(rows)} cells of {len(aa_sessions(FIFTH, selection=selection))} A/A sessions timed "
+            f"again in a second preparation; {len(far)} had moved 2% or more in their first 10 rounds, of which "
+            f"{sum(abs(r['second']) >= 0.01 for r in far)} moved 1% or more in the second's 20 and "
+            f"{sum(abs(r['all']) >= 0.015 for r in far)} stayed 1.5% or more over all 30"
+        )
+    lines += [
+        f"{selection} {r['session']}, {r['cell']} ({r['ms']:.2f} ms): first {r['first']:+.2%}, second "
+        f"{r['second']:+.2%}, all 30 rounds {r['all']:+.2%}"
+        for selection, r in sorted(moved, key=lambda m: -abs(m[1]["first"]))
+    ]
+    return lines
+
+
+def rendered_fifth_sessions_judged() -> list[str]:
+    """The fifth campaign's A/A sessions judged by the margins in force (quick's and llm's earned without them), and
+    the earlier campaigns' membound sessions (one preparation a cell) by the membound margins the fifth earned."""
+    lines = []
+    for selection in ("quick", "llm", "membound"):
+        judged = [verdicts(FIFTH)[s] for s in aa_sessions(FIFTH, selection=selection)]
+        red = sorted(v.suites[0].groups[0].candidate.machine[-4:] for v in judged if v.outcome.value == "red")
+        lines.append(
+            f"campaign 5's {len(judged)} {selection} A/A sessions, judged by the margins in force: {len(red)} red"
+            f"{' (' + ', '.join(red) + ')' if red else ''}, {sum(len(v.suites[0].alerts) for v in judged)} alerts "
+            f"over {sum(v.suites[0].compared for v in judged)} cells compared"
+        )
+    earlier = [verdicts(c)[s] for c in (THIRD, FOURTH) for s in aa_sessions(c, selection="membound")]
+    red = sorted(v.suites[0].groups[0].candidate.machine[-4:] for v in earlier if v.outcome.value == "red")
+    lines.append(
+        f"campaigns 3 and 4's {len(earlier)} membound A/A sessions (one preparation a cell), judged by the margins "
+        f"campaign 5 earned: {len(red)} red{' (' + ', '.join(red) + ')' if red else ''}"
+    )
+    return lines
+
+
+@pytest.mark.parametrize(
+    "line",
+    rendered_held_out(FIFTH, "membound", True)
+    + rendered_out_of_sample(FIFTH)
+    + rendered_fifth_sessions_judged()
+    + rendered_second_preparations()
+    + band_lines(detection_rows(FIFTH), "membound builds: true size", skip_empty=True)
+    + rendered_group_totals(),
+)
+def test_the_fifth_campaigns_page_gives_the_second_preparations_the_membound_margins_and_detection(line):
+    assert " ".join(line.split()) in finding(FIFTH)
+
+
+def test_the_fifth_campaigns_table_by_gpu_is_exactly_the_rendered_rows():
+    rows = [line for line in finding(FIFTH, folded=False).splitlines() if line.startswith("| H") or
+            line.startswith("| both")]  # fmt: skip
+    assert rows == rendered_detection_by_gpu((THIRD, FIFTH))

@@ -487,3 +487,31 @@ def test_the_h200s_injected_confirmations_judged_by_its_pinned_margins_are_the_d
     assert len(rows) >= 4
     for row in rows:
         assert row in docs, row
+
+
+def test_the_picks_margin_is_the_widest_the_sessions_picks_came_apart_and_leaving_one_out_counts_them():
+    """Two autotunings of one code came out 14.1% and 13.9% apart in two of four sessions: the picks' margin is 15%
+    (the widest, half a per cent more, rounded up), and neither is red by the other's; one session alone that far
+    apart is red by the 11% the others leave; picks of 5% apart keep 11%."""
+    import math
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from fusedbench.regressions.margins import with_earned_picks
+    from fusedbench.regressions.picks import PICK_MARGIN, pick_margins, worst_pick
+
+    preset = Preset("x", {("time", "large"): 0.03}, "gpu", rates={"sessions": 4, "left_out_red_sessions": [],
+                                                                   "false_alarm_by_suite": {"quick": 0.0}})  # fmt: skip
+    two = with_earned_picks(preset, [math.log(1.141), math.log(1.139), 0.0, 0.0])
+    assert two.picks == pytest.approx(0.15) and two.rates["left_out_red"] == 0
+    assert pick_margins(two).threshold("time", "large") == pytest.approx(0.15)
+    assert Preset.from_json(json.loads(json.dumps(two.to_json()))).picks == two.picks
+    alone = with_earned_picks(preset, [math.log(1.141), 0.0, 0.0, 0.0])
+    assert alone.rates["left_out_red_sessions"] == [0] and alone.rates["false_alarm_by_suite"] == {"quick": 0.25}
+    narrow = with_earned_picks(preset, [math.log(1.05), 0.0, 0.0, 0.0])
+    assert pick_margins(narrow).threshold("time", "large") == PICK_MARGIN and narrow.rates["left_out_red"] == 0
+    cells = pd.DataFrame({"metric": ["time", "time", "time", "epilog-cost"], "ratio": [1.10, 0.85, 1.2, 2.0],
+                          "ci_low": [1.08, 0.84, 0.95, 1.9], "ci_high": [1.12, 0.86, 1.4, 2.1]})  # fmt: skip
+    assert worst_pick(SimpleNamespace(cells=cells)) == pytest.approx(math.log(1 / 0.85))
+    assert worst_pick(SimpleNamespace(cells=cells.iloc[2:])) == 0.0

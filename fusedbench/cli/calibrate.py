@@ -280,13 +280,17 @@ def preset_table(preset, machine: str):
 def rate_lines(preset) -> list[str]:
     """The false-alarm rate by suite and each goal's detection rate, a line each."""
     from fusedbench.regressions.calibration import GOALS
+    from fusedbench.regressions.picks import PICK_MARGIN
 
     if preset.from_sessions:  # margins of paired sessions (`calibration.session_thresholds`)
+        widest = " (the widest apart these sessions' two autotunings came out, half a per cent more, rounded up)"
         sessions, red = preset.rates["sessions"], preset.rates["left_out_red"]
         lines = [
             f"false alarms: {red} of {sessions} sessions red by the margins the others earn, each left out in turn "
             f"({preset.rates['false_alarm_per_build']:.1%}; goal: at most 5%); detection below is of resampled rounds, "
-            "which wander wider than sessions: a floor"
+            "which wander wider than sessions: a floor",
+            f"picks: fused-autotuned's two autotunings judged apart past {max(PICK_MARGIN, preset.picks):.1%}"
+            + (widest if preset.picks > PICK_MARGIN else ""),
         ]
     else:
         by_suite = ", ".join(

@@ -383,8 +383,8 @@ def preset_from_pairs(
     found = rates(builds, preset)
     if sessions:  # a session's false-alarm rate: those the others' margins turn red, leaving one out at a time
         by_group = {group: sum(group in cand.groups for _, cand in pairs) for group in versions}
-        found |= {"sessions": len(pairs), "sessions_by_group": by_group, "left_out_red": red,
-                  "false_alarm_per_build": round(red / len(pairs), 4)}  # fmt: skip
+        found |= {"sessions": len(pairs), "sessions_by_group": by_group, "left_out_red": len(red),
+                  "left_out_red_sessions": red, "false_alarm_per_build": round(len(red) / len(pairs), 4)}  # fmt: skip
     found |= {"false_alarm_by_suite": {suite: found["false_alarm_per_build"]}, "pairs_by_suite": {suite: len(pairs)}}
     preset = replace(preset, rates=found, pairs=len(pairs), suite=suite, versions=versions, protocol=protocol)
     return replace(preset, by_cells=margins_by_cells(builds, preset)) if protocol > 1 and not sessions else preset
@@ -393,12 +393,12 @@ def preset_from_pairs(
 MIN_SESSIONS = math.ceil(1 / ALPHA) - 1  # the next session passes one class's worst of N with chance 1/(N+1) <= ALPHA
 
 
-def session_thresholds(builds: list[ReplicateBuilds], sessions: int) -> tuple[dict, dict[str, str], int]:
+def session_thresholds(builds: list[ReplicateBuilds], sessions: int) -> tuple[dict, dict[str, str], list[int]]:
     """Margins from paired A/A sessions (`fusedbench ab` beside an empty commit), each judged both ways in `builds`
     (two a session, in order): per class, the worst change any session showed that could alert (a cell's or a gate's
     whose interval lies above no change) and STEP more, rounded up to STEP (`_margins_of`); in words, what each came
-    from; and how many sessions the margins the others earn would turn red (leave one out): a session's false-alarm
-    rate.
+    from; and which sessions (their indices) the margins the others earn would turn red (leave one out): a session's
+    false-alarm rate.
 
     A paired session is a real re-run of the pair, both sides in lock-step on one card, so the sessions themselves
     are the noise, not replicates of one: the median of 10 rounds resampled wanders far wider than sessions do (25
@@ -422,11 +422,12 @@ def session_thresholds(builds: list[ReplicateBuilds], sessions: int) -> tuple[di
             else:
                 thresholds[(metric, klass)] = max(known, default=STEP)
                 noise[key] = "no A/A rows of this class: the metric's largest margin"
-    red = 0
+    red = []
     for index in range(sessions):
         others = _margins_of(worst[: 2 * index] + worst[2 * index + 2 :])
         mine = worst[2 * index : 2 * index + 2]
-        red += any(math.expm1(v) > others.get(tuple(k.split("/")), 0.0) for w in mine for k, v in w.items() if v > 0)
+        if any(math.expm1(v) > others.get(tuple(k.split("/")), 0.0) for w in mine for k, v in w.items() if v > 0):
+            red.append(index)
     return thresholds, noise, red
 
 

@@ -17,6 +17,7 @@ on a card they never saw.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Collection, Sequence
 from dataclasses import replace
@@ -157,6 +158,38 @@ def judged_session(results: ResultSet, session: str, preset: Preset):
     return judged
 
 
+def session_picks(results: ResultSet, session: str, preset: Preset) -> float:
+    """How far apart, as a log change, the two autotunings of a paired A/A session's picks came out at the widest
+    (`picks.worst_pick`; 0 where they chose alike or came out within their interval)."""
+    from fusedbench.regressions.gate import paired_picks
+    from fusedbench.regressions.picks import pick_comparison, worst_pick
+
+    base, cand = paired_sides(results, session)
+    commits = {"baseline": base.commit, "candidate": cand.commit}
+    found = {group: paired_picks(results, cand, group) for group in cand.groups}
+    compared = [pick_comparison(session, commits, cand.groups[g], picks, preset) for g, picks in found.items() if picks]
+    return max((worst_pick(comparison) for comparison in compared), default=0.0)
+
+
+def with_earned_picks(preset: Preset, worst: list[float]) -> Preset:
+    """The margins with the picks' own earned from their sessions' picks (`worst`, one per session, in order): the
+    widest two autotunings came out apart and STEP more, rounded up, where any came out apart; and the sessions the
+    others' picks margin (PICK_MARGIN at least) turns red, left out one at a time, counted with the cells' own."""
+    from fusedbench.regressions.calibration import STEP, rounded_up
+    from fusedbench.regressions.picks import PICK_MARGIN
+
+    def earned(values: list[float]) -> float:
+        return rounded_up(math.expm1(max(values)) + STEP) if any(v > 0 for v in values) else 0.0
+
+    red = set(preset.rates["left_out_red_sessions"])
+    red |= {i for i, w in enumerate(worst) if math.expm1(w) > max(PICK_MARGIN, earned(worst[:i] + worst[i + 1 :]))}
+    sessions = preset.rates["sessions"]
+    rates = dict(preset.rates) | {"left_out_red": len(red), "left_out_red_sessions": sorted(red),
+                                  "false_alarm_per_build": round(len(red) / sessions, 4)}  # fmt: skip
+    rates["false_alarm_by_suite"] = {suite: rates["false_alarm_per_build"] for suite in rates["false_alarm_by_suite"]}
+    return replace(preset, picks=earned(worst), rates=rates)
+
+
 def session_card(results: ResultSet, session: str) -> str:
     """The UUID of the card a paired session ran on, as its records keep it ('' where none says)."""
     cards = {(r.environment.get("gpu") or {}).get("uuid", "") for r in results.records if r.machine == session}
@@ -209,7 +242,8 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
     preset = preset_from_pairs(
         name, gpu, (tuple(kept),), pairs, MARGINS_SUITE, versions, protocol=PAIRED_PROTOCOL, sessions=True
     )
-    preset = replace(preset, cells=scopes[kept[0]])
+    picks = [session_picks(results, s, preset) for s in kept]
+    preset = with_earned_picks(replace(preset, cells=scopes[kept[0]]), picks)
     verdicts = [(s, judged_session(results, s, preset)) for s in judged]
     if verdicts:  # what the margins did on a card none of their sessions came from, kept with them
         held = {

@@ -12,6 +12,9 @@ The picks' margin covers autotuning's own spread: two processes of the same code
 apart, 3.8% on the H100's quick BIAS cell in a paired A/A build (docs/findings/2026-11-28-ab-paired-runs.md) and up
 to 11.1% on its llm cells (docs/findings/2026-11-26-confirmation.md). Judged by the cell's margin (3.5%), the same
 code's A/A build went red on its pick; an autotuner that picks worse than that spread is what a pick alert says.
+Where a GPU's paired A/A sessions saw two autotunings wider apart (the H200's GELU cell at (32768,1024)x(1024,16384):
+320x128 or 176x128 tiles, 14.1-14.5% apart), the margins they earn carry that spread (`Preset.picks`), and picks are
+judged by it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 
 from fusedbench.catalog.model import SIDES, Cell, Pick
@@ -29,9 +33,20 @@ PICK_MARGIN = 0.11  # the widest two autotunings of the same code came out apart
 
 
 def pick_margins(cell_margins: Preset) -> Preset:
-    """The margins a pick is judged by: the cell's, widened to PICK_MARGIN where narrower."""
-    widened = {key: max(value, PICK_MARGIN) for key, value in cell_margins.thresholds.items()}
-    return replace(cell_margins, name=f"{cell_margins.name} (picks: {PICK_MARGIN:.0%})", thresholds=widened)
+    """The margins a pick is judged by: the cell's, widened to the picks' own where narrower (PICK_MARGIN, or the
+    spread the margins' A/A sessions saw where wider)."""
+    margin = max(PICK_MARGIN, cell_margins.picks)
+    widened = {key: max(value, margin) for key, value in cell_margins.thresholds.items()}
+    return replace(cell_margins, name=f"{cell_margins.name} (picks: {margin:.1%})", thresholds=widened)
+
+
+def worst_pick(comparison: Comparison) -> float:
+    """The widest apart, as a log change, two picks of an A/A session came out where their interval excludes no
+    change, either way (an A/A pair's sides are interchangeable); 0 where none does."""
+    cells = comparison.cells[comparison.cells["metric"] == "time"].dropna(subset=["ratio"])
+    logs = np.log(cells["ratio"].astype(float).to_numpy())
+    apart = (cells["ci_low"].astype(float).to_numpy() > 1) | (cells["ci_high"].astype(float).to_numpy() < 1)
+    return float(np.abs(logs[apart]).max()) if apart.any() else 0.0
 
 
 def pick_comparison(

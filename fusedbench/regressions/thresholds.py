@@ -63,6 +63,9 @@ class Preset:
     # Margins from paired sessions narrowed by `ab --cells` only: that regex. They judge sessions of those cells alone:
     # the worst of 96 cells wanders less than the worst of a whole group's, which they never saw.
     cells: str = ""
+    # Margins from paired sessions only: the widest two autotunings of one code came out apart in them, as a margin
+    # (their worst and STEP more, rounded up); 0 where none was earned (`regressions.picks`).
+    picks: float = 0.0
 
     def threshold(self, metric: str, klass: str) -> float:
         return self.thresholds[(metric, klass)]
@@ -112,6 +115,8 @@ class Preset:
             data["protocol"] = self.protocol
         if self.cells:
             data["cells"] = self.cells
+        if self.picks:
+            data["picks"] = self.picks
         return data
 
     @classmethod
@@ -131,6 +136,7 @@ class Preset:
             },
             protocol=int(data.get("protocol", 0)),
             cells=str(data.get("cells") or ""),
+            picks=float(data.get("picks", 0.0)),
         )
 
 
