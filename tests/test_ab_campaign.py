@@ -598,10 +598,12 @@ def test_the_fourth_campaigns_page_gives_the_llm_margins_held_out_group_builds_a
     assert " ".join(line.split()) in finding(FOURTH)
 
 
-def test_the_fourth_campaigns_table_by_gpu_is_exactly_the_rendered_rows():
-    rows = [line for line in finding(FOURTH, folded=False).splitlines() if line.startswith("| H") or
+@pytest.mark.parametrize(("page", "h200"), [(FOURTH, (THIRD,)), (FIFTH, (THIRD, FIFTH))])
+def test_a_campaigns_table_by_gpu_is_exactly_the_rendered_rows(page, h200):
+    """The fourth campaign's table, its H200 rows the third's builds; the fifth's, the third's and its own."""
+    rows = [line for line in finding(page, folded=False).splitlines() if line.startswith("| H") or
             line.startswith("| both")]  # fmt: skip
-    assert rows == rendered_detection_by_gpu()
+    assert rows == rendered_detection_by_gpu(h200)
 
 
 def second_preparations(selection: str) -> list[dict]:
@@ -681,9 +683,3 @@ def rendered_fifth_sessions_judged() -> list[str]:
 )
 def test_the_fifth_campaigns_page_gives_the_second_preparations_the_membound_margins_and_detection(line):
     assert " ".join(line.split()) in finding(FIFTH)
-
-
-def test_the_fifth_campaigns_table_by_gpu_is_exactly_the_rendered_rows():
-    rows = [line for line in finding(FIFTH, folded=False).splitlines() if line.startswith("| H") or
-            line.startswith("| both")]  # fmt: skip
-    assert rows == rendered_detection_by_gpu((THIRD, FIFTH))
