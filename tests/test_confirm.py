@@ -102,7 +102,7 @@ def test_a_cell_failing_the_check_on_one_side_is_failed_there_and_timed_on_the_o
     assert cells["candidate"]["fused"].status.value == "failed"
     assert cells["candidate"]["fused"].reason.startswith("failed the check against float64 on the candidate side")
     assert cells["baseline"]["fused"].samples == (0.001,) * 2 and measured.calls == 2 * 2 + 2
-    assert dict(cells["baseline"]["fused"].telemetry) == {"power_w": [700]}  # the probe's series, as a run keeps it
+    assert dict(cells["baseline"]["fused"].telemetry) == {"power_w": [700] * 2}  # the probe's series: one a call
     assert set(measured.ceilings) == {"baseline", "candidate"} and measured.ceilings["candidate"]["copy"]
 
 
@@ -146,7 +146,7 @@ def test_the_extra_rounds_are_timed_in_a_fresh_preparation_on_both_sides_their_p
     assert cells["fused"].samples == pytest.approx((0.00109,) * 2 + (0.001,) * 4)  # the first preparation's 2 slow
     assert cells["fused-autotuned"].samples == pytest.approx((0.001,) * 6)  # rank 0 throughout, never rank 2's
     assert cells["unfused"].samples == (0.001,) * 2 and measured.not_measured == []
-    assert cells["fused"].telemetry == {"power_w": [700, 700]} and cells["unfused"].telemetry == {"power_w": [700]}
+    assert cells["fused"].telemetry == {"power_w": [700] * 6} and cells["unfused"].telemetry == {"power_w": [700] * 2}
     assert measured.extra_rounds == {("Quick", TARGET): 4, ("Quick", TARGET + "-autotuned"): 4}
 
 

@@ -222,6 +222,6 @@ class NearMargin:
                 continue
             change = statistics.median(cand) / statistics.median(base) - 1
             margin = margins.threshold(TIME, cell_class(statistics.median(base)))
-            if abs(change) >= min(self.MOVED, margin / self.BAND):
+            if abs(change) >= self.MOVED or change >= margin / self.BAND:
                 extra[provider] = max(0, self.NEAR_ROUNDS - self.rounds)
         return extra
