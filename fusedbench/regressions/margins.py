@@ -158,13 +158,13 @@ def judged_session(results: ResultSet, session: str, preset: Preset):
     return judged
 
 
-def session_picks(results: ResultSet, session: str, preset: Preset) -> float:
-    """How far apart, as a log change, the two autotunings of a paired A/A session's picks came out at the widest
-    (`picks.worst_pick`; 0 where they chose alike or came out within their interval)."""
+def session_picks(results: ResultSet, session: str, sides: tuple[Run, Run], preset: Preset) -> float:
+    """How far apart, as a log change, the two autotunings of a paired A/A session's picks (its `sides`, base and
+    candidate) came out at the widest (`picks.worst_pick`; 0 where they chose alike or within their interval)."""
     from fusedbench.regressions.gate import paired_picks
     from fusedbench.regressions.picks import pick_comparison, worst_pick
 
-    base, cand = paired_sides(results, session)
+    base, cand = sides
     commits = {"baseline": base.commit, "candidate": cand.commit}
     found = {group: paired_picks(results, cand, group) for group in cand.groups}
     compared = [pick_comparison(session, commits, cand.groups[g], picks, preset) for g, picks in found.items() if picks]
@@ -242,7 +242,7 @@ def earn_paired_margins(results: ResultSet, sessions: Sequence[str], held_out: s
     preset = preset_from_pairs(
         name, gpu, (tuple(kept),), pairs, MARGINS_SUITE, versions, protocol=PAIRED_PROTOCOL, sessions=True
     )
-    picks = [session_picks(results, s, preset) for s in kept]
+    picks = [session_picks(results, s, sides, preset) for s, sides in zip(kept, pairs, strict=True)]
     preset = with_earned_picks(replace(preset, cells=scopes[kept[0]]), picks)
     verdicts = [(s, judged_session(results, s, preset)) for s in judged]
     if verdicts:  # what the margins did on a card none of their sessions came from, kept with them
