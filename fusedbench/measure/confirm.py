@@ -20,8 +20,8 @@ on both sides (`Measured.picks`); what each code would run on its own, its own p
 Everything a plain run keeps comes with it: each side checks the cells it times against float64 first (a cell that
 fails on one side is failed there and timed on the other alone), every call is read by the telemetry probe, each
 cell's kernels are recorded after its timing, and the ceilings can be timed on each side. `more` asks for extra rounds
-of chosen cells once a workload's rounds are in (`paired.ab` gives them to cells near their margin), in the same
-lock-step, while the workload is still prepared.
+of chosen cells once a workload's rounds are in (`paired.ab` gives them to cells that moved or lie near their margin),
+in the same lock-step, in a second preparation of the workload on every side (`_LockStep._prepare_again`).
 """
 
 from __future__ import annotations

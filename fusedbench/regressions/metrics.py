@@ -62,7 +62,7 @@ def _median(samples: np.ndarray | None) -> float:
 
 
 def _paired(samples: Samples, numerator: str, denominator: str) -> np.ndarray | None:
-    """Round by round, over the rounds both cells took (a cell near its margin in a paired run takes extra rounds
+    """Round by round, over the rounds both cells took (a cell that moved in a paired run takes extra rounds
     after the ones all its workload's cells share)."""
     top, bottom = samples.get(numerator), samples.get(denominator)
     if top is None or bottom is None or not len(top) or not len(bottom):

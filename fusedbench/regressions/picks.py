@@ -54,7 +54,7 @@ def pick_comparison(
 ) -> Comparison:
     """The candidate's picks against the base's, as two runs of fused-autotuned cells compared, each pick's samples
     from both sides one after the other, each side's cut to the rounds both picks took there (the candidate's pick,
-    the cell's own slot, may have taken extra rounds near its margin)."""
+    the cell's own slot, may have taken extra rounds, in a second preparation, where it moved)."""
     runs = []
     for pick in SIDES:
         cells = [Cell.measured(p.key, [s for side in SIDES for s in p.samples[pick][side][: _shared(p, side)]])
