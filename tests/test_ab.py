@@ -50,7 +50,7 @@ def fake_gpu(monkeypatch):
     import fusedbench.cli.ab as ab_cli
     import fusedbench.measure.machine
 
-    monkeypatch.setattr(measure.Worker, "command", (sys.executable, str(FAKE)))
+    monkeypatch.setattr(measure.Worker, "entry", (str(FAKE),))
     monkeypatch.setattr(ab_cli, "require_gpu", lambda what, instead: None)
     monkeypatch.setattr(fusedbench.measure.machine, "gpu_machine_name", lambda: MACHINE)
     monkeypatch.setenv("FAKE_HELLO", json.dumps({"benchmark_versions": dict(ASV_VERSIONS)}))

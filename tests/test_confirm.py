@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ TARGET = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
 
 @pytest.fixture
 def fake_worker(monkeypatch, tmp_path):
-    monkeypatch.setattr(measure.Worker, "command", (sys.executable, str(FAKE)))
+    monkeypatch.setattr(measure.Worker, "entry", (str(FAKE),))
     log = tmp_path / "calls.log"
     monkeypatch.setenv("FAKE_LOG", str(log))
     sides = []
@@ -196,7 +195,7 @@ def test_a_group_whose_benchmark_version_differs_is_left_out_and_a_worker_that_d
     base = Side("baseline", base.source, {"FAKE_HELLO": json.dumps({"benchmark_versions": {"Quick": "v0"}})})
     measured = measure_again([Request("Quick", "BIAS", "fp16", *SEED, ("fused",))], [base, cand], rounds=2)
     assert measured.not_measured == ["Quick: its benchmark version differs between the sides"] and not measured.calls
-    monkeypatch.setattr(measure.Worker, "command", (sys.executable, "-c", "import sys; sys.exit('no GPU here')"))
+    monkeypatch.setattr(measure.Worker, "entry", ("-c", "import sys; sys.exit('no GPU here')"))
     with pytest.raises(ConfirmError, match=r"^the baseline side's worker exited \(1\): no GPU here"):
         measure_again([], [base], rounds=2)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -190,6 +193,9 @@ def test_asv_s_setup_cache_records_every_cell_and_the_environment_beside_the_res
     assert record.environment["gpu"]["name"] == gpu_stack.device_name and record.environment["versions"]["cublaslt"]
     versions = record.environment["versions"]
     assert versions["nvmath-python"] and versions["cupy"] and versions["torch"]  # every provider's libraries
+    loaded = record.environment["stack"]["libraries"]  # the files this process loaded, as its map shows them
+    assert os.path.isfile(loaded["libcublasLt"]["path"]) and loaded["libcublasLt"]["version"].startswith("1")
+    assert record.environment["stack"]["python"] == sys.executable
     assert {c.status for c in record.cells} == {Status.OK, Status.UNSUPPORTED}  # torch has no DRELU
     (root / "results" / "vm").mkdir()
     (root / "results" / "vm" / "machine.json").write_text(json.dumps({"machine": "vm", "version": 1}))

@@ -4,7 +4,6 @@ turned into margins that decide its confirmations, and replays that keep the mar
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,7 +33,7 @@ def test_measuring_side_by_side_times_every_workload_with_the_checkouts_code_on_
 
     repo = make_checkout(tmp_path / "repo")
     monkeypatch.chdir(repo)
-    monkeypatch.setattr(measure.Worker, "command", (sys.executable, str(FAKE)))
+    monkeypatch.setattr(measure.Worker, "entry", (str(FAKE),))
     monkeypatch.setattr(fusedbench.cli.calibrate, "require_gpu", lambda *_: None)
     monkeypatch.setattr(fusedbench.measure.machine, "gpu_machine_name", lambda: MACHINE)
     code, out, err = run_cli(capsys, "calibrate", "results", "--measure-side-by-side", "--suite", "quick")

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fusedbench.catalog.injection import INJECT_VARIABLE, Injection, Target, injection_from_environment
+from fusedbench.catalog.stacks import STACK_MARK
 from fusedbench.catalog.tuning import TUNE_VARIABLE, Tuning, tuning_from_environment
 from fusedbench.errors import FusedbenchError
 
@@ -27,17 +28,29 @@ VARIABLES = (TUNE_VARIABLE, INJECT_VARIABLE)
 
 def gpu_machine(machine: str) -> str:
     """The GPU's own machine of a marked run's machine ('h100-80gb-hbm3-tuned-fused-algorithm-7',
-    'h100-80gb-hbm3-inject-3f9a02c1', 'h100-80gb-hbm3-paired-20261128T013000Z' -> 'h100-80gb-hbm3'); any other
-    machine is its own."""
+    'h100-80gb-hbm3-inject-3f9a02c1', 'h100-80gb-hbm3-paired-20261128T013000Z', 'h100-80gb-hbm3-stack-nvmath-0.9'
+    -> 'h100-80gb-hbm3'); any other machine is its own."""
+    return stack_machine(machine).split(STACK_MARK, 1)[0]
+
+
+def stack_machine(machine: str) -> str:
+    """The machine of the stack a run is in: the GPU's own, or its stack's ('h100-80gb-hbm3-stack-nvmath-0.9-inject-
+    3f9a02c1' -> 'h100-80gb-hbm3-stack-nvmath-0.9')."""
     for mark in (TUNED_MARK, INJECTED_MARK, PAIRED_MARK):
         machine = machine.split(mark, 1)[0]
     return machine
 
 
+def stack_of(machine: str) -> str:
+    """The name of the stack a run is in, '' for the environment fusedbench was installed in."""
+    return stack_machine(machine).split(STACK_MARK, 1)[1] if STACK_MARK in machine else ""
+
+
 def baseline_machine(machine: str) -> str:
     """Where a run's baseline is: a paired run's in its own session (its base commit, measured beside it), any
-    other marked run's on its GPU's own machine."""
-    return machine if PAIRED_MARK in machine else gpu_machine(machine)
+    other marked run's on its stack's machine (a stack's runs are a history of their own: `--baseline
+    MACHINE@COMMIT` names another stack's)."""
+    return machine if PAIRED_MARK in machine else stack_machine(machine)
 
 
 @dataclass(frozen=True)

@@ -234,12 +234,29 @@ class _Target(TypedDict):
     fraction: PositiveNumber
 
 
+class _Library(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    path: str
+    version: str
+
+
+class _Stack(TypedDict):
+    """The stack a record's process ran in (measure.stacks.stack_facts): '' for none, and the libraries it loaded."""
+
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    name: str
+    python: str
+    packages: dict[str, str]
+    libraries: dict[str, _Library]
+
+
 class Environment(TypedDict, total=False):
     """What a record says the group ran on and what was changed on purpose (catalog.deliberate)."""
 
     __pydantic_config__ = _OPEN  # type: ignore[misc]
     gpu: _Gpu | None
     versions: dict[str, str | int | None] | None
+    stack: _Stack | None
     telemetry: _RunTelemetry | None
     tuning: _Tuning | None
     injection: list[_Target] | None

@@ -32,13 +32,16 @@ from fusedbench.cli import (
     protocols,
     report,
     run,
+    stack,
     table,
 )
 from fusedbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MEANINGS, EXIT_OK, EXIT_USAGE, Parser, help_epilog
 from fusedbench.errors import FusedbenchError
 
 # In the order `fusedbench --help` lists them: the main job first, then reading results, then the gate.
-COMMANDS = (listing, check, run, machine, table, advise, report, compare, alert, ab, history, mlp, calibrate, protocols)
+COMMANDS = (
+    listing, check, run, stack, machine, table, advise, report, compare, alert, ab, history, mlp, calibrate, protocols
+)  # fmt: skip
 
 
 DEBUG_VARIABLE = "FUSEDBENCH_DEBUG"

@@ -44,7 +44,7 @@ from fusedbench.cli.common import (
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import RefusedFile, read_regular, write_bytes_atomically
 from fusedbench.measure.checkout import asv_results_dir, require_clean_checkout
-from fusedbench.measure.machine import machine_name, register_asv_machine
+from fusedbench.measure.machine import gpu_machine_name, register_asv_machine
 from fusedbench.measure.progress import PROGRESS_DIR_VARIABLE, ProgressEcho
 from fusedbench.measure.records import RECORD_SUFFIX, read_record_file
 
@@ -161,7 +161,6 @@ def run_suite(
 
     With a `deliberate` change (a provider tuned, or cells slowed on purpose), under the change's own machine."""
     from fusedbench.measure.gpu import load_gpu_stack
-    from fusedbench.measure.telemetry import nvml_device
 
     groups = select_groups(suite, bench)  # a bad suite or --bench fails here, before anything else
     deliberate = deliberate or Deliberate()
@@ -179,7 +178,7 @@ def run_suite(
         raise FusedbenchError(f"unknown launch method {launch_method!r}; choose from {', '.join(LAUNCH_METHODS)}")
     stack = load_gpu_stack("fusedbench run")  # raises GpuUnavailable: the CLI says what to do instead
     checkout = require_clean_checkout(repo)
-    machine = deliberate.machine(machine_name(*nvml_device()))
+    machine = deliberate.machine(gpu_machine_name())  # in a stack's environment, the stack's machine
     if deliberate.tuning is not None:
         tuning = deliberate.tuning
         echo(f"tuned run ({tuning.label}: {SETTINGS[tuning.setting]}), kept apart as machine {machine}")
@@ -337,22 +336,39 @@ def add_parser(commands) -> None:
         help="how asv starts a benchmark process (default: forkserver; docs/architecture.md says why)",
     )
     deliberate_arguments(parser, "time, recorded and kept apart under its own asv machine,")
+    parser.add_argument(
+        "--stack",
+        default=None,
+        metavar="NAME",
+        help="run in stack NAME's environment (benchmarks/stacks/NAME.toml, made by `fusedbench stack create "
+        "NAME`), its history under the machine <gpu>-stack-NAME",
+    )
     parser.set_defaults(
         handler=lambda a: command_run(
-            suite=a.suite, bench=a.bench, launch_method=a.launch_method, tune=a.tune, inject=a.inject
+            suite=a.suite, bench=a.bench, launch_method=a.launch_method, tune=a.tune, inject=a.inject, stack=a.stack
         )
     )
 
 
 def command_run(
-    *, suite: str, bench: str | None, launch_method: str, tune: str | None = None, inject: list[str] | None = None
+    *,
+    suite: str,
+    bench: str | None,
+    launch_method: str,
+    tune: str | None = None,
+    inject: list[str] | None = None,
+    stack: str | None = None,
 ) -> int:
     """Check and time a suite on this machine's GPU with asv (one provider tuned with --tune, or cells slowed on
-    purpose with --inject)."""
+    purpose with --inject; in a stack's environment with --stack)."""
     from fusedbench.cli.common import console, deliberate_of
     from fusedbench.errors import GpuUnavailable
 
-    deliberate = deliberate_of(tune, inject)
+    deliberate = deliberate_of(tune, inject)  # a bad --tune or --inject is refused here, before the stack's Python
+    if stack is not None:
+        forwarded = ["--tune", tune] if tune else []
+        forwarded += [flag for target in inject or [] for flag in ("--inject", target)]
+        return run_in_stack(stack, suite=suite, bench=bench, launch_method=launch_method, forwarded=forwarded)
     try:
         return run_suite(
             suite=suite,
@@ -366,3 +382,19 @@ def command_run(
         raise FusedbenchError(
             f"{exc}; without a GPU, `fusedbench report` and `fusedbench table` read the committed results/"
         ) from None
+
+
+def run_in_stack(name: str, *, suite: str, bench: str | None, launch_method: str, forwarded: list[str]) -> int:
+    """`fusedbench run` again, by the stack's Python: the check, asv (`-E existing:` that Python, so asv keys the
+    results by the stack's environment) and the machine name (the stack's) all in the stack's environment."""
+    from fusedbench.catalog.stacks import read_stack
+    from fusedbench.measure.stacks import stack_python
+
+    repo = os.getcwd()
+    python = stack_python(repo, read_stack(repo, name))
+    argv = [python, "-m", "fusedbench", "run", "--suite", suite, "--launch-method", launch_method]
+    argv += (["--bench", bench] if bench else []) + forwarded
+    try:
+        return subprocess.run(argv, cwd=repo).returncode
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

@@ -154,6 +154,7 @@ def _measured(group: BenchmarkGroup | MlpGroup, root: str, keys: list[CellKey], 
     """Measure a group with `measure(stack, deliberate) -> (the record's cells, the cache's cells)`, record it beside
     the results of the asv run of the checkout at `root`, and hand asv the cache; without a GPU (or under the
     wrong machine name) every cell of `keys` is recorded skipped with the one line why."""
+    from fusedbench.measure.stacks import stack_facts
     from fusedbench.measure.telemetry import TelemetrySampler
 
     started = datetime.now(timezone.utc)
@@ -167,6 +168,7 @@ def _measured(group: BenchmarkGroup | MlpGroup, root: str, keys: list[CellKey], 
     environment = {
         "gpu": telemetry.device_facts(),
         "versions": stack.versions(),
+        "stack": stack_facts(),  # after the measurement: the libraries it loaded
         "telemetry": telemetry.summary.to_json(),
         **deliberate_or_reason.to_json(),
     }

@@ -57,12 +57,14 @@ class ConfirmError(FusedbenchError):
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a confirmation: the folder its fusedbench is imported from, and what its environment adds (the
-    candidate of an injected run gets its injection back)."""
+    """One side of a confirmation: the folder its fusedbench is imported from, what its environment adds (the
+    candidate of an injected run gets its injection back), and the Python it runs in (a stack's, `ab --stack`)."""
 
     name: str  # "baseline" or "candidate"
     source: str
     environment: Mapping[str, str] = field(default_factory=dict)
+    python: str = sys.executable
+    pins: Mapping[str, str] = field(default_factory=dict)  # the stack's packages its Python must import
 
 
 @dataclass
@@ -128,7 +130,7 @@ class Worker:
     """One side's worker process: a request out, a reply back. Started, then greeted (`greet`), so that the sides
     start together (importing the GPU stack takes seconds)."""
 
-    command = (sys.executable, "-m", WORKER)
+    entry = ("-m", WORKER)  # what the side's Python runs
 
     def __init__(self, side: Side, log_dir: str):
         environment = dict(os.environ) | dict(side.environment)
@@ -136,7 +138,7 @@ class Worker:
         self.side = side
         self._log = open(os.path.join(log_dir, f"{side.name}.log"), "w+")  # noqa: SIM115 (closed in close())
         self._process = subprocess.Popen(
-            list(self.command),
+            [side.python, *self.entry],
             cwd=side.source,
             env=environment,
             stdin=subprocess.PIPE,
@@ -160,6 +162,14 @@ class Worker:
             raise ConfirmError(
                 f"the {side.name} side imported fusedbench from {self.hello['fusedbench']}, not from its source "
                 f"{side.source}: it would time other code"
+            )
+        found = (self.hello.get("stack") or {}).get("packages", {})
+        wrong = [f"{p} {v} (it imports {found.get(p) or 'none'})" for p, v in side.pins.items() if found.get(p) != v]
+        if wrong:
+            raise ConfirmError(
+                f"the {side.name} side's Python ({side.python}) does not run its stack's pins: {'; '.join(wrong)}; "
+                "a PYTHONPATH puts other packages first, or the environment is older than its lock file: clear "
+                "PYTHONPATH of them, or run `fusedbench stack create` again"
             )
 
     def _read(self) -> dict:
@@ -264,8 +274,10 @@ def _checked(worker: Worker, check: Mapping[str, Sequence[str]]) -> dict:
 
 
 def refuse_mismatch(workers: Sequence[Worker]) -> None:
-    """Side by side only where both sides run on the same GPU and libraries."""
-    for what in ("device", "versions"):
+    """Side by side only on one GPU, and in one environment on the same libraries (sides in two stacks' environments
+    differ in them on purpose: `ab --stack` names the difference)."""
+    one_environment = len({w.side.python for w in workers}) == 1
+    for what in ("device", "versions") if one_environment else ("device",):
         seen = {json.dumps(w.hello[what], sort_keys=True) for w in workers}
         if len(seen) > 1:
             raise ConfirmError(f"the sides differ in {what}: {' vs '.join(sorted(seen))}; they cannot be compared")

@@ -28,10 +28,12 @@ def machine_name(gpu_name: str, memory_bytes: int) -> str:
 
 def gpu_machine_name() -> str:
     """This machine's GPU 0 as an asv machine name, from NVML (no CUDA libraries needed); GpuUnavailable without one."""
+    from fusedbench.catalog.stacks import machine_in_stack
+    from fusedbench.measure.stacks import current_stack
     from fusedbench.measure.telemetry import nvml_device
 
     name, memory = nvml_device()
-    return machine_name(name, memory)
+    return machine_in_stack(machine_name(name, memory), current_stack())
 
 
 def register_asv_machine(name: str, *, cwd: str) -> None:

@@ -10,8 +10,11 @@ kept as a paired run (`paired.results`) and judged as `alert` judges one (`regre
 GPU's confirmation margins (its paired A/A sessions' where it has them), a group without margins of its own compared,
 shown and not judged.
 
-Both codes must run on one stack: the base's dependencies (pyproject.toml) and the libraries its worker imports
-must be the candidate's. A library upgrade is not a code change this can measure in one process.
+Two commits run on one stack: the base's dependencies (pyproject.toml) and the libraries its worker imports must be
+the candidate's. A library upgrade is measured as two stacks instead (`ab --stack A --stack B`, `catalog.stacks`):
+the checkout's code on both sides, each side's worker started by its stack's Python, each side kept under its
+stack's machine of the session (`<gpu>-stack-A-paired-<session>`, `<gpu>-stack-B-paired-<session>`), and the verdict
+names what differs between them (`stack_differences`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fusedbench.catalog.deliberate import gpu_machine
 from fusedbench.catalog.dtypes import DTYPES
-from fusedbench.catalog.model import Request
+from fusedbench.catalog.model import SIDES, Request
+from fusedbench.catalog.stacks import Stack
 from fusedbench.catalog.suites import MLP_GROUPS, BenchmarkGroup
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure.checkout import require_clean_checkout
@@ -44,10 +49,43 @@ else:  # pragma: no cover (Python 3.10)
 
 @dataclass(frozen=True)
 class Pair:
-    """The two commits `ab` measures: the base's, and the candidate's (the clean checkout's)."""
+    """What `ab` measures: the base's commit and the candidate's (the clean checkout's); or, under `ab --stack A
+    --stack B`, the checkout's code in stack A's environment (the base) and in stack B's."""
 
     base: str
     candidate: str
+    stacks: tuple[Stack, Stack] | None = None
+    pythons: tuple[str, str] = (sys.executable, sys.executable)
+
+    def sides(self, repo: str, base_source: str) -> list[Side]:
+        """The two sides' workers: each commit's source (the base's exported to `base_source`), each stack's Python."""
+        sources = (base_source, repo) if self.stacks is None else (repo, repo)
+        pins = [dict(s.packages) for s in self.stacks] if self.stacks else [{}, {}]
+        return [Side(name, source, python=python, pins=pinned)
+                for name, source, python, pinned in zip(SIDES, sources, self.pythons, pins, strict=True)]  # fmt: skip
+
+    def machines(self, gpu: str) -> dict[str, str]:
+        """Each side's own machine, before the session's mark: the GPU's, or each stack's."""
+        if self.stacks is None:
+            return dict.fromkeys(SIDES, gpu)
+        bare = gpu_machine(gpu)  # the GPU's, where ab itself runs in a stack's environment
+        return {side: stack.machine(bare) for side, stack in zip(SIDES, self.stacks, strict=True)}
+
+
+def resolve_stacks(repo: str, names: Sequence[str]) -> Pair:
+    """The clean checkout's code in two stacks' environments, the first the base (FusedbenchError naming what is
+    wrong: not two stacks, one named twice, an unknown stack or one whose environment was not made)."""
+    from fusedbench.catalog.stacks import read_stack
+    from fusedbench.measure.stacks import stack_python
+
+    if len(names) != 2 or names[0] == names[1]:
+        raise FusedbenchError(
+            f"--stack names two stacks, the base's, then the candidate's (got {', '.join(names) or 'none'}): "
+            "e.g. ab --stack pinned --stack newest"
+        )
+    commit = require_clean_checkout(repo).commit
+    stacks = tuple(read_stack(repo, name) for name in names)
+    return Pair(commit, commit, stacks, tuple(stack_python(repo, stack) for stack in stacks))
 
 
 def resolve_pair(repo: str, base_ref: str) -> Pair:
@@ -138,28 +176,28 @@ def chosen_requests(groups: Sequence[BenchmarkGroup], cells: str | None) -> list
 
 def measure_and_keep(repo: str, pair: Pair, requests: Sequence[Request], rounds: int, gpu: str, asked: str | None):
     """Measure the pair's cells (`measure_pair`) with the GPU's state sampled throughout, and keep it as a paired run
-    (`asked`: the --cells that chose them, if any): (its machine, what was measured)."""
+    (`asked`: the --cells that chose them, if any): (each side's machine, what was measured)."""
     from datetime import datetime, timezone
 
     from fusedbench.measure.checkout import asv_results_dir
     from fusedbench.measure.telemetry import optional_sampler
-    from fusedbench.paired.results import benchmark_entries, benchmark_names, paired_machine, write_paired
+    from fusedbench.paired.results import benchmark_entries, benchmark_names, paired_machines, write_paired
 
     started = datetime.now(timezone.utc)
-    machine = paired_machine(gpu, started, asv_results_dir(repo))
+    machines = paired_machines(pair.machines(gpu), started, asv_results_dir(repo))
     benchmarks = benchmark_entries(
-        repo, machine, pair.candidate, benchmark_names(list(dict.fromkeys(r.group for r in requests)))
+        repo, machines["candidate"], pair.candidate, benchmark_names(list(dict.fromkeys(r.group for r in requests)))
     )
     with optional_sampler() as telemetry:
-        measured = measure_pair(repo, pair, requests, rounds, machine, asked)
+        measured = measure_pair(repo, pair, requests, rounds, machines["candidate"], asked)
         gpu_facts = telemetry.device_facts() if telemetry is not None else {}
-    environment = {"versions": measured.hellos["candidate"]["versions"]}
-    if telemetry is not None:
-        environment |= {"gpu": gpu_facts, "telemetry": telemetry.summary.to_json()}
+    shared = {"gpu": gpu_facts, "telemetry": telemetry.summary.to_json()} if telemetry is not None else {}
+    environment = {side: {k: hello[k] for k in ("versions", "stack") if k in hello} | shared
+                   for side, hello in measured.hellos.items()}  # fmt: skip
     commits = {"baseline": pair.base, "candidate": pair.candidate}
     write_paired(
         repo,
-        machine,
+        machines,
         benchmarks,
         commits,
         measured,
@@ -168,7 +206,7 @@ def measure_and_keep(repo: str, pair: Pair, requests: Sequence[Request], rounds:
         environment=environment,
         asked=asked,
     )
-    return machine, measured
+    return machines, measured
 
 
 def measure_pair(
@@ -185,8 +223,8 @@ def measure_pair(
     # the ceilings of every dtype, as a plain run times them: asv's GemmCeiling takes them all
     asked = Asked(check=check, ceilings=list(DTYPES), more=NearMargin(machine, rounds, cells or ""))
     with tempfile.TemporaryDirectory(prefix="fusedbench-ab-") as scratch:
-        base = export_source(repo, pair.base, os.path.join(scratch, pair.base))
-        return measure_again(list(requests), [Side("baseline", base), Side("candidate", repo)], rounds, asked=asked)
+        base = export_source(repo, pair.base, os.path.join(scratch, pair.base)) if pair.stacks is None else repo
+        return measure_again(list(requests), pair.sides(repo, base), rounds, asked=asked)
 
 
 @dataclass(frozen=True)
@@ -225,3 +263,21 @@ class NearMargin:
             if abs(change) >= self.MOVED or change >= margin / self.BAND:
                 extra[provider] = max(0, self.NEAR_ROUNDS - self.rounds)
         return extra
+
+
+def stack_differences(hellos: dict[str, dict]) -> list[str]:
+    """What differs between the two sides' stacks, as their workers found it: each library version (the imported
+    packages' and pins', cuBLASLt's, the CUDA runtime's) and each GPU library file loaded ('name: base ->
+    candidate')."""
+    base, cand = (hellos[side] for side in SIDES)
+    lines = []
+    versions = [hello.get("versions", {}) | (hello.get("stack") or {}).get("packages", {}) for hello in (base, cand)]
+    for name in sorted(set(versions[0]) | set(versions[1])):
+        if versions[0].get(name) != versions[1].get(name):
+            lines.append(f"{name}: {versions[0].get(name) or 'none'} -> {versions[1].get(name) or 'none'}")
+    files = [(hello.get("stack") or {}).get("libraries", {}) for hello in (base, cand)]
+    for name in sorted(set(files[0]) | set(files[1])):
+        where = [f.get(name, {}).get("path", "not loaded") for f in files]
+        if where[0] != where[1]:
+            lines.append(f"{name}: {where[0]} -> {where[1]}")
+    return lines

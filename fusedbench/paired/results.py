@@ -40,40 +40,43 @@ ORDER = (
 )
 
 
-def paired_machine(gpu: str, started: datetime, results_dir: str) -> str:
-    """The session's machine: the GPU's name, the mark, the session's start and a random tag (sessions on the cards
-    of one host start in the same second, and their results may meet in one folder later), never one that exists."""
+def paired_machines(machines: Mapping[str, str], started: datetime, results_dir: str) -> dict[str, str]:
+    """Each side's machine in the session (`machines`: each side's own, the GPU's, or its stack's under `ab
+    --stack`): that machine, the mark, the session's start and a random tag (sessions on the cards of one host start
+    in the same second, and their results may meet in one folder later), none that exists."""
     while True:
-        name = f"{gpu}{PAIRED_MARK}{started.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
-        if not os.path.exists(os.path.join(results_dir, name)):
-            return name
+        session = f"{PAIRED_MARK}{started.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
+        named = {side: f"{machine}{session}" for side, machine in machines.items()}
+        if not any(os.path.exists(os.path.join(results_dir, name)) for name in named.values()):
+            return named
 
 
 def write_paired(
     repo: str,
-    machine: str,
+    machines: Mapping[str, str],
     benchmarks: Mapping[str, dict],
     commits: Mapping[str, str],
     measured: Measured,
     *,
     started: datetime,
     rounds: int,
-    environment: Mapping,
+    environment: Mapping[str, Mapping],
     asked: str | None = None,
 ) -> None:
-    """Both sides' results and records under `machine` in the checkout's results folder; `asked`, the `--cells` that
-    chose the cells where not every cell of the groups was asked for."""
+    """Each side's results and records under its machine (`machines`; one for both sides of two commits) in the
+    checkout's results folder, asv's environment its side's Python; `environment`, what each side's records say it
+    ran on; `asked`, the `--cells` that chose the cells where not every cell of the groups was asked for."""
     results_dir = asv_results_dir(repo)
     from asv import util
     from asv.environment import get_env_name
     from asv.results import Results
 
-    util.write_json(os.path.join(results_dir, machine, "machine.json"), {"machine": machine}, api_version=1)
-    python = sys.executable
-    env_name = get_env_name("existing", python, {}, {})
     code = {side: _code_tree(repo, commits[side]) for side in SIDES}
     for side in SIDES:
-        commit = commits[side]
+        commit, machine = commits[side], machines[side]
+        util.write_json(os.path.join(results_dir, machine, "machine.json"), {"machine": machine}, api_version=1)
+        python = measured.hellos[side].get("stack", {}).get("python") or sys.executable
+        env_name = get_env_name("existing", python, {}, {})
         results = Results({"machine": machine, "python": python}, {}, commit, _commit_ms(repo, commit), python,
                           env_name, {})  # fmt: skip
         for name, cells in _by_benchmark(measured, side).items():
@@ -89,10 +92,10 @@ def write_paired(
                 seconds=measured.seconds,
                 sampling=PROTOCOL.sampling,
                 dirty=False,
-                environment=dict(environment)
+                environment=dict(environment[side])
                 | {
-                    "paired": _pairing(measured, commits, side, group, rounds, environment)
-                    | {"code": code, "cells": asked}
+                    "paired": _pairing(measured, commits, side, group, rounds, environment[side])
+                    | {"code": code, "cells": asked, "machines": dict(machines)}
                 },
                 cells=tuple(_at(cell, machine, commit) for cell in cells),
             )

@@ -164,12 +164,14 @@ def _ceilings(stack, dtypes: list[str]) -> dict:
 def _hello(stack) -> dict:
     import fusedbench
     from fusedbench.catalog.suites import ASV_VERSIONS
+    from fusedbench.measure.stacks import stack_facts
 
     return {
         "protocol": PROTOCOL,
         "fusedbench": os.path.dirname(os.path.dirname(os.path.abspath(fusedbench.__file__))),
         "device": stack.device_name,
         "versions": stack.versions(),
+        "stack": stack_facts(),  # the GPU stack is loaded: cuBLASLt's file among the libraries
         "benchmark_versions": dict(ASV_VERSIONS),
     }
 

@@ -1,0 +1,244 @@
+"""Stacks on the CPU: lock files read or refused in a line, environments made over this one with pip (the pins of two
+stacks differ in a package built here), the libraries a process loaded, and `ab --stack A --stack B` end to end with
+the stand-in worker started by each stack's Python."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import git, make_checkout
+from test_ab import FAKE, MACHINE, PYPROJECT, WORKER, run
+
+from fusedbench.catalog.deliberate import baseline_machine, gpu_machine, stack_of
+from fusedbench.catalog.stacks import read_stack
+from fusedbench.catalog.suites import ASV_VERSIONS
+from fusedbench.cli import main
+from fusedbench.errors import FusedbenchError
+from fusedbench.measure import confirm as measure
+from fusedbench.measure.stacks import create_environment, loaded_libraries, stack_python
+
+ROOT = Path(__file__).parent.parent
+PROBE = "fbstackprobe"
+
+
+def wheel(folder: Path, version: str) -> None:
+    """A pure-Python wheel of PROBE at `version`, as pip installs any."""
+    dist = f"{PROBE}-{version}.dist-info"
+    files = {
+        f"{PROBE}/__init__.py": f"VERSION = {version!r}\n",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {PROBE}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    digest = {
+        p: base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b"=").decode() for p, t in files.items()
+    }
+    files[f"{dist}/RECORD"] = (
+        "".join(f"{p},sha256={digest[p]},{len(t)}\n" for p, t in files.items()) + f"{dist}/RECORD,,\n"
+    )
+    with zipfile.ZipFile(folder / f"{PROBE}-{version}-py3-none-any.whl", "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+
+
+def lock(root: Path, name: str, text: str) -> None:
+    (root / "benchmarks" / "stacks").mkdir(parents=True, exist_ok=True)
+    (root / "benchmarks" / "stacks" / f"{name}.toml").write_text(text)
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("wheels")
+    for version in ("1.0", "2.0"):
+        wheel(folder, version)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('[packages]\nnumpy = ">=1.25"\n', "numpy = '>=1.25' is not an exact version: a stack pins"),
+        ("[packages]\nnumpy = 2\n", "[packages] maps each package to an exact version"),
+        ('[preload]\nlibraries = "/lib/x.so"\n', "[preload] libraries is a list of paths"),
+        ('description = "nothing"\n', "a stack pins a package or preloads a library; this one does neither"),
+        ('[packagez]\nnumpy = "2.0"\n', "unknown field 'packagez'; a stack has description, [packages], [preload]"),
+        ("[packages\n", "cannot be read as a stack"),
+    ],
+)
+def test_a_lock_file_that_cannot_be_used_is_refused_in_a_line_naming_it(tmp_path, text, says):
+    lock(tmp_path, "bad", text)
+    with pytest.raises(FusedbenchError, match=re.escape(says)) as refused:
+        read_stack(str(tmp_path), "bad")
+    assert "bad.toml" in str(refused.value) or "cannot be read" in str(refused.value)
+
+
+def test_an_unknown_stack_or_a_bad_name_is_refused_with_the_stacks_there_are(tmp_path):
+    lock(tmp_path, "probe-1", '[packages]\nfbstackprobe = "1.0"\n')
+    with pytest.raises(FusedbenchError, match=r"no stack 'probe-2': .* \(the stacks defined: probe-1\)"):
+        read_stack(str(tmp_path), "probe-2")
+    with pytest.raises(FusedbenchError, match="stack name 'Probe_1'"):
+        read_stack(str(tmp_path), "Probe_1")
+
+
+def test_each_stacks_environment_imports_its_own_pin_over_this_one_and_a_changed_lock_file_is_made_again(
+    tmp_path, wheels
+):
+    for version in ("1.0", "2.0"):
+        lock(tmp_path, f"probe-{version}", f'[packages]\nfbstackprobe = "{version}"\n')
+    pythons = {}
+    for version in ("1.0", "2.0"):
+        stack = read_stack(str(tmp_path), f"probe-{version}")
+        pythons[version] = create_environment(str(tmp_path), stack, ["--no-index", "--find-links", str(wheels)])
+        assert stack_python(str(tmp_path), stack) == pythons[version]
+    for version, python in pythons.items():
+        said = subprocess.run(
+            [python, "-c", "import fbstackprobe, fusedbench, pandas, json; from fusedbench.measure.stacks import "
+             "stack_facts; print(json.dumps([fbstackprobe.VERSION, stack_facts()]))"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        imported, facts = json.loads(said)
+        assert imported == version  # the pin, in front of this environment's packages (fusedbench, pandas found too)
+        assert facts["name"] == f"probe-{version}" and facts["packages"] == {PROBE: version}
+    assert subprocess.run([sys.executable, "-c", "import fbstackprobe"], capture_output=True).returncode != 0
+    lock(tmp_path, "probe-1.0", '[packages]\nfbstackprobe = "2.0"\n')
+    with pytest.raises(
+        FusedbenchError, match="made from another version of its lock file: run `fusedbench stack create"
+    ):
+        stack_python(str(tmp_path), read_stack(str(tmp_path), "probe-1.0"))
+
+
+def test_a_stack_preloads_its_libraries_by_path_in_every_python_it_starts(tmp_path):
+    libz = next(
+        (p for p in ("/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1") if Path(p).exists()),
+        None,
+    )
+    if libz is None:
+        pytest.skip("no libz.so.1 on this machine to preload")
+    lock(tmp_path, "z", f'[preload]\nlibraries = ["{libz}"]\n')
+    python = create_environment(str(tmp_path), read_stack(str(tmp_path), "z"), [])
+    maps = subprocess.run(
+        [python, "-c", "print(open('/proc/self/maps').read())"], capture_output=True, text=True
+    ).stdout
+    assert str(Path(libz).resolve()) in maps
+    lock(tmp_path, "missing", '[preload]\nlibraries = ["{site-packages}/nvidia/cu13/lib/libnothing.so.13"]\n')
+    with pytest.raises(
+        FusedbenchError,
+        match=re.escape("preloads '{site-packages}/nvidia/cu13/lib/libnothing.so.13', which is no file"),
+    ):
+        create_environment(str(tmp_path), read_stack(str(tmp_path), "missing"), [])
+
+
+def test_the_libraries_loaded_are_read_from_the_process_map_with_the_version_their_file_names(tmp_path):
+    maps = tmp_path / "maps"
+    maps.write_text(
+        "7f00-7f01 r-xp 00000000 08:01 1 /usr/local/cuda-13.1/targets/x86_64-linux/lib/libcublasLt.so.13.1.0.3\n"
+        "7f02-7f03 r-xp 00000000 08:01 2 /site/nvidia/cu13/lib/libcudart.so.13\n"
+        "7f04-7f05 r-xp 00000000 08:01 3 /usr/lib/libc.so.6\n"
+        "7f06-7f07 r-xp 00000000 08:01 4 /usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05\n"
+    )
+    assert loaded_libraries(str(maps)) == {
+        "libcublasLt": {
+            "path": "/usr/local/cuda-13.1/targets/x86_64-linux/lib/libcublasLt.so.13.1.0.3",
+            "version": "13.1.0.3",
+        },
+        "libcudart": {"path": "/site/nvidia/cu13/lib/libcudart.so.13", "version": "13"},
+        "libcuda": {"path": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05", "version": "580.95.05"},
+    }
+    assert loaded_libraries(str(tmp_path / "none")) == {}
+
+
+def test_a_stacks_machine_is_its_own_history_and_its_gpu_is_the_gpus():
+    machine = "h200-141gb-stack-nvmath-0.9"
+    assert gpu_machine(machine) == "h200-141gb" and stack_of(machine) == "nvmath-0.9"
+    assert baseline_machine(machine) == machine  # a stack's runs are judged against its own earlier ones
+    assert baseline_machine(machine + "-inject-3f9a02c1") == machine  # an injected run against its stack's
+    assert gpu_machine(machine + "-paired-20261128T120000Z-ab12") == "h200-141gb" and stack_of("h200-141gb") == ""
+
+
+@pytest.fixture
+def stack_checkout(tmp_path, monkeypatch, wheels):
+    """A clean checkout defining two stacks that pin PROBE 1.0 and 2.0, both environments made."""
+    import fusedbench.cli.ab as ab_cli
+    import fusedbench.measure.machine
+
+    root = make_checkout(
+        tmp_path / "checkout",
+        {
+            "pyproject.toml": PYPROJECT,
+            "fusedbench/measure/gpu/confirm_worker.py": WORKER,
+            ".gitignore": "/.stacks/\n/results/\n",
+            "benchmarks/stacks/old.toml": '[packages]\nfbstackprobe = "1.0"\n',
+            "benchmarks/stacks/new.toml": '[packages]\nfbstackprobe = "2.0"\n',
+        },
+    )
+    (root / "results").mkdir()
+    shutil.copy(ROOT / "results" / "benchmarks.json", root / "results")
+    monkeypatch.chdir(root)
+    for name in ("old", "new"):
+        assert main(["stack", "create", name, "--wheels", str(wheels)]) == 0
+    monkeypatch.setattr(measure.Worker, "entry", (str(FAKE),))
+    monkeypatch.setattr(ab_cli, "require_gpu", lambda what, instead: None)
+    monkeypatch.setattr(fusedbench.measure.machine, "gpu_machine_name", lambda: MACHINE)
+    monkeypatch.setenv("FAKE_HELLO", json.dumps({"benchmark_versions": dict(ASV_VERSIONS)}))
+    return root
+
+
+def test_ab_measures_the_code_in_two_stacks_names_what_differs_and_keeps_each_under_its_stacks_machine(
+    stack_checkout, capsys, monkeypatch
+):
+    target = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused"
+    monkeypatch.setenv("FUSEDBENCH_INJECT", f"{target}=8%")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "new")  # the new stack's cell 8% slower
+    code, out, err = run(
+        capsys, "--stack", "old", "--stack", "new", "--cells", "RELU_BIAS/fp16/.*/fused$", "--rounds", "4"
+    )
+    assert code == 1, out + err
+    assert "stack old (base) beside stack new (candidate), both at" in out
+    assert "stacks differ: fbstackprobe: 1.0 -> 2.0" in out
+    machines = sorted(p.name for p in (stack_checkout / "results").iterdir() if p.is_dir())
+    assert [m.split("-paired-")[0] for m in machines] == [f"{MACHINE}-stack-new", f"{MACHINE}-stack-old"]
+    assert machines[0].split("-paired-")[1] == machines[1].split("-paired-")[1]  # one session
+    commit = git(stack_checkout, "rev-parse", "HEAD").strip()
+    again = main(["alert", "results", "--machine", machines[0], "--baseline", f"{machines[1]}@{commit[:8]}"])
+    assert again == 1  # alert judges the kept pair as ab did
+    records = [
+        json.loads(line) for p in (stack_checkout / "results" / machines[0]).glob("*.fbenv") for line in [p.read_text()]
+    ]
+    assert records and all(r["environment"]["stack"]["packages"] == {PROBE: "2.0"} for r in records)
+
+
+def test_ab_refuses_a_side_whose_python_imports_another_version_than_its_stack_pins(
+    stack_checkout, capsys, monkeypatch, wheels, tmp_path
+):
+    shadow = tmp_path / "shadow"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
+                    "--target", str(shadow), f"{PROBE}==2.0"], check=True)  # fmt: skip
+    monkeypatch.setenv("PYTHONPATH", str(shadow))  # puts 2.0 in front of the old stack's 1.0
+    code, _out, err = run(
+        capsys, "--stack", "old", "--stack", "new", "--cells", "RELU_BIAS/fp16/.*/fused$", "--rounds", "2"
+    )
+    assert code == 2
+    assert "the baseline side's Python" in err and "fbstackprobe 1.0 (it imports 2.0)" in err
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        ([], "name BASE (a commit) or two stacks (--stack A --stack B), one of the two"),
+        (["HEAD~1", "--stack", "old", "--stack", "new"], "name BASE (a commit) or two stacks"),
+        (["--stack", "old"], "--stack names two stacks, the base's, then the candidate's (got old)"),
+        (["--stack", "old", "--stack", "old"], "--stack names two stacks"),
+        (["--stack", "old", "--stack", "newest"], "no stack 'newest'"),
+    ],
+)
+def test_ab_stack_refusals_are_one_line_before_anything_is_measured(stack_checkout, capsys, argv, says):
+    code, _out, err = run(capsys, *argv)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1
