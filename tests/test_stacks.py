@@ -242,3 +242,45 @@ def test_ab_refuses_a_side_whose_python_imports_another_version_than_its_stack_p
 def test_ab_stack_refusals_are_one_line_before_anything_is_measured(stack_checkout, capsys, argv, says):
     code, _out, err = run(capsys, *argv)
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+
+
+# The committed stack comparisons (docs/findings/2026-11-28-stacks-side-by-side.md): (base machine, candidate machine,
+# the commit both sides ran at on the device)
+STACK_PAIRS = {
+    "nvmath": ("h200-141gb-stack-nvmath-0.9-paired-20261128T112604Z-434d",
+               "h200-141gb-stack-nvmath-1.0-paired-20261128T112604Z-434d", "0004dfb3"),
+    "cublaslt": ("h200-141gb-stack-cublaslt-toolkit-paired-20261128T110707Z-a328",
+                 "h200-141gb-stack-cublaslt-pip-paired-20261128T110707Z-a328", "016f2256"),
+}  # fmt: skip
+
+
+def stack_table(capsys, base: str, cand: str, commit: str) -> str:
+    """Per group and epilog, as `compare` judges the pair: fused's and fused-autotuned's time, candidate over base
+    with its 95% interval, and fused over unfused on each side (does fusion still pay)."""
+    from fusedbench.results.loader import load_results
+
+    assert main(["compare", str(ROOT / "results"), "--candidate", f"{cand}@{commit}", "--baseline",
+                 f"{base}@{commit}", "--format", "json"]) == 0  # fmt: skip
+    verdict = json.loads(capsys.readouterr().out)
+    cells = load_results(str(ROOT / "results"), machines=[base, cand]).cells
+    times = {(r.machine, r.group, r.epilog, r.provider): r.time_s for r in cells.itertuples()}
+    lines = ["| group | epilog | fused, new / old [95%] | fused-autotuned [95%] | fused over unfused, old -> new |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for group in verdict["suites"][0]["groups"]:
+        rows = {(r["epilog"], r["provider"], r["metric"]): r for r in group["rows"]}
+        for epilog in dict.fromkeys(r["epilog"] for r in group["rows"]):
+            change = [rows.get((epilog, p, "time")) for p in ("fused", "fused-autotuned")]
+            said = [f"{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r else "-" for r in change]
+            speedups = [times[(m, group["group"], epilog, "unfused")] / times[(m, group["group"], epilog, "fused")]
+                        for m in (base, cand)]  # fmt: skip
+            lines.append(f"| {group['group']} | {epilog} | {said[0]} | {said[1]} | "
+                         f"{speedups[0]:.2f}x -> {speedups[1]:.2f}x |")  # fmt: skip
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("pair", sorted(STACK_PAIRS))
+def test_the_stacks_findings_quote_the_committed_comparisons(capsys, pair):
+    from conftest import finding
+
+    table = stack_table(capsys, *STACK_PAIRS[pair])
+    assert table in finding("stacks-side-by-side", folded=False), table
