@@ -23,6 +23,7 @@ from fusedbench.cli import (
     advise,
     alert,
     calibrate,
+    changes,
     check,
     compare,
     history,
@@ -40,7 +41,8 @@ from fusedbench.errors import FusedbenchError
 
 # In the order `fusedbench --help` lists them: the main job first, then reading results, then the gate.
 COMMANDS = (
-    listing, check, run, stack, machine, table, advise, report, compare, alert, ab, history, mlp, calibrate, protocols
+    listing, check, run, stack, machine, table, advise, report, compare, alert, ab, history, changes, mlp, calibrate,
+    protocols,
 )  # fmt: skip
 
 

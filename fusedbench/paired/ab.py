@@ -114,9 +114,13 @@ def resolve_pair(repo: str, base_ref: str) -> Pair:
     return Pair(base, candidate)
 
 
+# the tests' and linters' tools, and the change-point library: nothing measured imports them
+UNMEASURED_EXTRAS = ("dev", "changes")
+
+
 def dependency_changes(repo: str, base: str, candidate: str) -> list[str]:
-    """What differs between the two commits' declared dependencies (pyproject.toml's, extras included but `dev`: the
-    tests' and linters' tools, which nothing measured imports)."""
+    """What differs between the two commits' declared dependencies (pyproject.toml's, extras included but
+    UNMEASURED_EXTRAS)."""
     declared = [_dependencies(repo, commit) for commit in (base, candidate)]
     return [
         f"{name}: {declared[0].get(name) or 'none'} -> {declared[1].get(name) or 'none'}"
@@ -133,7 +137,8 @@ def _dependencies(repo: str, commit: str) -> dict[str, str]:
         project = tomllib.loads(done.stdout).get("project", {})
     except tomllib.TOMLDecodeError as exc:
         raise FusedbenchError(f"the commit {commit[:8]}'s pyproject.toml cannot be read ({exc})") from None
-    extras = {name: packages for name, packages in project.get("optional-dependencies", {}).items() if name != "dev"}
+    extras = {name: packages for name, packages in project.get("optional-dependencies", {}).items()
+              if name not in UNMEASURED_EXTRAS}  # fmt: skip
     found = {"(required)": ", ".join(sorted(project.get("dependencies", [])))}
     return found | {f"[{extra}]": ", ".join(sorted(packages)) for extra, packages in extras.items()}
 
