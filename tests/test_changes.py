@@ -118,6 +118,14 @@ def test_changes_names_the_card_that_changed_where_the_group_shifted_on_the_comm
         assert f"run {point['run']} of {point['runs']}, {point['change']:+.1%}" in page
 
 
+def test_changes_cells_keeps_the_groups_series_and_the_cells_it_finds(capsys):
+    assert main(["changes", str(ROOT / "results"), "--machine", "h200-141gb", "--cells", "NO_SUCH_EPILOG"]) == 0
+    out = capsys.readouterr().out
+    assert GROUP_SERIES in out and "GELU_AUX_BIAS" not in out
+    assert main(["changes", str(ROOT / "results"), "--machine", "h200-141gb", "--cells", "GELU_AUX_BIAS"]) == 0
+    assert "GELU_AUX_BIAS/fp16/(65536,16384)x(16384,8192)/textbook" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "argv, says",
     [

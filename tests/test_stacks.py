@@ -25,6 +25,7 @@ from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
 from fusedbench.measure import confirm as measure
 from fusedbench.measure.stacks import create_environment, loaded_libraries, stack_python
+from fusedbench.paired.ab import dependency_changes, stack_differences
 
 ROOT = Path(__file__).parent.parent
 PROBE = "fbstackprobe"
@@ -115,19 +116,31 @@ def test_each_stacks_environment_imports_its_own_pin_over_this_one_and_a_changed
         stack_python(str(tmp_path), read_stack(str(tmp_path), "probe-1.0"))
 
 
+def unloaded_library() -> str | None:
+    """A shared library of this machine that a plain Python does not load: a preload's own doing where it is mapped."""
+    maps = subprocess.run([sys.executable, "-c", "print(open('/proc/self/maps').read())"], capture_output=True,
+                          text=True).stdout  # fmt: skip
+    for name in ("libsqlite3.so.0", "libexpat.so.1", "libuuid.so.1", "libzstd.so.1"):
+        for folder in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib/x86_64-linux-gnu"):
+            path = Path(folder) / name
+            if path.exists() and str(path.resolve()) not in maps:
+                return str(path)
+    return None
+
+
 def test_a_stack_preloads_its_libraries_by_path_in_every_python_it_starts(tmp_path):
-    libz = next(
-        (p for p in ("/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1") if Path(p).exists()),
-        None,
-    )
-    if libz is None:
-        pytest.skip("no libz.so.1 on this machine to preload")
-    lock(tmp_path, "z", f'[preload]\nlibraries = ["{libz}"]\n')
+    library = unloaded_library()
+    if library is None:
+        pytest.skip("no shared library here that a plain Python leaves unloaded, to preload")
+    lock(tmp_path, "z", f'[preload]\nlibraries = ["{library}"]\n')
     python = create_environment(str(tmp_path), read_stack(str(tmp_path), "z"), [])
     maps = subprocess.run(
         [python, "-c", "print(open('/proc/self/maps').read())"], capture_output=True, text=True
     ).stdout
-    assert str(Path(libz).resolve()) in maps
+    assert str(Path(library).resolve()) in maps
+    lock(tmp_path, "folder", f'[preload]\nlibraries = ["{Path(library).parent}"]\n')
+    with pytest.raises(FusedbenchError, match="which is no file here"):
+        create_environment(str(tmp_path), read_stack(str(tmp_path), "folder"), [])
     lock(tmp_path, "missing", '[preload]\nlibraries = ["{site-packages}/nvidia/cu13/lib/libnothing.so.13"]\n')
     with pytest.raises(
         FusedbenchError,
@@ -213,6 +226,53 @@ def test_ab_measures_the_code_in_two_stacks_names_what_differs_and_keeps_each_un
         json.loads(line) for p in (stack_checkout / "results" / machines[0]).glob("*.fbenv") for line in [p.read_text()]
     ]
     assert records and all(r["environment"]["stack"]["packages"] == {PROBE: "2.0"} for r in records)
+    for machine, stack in zip(machines, ("new", "old"), strict=True):  # asv keys each side by its stack's Python
+        (kept,) = (stack_checkout / "results" / machine).glob(f"{commit[:8]}-existing-*.json")
+        assert kept.name.endswith(f".stacks_{stack}_bin_python.json"), kept.name
+    assert main(["stack", "list"]) == 0 and "old: fbstackprobe==1.0 (made)" in capsys.readouterr().out
+    (stack_checkout / "benchmarks" / "stacks" / "old.toml").write_text('[packages]\nfbstackprobe = "1.1"\n')
+    assert main(["stack", "list"]) == 0 and "old: fbstackprobe==1.1 (not made" in capsys.readouterr().out
+
+
+def test_what_differs_between_two_stacks_names_versions_pins_and_library_files():
+    base = {
+        "versions": {"cublaslt": 130100, "nvmath-python": "0.9.0"},
+        "stack": {"packages": {"cuda-core": "0.7.0"}, "libraries": {"libcublasLt": {"path": "/a/libcublasLt.so.13"}}},
+    }
+    cand = {"versions": {"cublaslt": 130100, "nvmath-python": "1.0.0"},
+            "stack": {"packages": {}, "libraries": {"libcublasLt": {"path": "/b/libcublasLt.so.13"}}}}  # fmt: skip
+    assert stack_differences({"baseline": base, "candidate": cand}) == [
+        "cuda-core: 0.7.0 -> none",
+        "nvmath-python: 0.9.0 -> 1.0.0",
+        "libcublasLt: /a/libcublasLt.so.13 -> /b/libcublasLt.so.13",
+    ]
+
+
+def test_an_extra_nothing_measured_imports_is_no_dependency_change_for_ab(tmp_path):
+    project = '[project]\nname = "fusedbench"\ndependencies = ["numpy"]\n[project.optional-dependencies]\n'
+    root = make_checkout(tmp_path / "repo", {"pyproject.toml": project + 'cu13 = ["cupy"]\n'})
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "pyproject.toml").write_text(project + 'cu13 = ["cupy"]\nchanges = ["apache-otava"]\ndev = ["pytest"]\n')
+    git(root, "commit", "-qam", "the change-point extra")
+    assert dependency_changes(str(root), base, "HEAD") == []
+    (root / "pyproject.toml").write_text(project + 'cu13 = ["cupy>=14"]\n')
+    git(root, "commit", "-qam", "a measured extra")
+    assert dependency_changes(str(root), base, "HEAD") == ["[cu13]: cupy -> cupy>=14"]
+
+
+def test_run_in_a_stack_runs_fusedbench_again_by_the_stacks_python_with_every_flag(stack_checkout, monkeypatch):
+    import fusedbench.cli.run as run_cli
+
+    started = []
+    monkeypatch.setattr(
+        run_cli.subprocess, "run", lambda argv, cwd: started.append(argv) or subprocess.CompletedProcess(argv, 0)
+    )
+    target = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused=5%"
+    assert main(["run", "--stack", "old", "--suite", "quick", "--bench", "Quick", "--inject", target]) == 0
+    (argv,) = started
+    assert argv[0] == str(stack_checkout / ".stacks" / "old" / "bin" / "python")
+    asked = ["--suite", "quick", "--launch-method", "forkserver", "--bench", "Quick", "--inject", target]
+    assert argv[1:] == ["-m", "fusedbench", "run", *asked]
 
 
 def test_ab_refuses_a_side_whose_python_imports_another_version_than_its_stack_pins(
