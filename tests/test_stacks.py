@@ -344,3 +344,20 @@ def test_the_stacks_findings_quote_the_committed_comparisons(capsys, pair):
 
     table = stack_table(capsys, *STACK_PAIRS[pair])
     assert table in finding("stacks-side-by-side", folded=False), table
+
+
+def test_bisect_over_stacks_finds_the_first_stack_past_the_margin(stack_checkout, capsys, monkeypatch, wheels):
+    import fusedbench.cli.bisect as bisect_cli
+
+    (stack_checkout / "benchmarks" / "stacks" / "newer.toml").write_text('[packages]\nfbstackprobe = "2.0"\n')
+    git(stack_checkout, "add", "benchmarks/stacks/newer.toml")
+    git(stack_checkout, "commit", "-qm", "a third stack")
+    assert main(["stack", "create", "newer", "--wheels", str(wheels)]) == 0
+    monkeypatch.setattr(bisect_cli, "require_gpu", lambda what, instead: None)
+    monkeypatch.setenv("FUSEDBENCH_INJECT", "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused=8%")
+    monkeypatch.setenv("FAKE_INJECT_SIDE", "new,newer")  # both stacks with probe 2.0 slower
+    capsys.readouterr()
+    assert main(["bisect", "--stacks", "old,new,newer", "--cells", "RELU_BIAS/fp16/", "--rounds", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "step 1: stack newer (2 of 2) beside stack old: red" in out and "step 2: stack new (1 of 2)" in out
+    assert "first past the margin: stack new (2 paired step(s)" in out

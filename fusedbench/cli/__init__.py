@@ -22,6 +22,7 @@ from fusedbench.cli import (
     ab,
     advise,
     alert,
+    bisect,
     calibrate,
     changes,
     check,
@@ -41,8 +42,8 @@ from fusedbench.errors import FusedbenchError
 
 # In the order `fusedbench --help` lists them: the main job first, then reading results, then the gate.
 COMMANDS = (
-    listing, check, run, stack, machine, table, advise, report, compare, alert, ab, history, changes, mlp, calibrate,
-    protocols,
+    listing, check, run, stack, machine, table, advise, report, compare, alert, ab, bisect, history, changes, mlp,
+    calibrate, protocols,
 )  # fmt: skip
 
 

@@ -56,10 +56,10 @@ class Pair:
     candidate: str
     stacks: tuple[Stack, Stack] | None = None
     pythons: tuple[str, str] = (sys.executable, sys.executable)
+    candidate_checkout: bool = True  # the candidate's code the checkout's; else exported from its commit (bisect)
 
-    def sides(self, repo: str, base_source: str) -> list[Side]:
-        """The two sides' workers: each commit's source (the base's exported to `base_source`), each stack's Python."""
-        sources = (base_source, repo) if self.stacks is None else (repo, repo)
+    def sides(self, sources: tuple[str, str]) -> list[Side]:
+        """The two sides' workers: each side's fusedbench source, each stack's Python."""
         pins = [dict(s.packages) for s in self.stacks] if self.stacks else [{}, {}]
         return [Side(name, source, python=python, pins=pinned)
                 for name, source, python, pinned in zip(SIDES, sources, self.pythons, pins, strict=True)]  # fmt: skip
@@ -228,8 +228,13 @@ def measure_pair(
     # the ceilings of every dtype, as a plain run times them: asv's GemmCeiling takes them all
     asked = Asked(check=check, ceilings=list(DTYPES), more=NearMargin(machine, rounds, cells or ""))
     with tempfile.TemporaryDirectory(prefix="fusedbench-ab-") as scratch:
-        base = export_source(repo, pair.base, os.path.join(scratch, pair.base)) if pair.stacks is None else repo
-        return measure_again(list(requests), pair.sides(repo, base), rounds, asked=asked)
+
+        def source(commit: str, checkout: bool) -> str:
+            return repo if checkout else export_source(repo, commit, os.path.join(scratch, commit))
+
+        stacks = pair.stacks is not None
+        sources = (source(pair.base, stacks), source(pair.candidate, stacks or pair.candidate_checkout))
+        return measure_again(list(requests), pair.sides(sources), rounds, asked=asked)
 
 
 @dataclass(frozen=True)
