@@ -63,10 +63,30 @@ def test_a_range_whose_last_commit_is_not_slower_has_nothing_to_bisect(history, 
     assert code == 0 and "is not past the margin beside" in out and "nothing to bisect (1 paired step(s)" in out
 
 
-def run_bisect(capsys, *argv):
+@pytest.mark.usefixtures("fake_gpu")
+def test_a_bad_that_does_not_descend_from_good_or_a_dependency_change_in_the_range_is_refused(history, capsys):
+    root, commits = history
+    git(root, "checkout", "-q", "-b", "side", commits[2])
+    (root / "fusedbench" / "x.py").write_text("A = 'side'\n")
+    git(root, "commit", "-qam", "a side branch")
+    code, _, err = run_bisect(capsys, commits[5][:8], "side")
+    assert code == 2 and "'side' does not come after" in err
+    git(root, "checkout", "-q", "main")
+    (root / "pyproject.toml").write_text(PYPROJECT.replace('["numpy>=1.25"]', '["numpy>=2"]'))
+    git(root, "commit", "-qam", "a dependency change")
+    code, _, err = run_bisect(capsys, commits[0][:8], "HEAD")
+    assert code == 2 and "depends on other packages than" in err and "bisect the stacks with --stacks instead" in err
+
+
+@pytest.fixture(autouse=True)
+def gpu_present(monkeypatch):
+    """bisect's refusal without a GPU is its first, after the arguments' own: taken as passed here."""
     import fusedbench.cli.bisect as bisect_cli
 
-    bisect_cli.require_gpu = lambda what, instead: None
+    monkeypatch.setattr(bisect_cli, "require_gpu", lambda what, instead: None)
+
+
+def run_bisect(capsys, *argv):
     from fusedbench.cli import main
 
     try:

@@ -31,12 +31,12 @@ ROOT = Path(__file__).parent.parent
 PROBE = "fbstackprobe"
 
 
-def wheel(folder: Path, version: str) -> None:
-    """A pure-Python wheel of PROBE at `version`, as pip installs any."""
-    dist = f"{PROBE}-{version}.dist-info"
+def wheel(folder: Path, version: str, name: str = PROBE) -> None:
+    """A pure-Python wheel of `name` (PROBE) at `version`, as pip installs any."""
+    dist = f"{name}-{version}.dist-info"
     files = {
-        f"{PROBE}/__init__.py": f"VERSION = {version!r}\n",
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {PROBE}\nVersion: {version}\n",
+        f"{name}/__init__.py": f"VERSION = {version!r}\n",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     digest = {
@@ -45,7 +45,7 @@ def wheel(folder: Path, version: str) -> None:
     files[f"{dist}/RECORD"] = (
         "".join(f"{p},sha256={digest[p]},{len(t)}\n" for p, t in files.items()) + f"{dist}/RECORD,,\n"
     )
-    with zipfile.ZipFile(folder / f"{PROBE}-{version}-py3-none-any.whl", "w") as archive:
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as archive:
         for path, text in files.items():
             archive.writestr(path, text)
 
@@ -60,6 +60,7 @@ def wheels(tmp_path_factory):
     folder = tmp_path_factory.mktemp("wheels")
     for version in ("1.0", "2.0"):
         wheel(folder, version)
+        wheel(folder, version, "fbstackother")
     return folder
 
 
@@ -361,3 +362,38 @@ def test_bisect_over_stacks_finds_the_first_stack_past_the_margin(stack_checkout
     out = capsys.readouterr().out
     assert "step 1: stack newer (2 of 2) beside stack old: red" in out and "step 2: stack new (1 of 2)" in out
     assert "first past the margin: stack new (2 paired step(s)" in out
+
+
+def test_stack_newest_writes_the_newest_versions_pip_offers_and_chain_upgrades_one_package_at_a_time(
+    tmp_path, monkeypatch, capsys, wheels
+):
+    lock(
+        tmp_path, "pinned", '[packages]\nfbstackprobe = "1.0"\nfbstackother = "1.0"\n[preload]\nlibraries = ["/x.so"]\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["stack", "newest", "pinned", "newest", "--wheels", str(wheels)]) == 0
+    newest = read_stack(str(tmp_path), "newest")
+    assert newest.packages == {PROBE: "2.0", "fbstackother": "2.0"} and newest.preload == ("/x.so",)
+    capsys.readouterr()
+    assert main(["stack", "chain", "pinned", "newest"]) == 0
+    assert capsys.readouterr().out == "pinned,newest-1,newest\n"
+    assert read_stack(str(tmp_path), "newest-1").packages == {PROBE: "2.0", "fbstackother": "1.0"}
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["newest", "pinned"], "`fusedbench stack newest NAME TO` takes 2 stack name(s), got 1"),
+        (["create"], "`fusedbench stack create NAME` takes 1 stack name(s), got 0"),
+        (["list", "pinned"], "`fusedbench stack list` takes 0 stack name(s), got 1"),
+        (["chain", "pinned", "pinned"], "stacks pinned and pinned pin the same: there is nothing between them"),
+        (["newest", "nosuch", "newest"], "pip finds no version of nosuchpackage"),
+    ],
+)
+def test_stack_refusals_are_one_line(tmp_path, monkeypatch, capsys, wheels, argv, says):
+    lock(tmp_path, "pinned", '[packages]\nfbstackprobe = "1.0"\n')
+    lock(tmp_path, "nosuch", '[packages]\nnosuchpackage = "1.0"\n')
+    monkeypatch.chdir(tmp_path)
+    code = main(["stack", *argv, "--wheels", str(wheels)])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err

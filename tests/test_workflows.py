@@ -117,3 +117,34 @@ def test_the_alert_step_run_on_the_committed_results_says_what_it_judged_and_wri
         "Bf16MemboundCompiled: h100-80gb-hbm3@57d8a237 against h100-80gb-hbm3@fcf16cf0; preset "
         "'h100-80gb-hbm3/peers@028e8a3', calibrated on this GPU's own A/A runs of the peers suite" in result.stdout
     )
+
+
+def test_the_nightly_job_pairs_the_newest_stack_with_the_pinned_bisects_when_red_and_moves_the_pin_when_green():
+    workflow = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())
+    job = workflow["jobs"]["stack"]
+    assert job["strategy"]["matrix"]["gpu"] == ["h100", "h200"] and job["strategy"]["fail-fast"] is False
+    assert "cron" in workflow[True]["schedule"][0]  # yaml reads the key `on` as True
+    ab = step(job, "ab")
+    assert "fusedbench ab --stack pinned --stack newest" in ab["run"] and '[ "$code" -le 1 ]' in ab["run"]
+    red, green = (next(s for s in job["steps"] if s.get("name", "").startswith(n)) for n in ("Red", "Green"))
+    assert red["if"] == "steps.ab.outputs.code == '1'" and 'fusedbench bisect --stacks "$chain"' in red["run"]
+    assert red["run"].rstrip().endswith("exit 1")  # the job is red where the newest stack is
+    assert green["if"] == "steps.ab.outputs.code == '0'" and "gh pr create" in green["run"]
+
+
+def test_every_fusedbench_command_of_the_workflows_parses():
+    import re
+    import shlex
+
+    from fusedbench.cli import build_parser
+
+    parser, commands = build_parser(), 0
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            for run in (s.get("run", "") for s in job["steps"]):
+                # a line's command, or one in $( ), up to a pipe, a redirection, the $( )'s end or a comment
+                for command in re.findall(r"(?:^\s*|\$\()(fusedbench [^|>)#\n]*)", run, re.MULTILINE):
+                    words = shlex.split(command.replace("$SUITE", "quick").replace('"$chain"', "a,b"))
+                    parser.parse_args(words[1:])
+                    commands += 1
+    assert commands >= 8
