@@ -71,8 +71,7 @@ def command_changes(results_dir, machines, cells, min_change, output_format, *, 
         emit(json.dumps([p.to_json() for p in points], indent=1) + "\n")
         return EXIT_OK
     rows = [(p.machine, p.group, p.cell, f"{p.run}/{p.runs}", f"{p.commit_before[:8]} -> {p.commit_after[:8]}",
-             f"{p.change:+.1%}", f"{p.pvalue:.3f}",
-             "; ".join(f"{k} {a} -> {b}" for k, (a, b) in p.to_json()["stack_changed"].items()) or "-")
+             f"{p.change:+.1%}", f"{p.pvalue:.3f}", p.what_changed())
             for p in points]  # fmt: skip
     head = ("machine", "group", "cell", "run", "commits", "change", "p", "versions that changed")
     if output_format == "md":

@@ -55,6 +55,11 @@ class ChangePoint:
     def change(self) -> float:
         return self.after / self.before - 1
 
+    def what_changed(self) -> str:
+        """The versions, driver or card that differ between the runs either side ('-' for none)."""
+        changed = self.to_json()["stack_changed"]
+        return "; ".join(f"{name} {before} -> {after}" for name, (before, after) in changed.items()) or "-"
+
     def to_json(self) -> dict:
         return {
             "machine": self.machine,

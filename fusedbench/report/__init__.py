@@ -541,8 +541,31 @@ def history_section(
         if len(series)
         else "",
         f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "",
+        page.heading(4, anchor(machine, "shifts"), f"{machine}: where a series shifted"),
+        shifts_html(results, machine),
         history,
     )
+
+
+def shifts_html(results: ResultSet, machine: str) -> str:
+    """The machine's change points (`fusedbench changes`, e-divisive), each with the commits and what changed around
+    it; a line where there are none, or where the change-point library is not installed."""
+    if importlib.util.find_spec("otava") is None:
+        return "<p>Where a series shifted needs the change-point library: <code>pip install -e '.[changes]'</code>.</p>"
+    from fusedbench.regressions.changes import find_changes, series_inputs
+
+    points = find_changes(*series_inputs(results, [machine]))
+    if not points:
+        return ("<p>No series of six runs or more shifted by 1% or more (e-divisive change points of each cell, the "
+                "runs' common factor taken out; <code>fusedbench changes</code>).</p>")  # fmt: skip
+    rows = pd.DataFrame(
+        [(p.group, p.cell, f"{p.run} of {p.runs}", f"{p.commit_before[:8]} -> {p.commit_after[:8]}",
+          f"{p.change:+.1%}", round(p.pvalue, 3), p.what_changed()) for p in points],
+        columns=["group", "cell", "run", "commits", "change", "p", "what changed"],
+    )  # fmt: skip
+    return ("<p>Each cell's series over runs (one group, version and protocol) with the runs' common factor taken out, "
+            "and that factor as a series of its own (every cell: a card, driver or library), split by e-divisive; a "
+            "shift of 1% or more kept (<code>fusedbench changes</code>).</p>" + table_html(rows))  # fmt: skip
 
 
 def above_the_fold(page: _Page, headlines: dict, tables: dict) -> str:
