@@ -149,19 +149,22 @@ def warn(text: str) -> None:
 
 
 def load(results_dir: str, *, strict: bool, machines=None, origin: str = ""):
-    """The results, each data problem a warning line (an error with --strict). With `machines`, of those only (a
-    command about one machine need not read every runner's history); the first, with no results, is an error naming
-    the machines that have some (`origin`: the folder, where the command reads two)."""
+    """The results of a folder, or of a branch's results/ (`results.sources`: `@results`, `git+URL@REF`), each data
+    problem a warning line (an error with --strict). With `machines`, of those only (a command about one machine need
+    not read every runner's history); the first, with no results, is an error naming the machines that have some
+    (`origin`: the folder, where the command reads two)."""
     import pandas as pd
 
     from fusedbench.results.loader import load_results, machine_names
     from fusedbench.results.runs import group_runs, require_machine
+    from fusedbench.results.sources import results_folder
 
-    results = load_results(results_dir, machines)
+    folder = results_folder(results_dir)
+    results = load_results(folder, machines)
     for problem in results.problems:  # before an error that the machine has no results: they may say why
         warn(problem)
     if machines and machines[0] not in set(group_runs(results)["machine"]):
-        require_machine(pd.DataFrame({"machine": machine_names(results_dir)}), machines[0], origin)
+        require_machine(pd.DataFrame({"machine": machine_names(folder)}), machines[0], origin)
     if strict and results.problems:
         raise FusedbenchError(f"{len(results.problems)} data problem(s) in {results_dir} (--strict)")
     return results
@@ -180,7 +183,11 @@ def require_gpu(what: str, instead: str) -> None:
 
 def folder_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "results_dir", nargs="?", default="results", type=nonempty, help="asv's results folder (default: results)"
+        "results_dir",
+        nargs="?",
+        default="results",
+        type=nonempty,
+        help="asv's results folder (default: results), or a branch's results/: @REF, git+REPO@REF",
     )
     parser.add_argument("--strict", action="store_true", help="exit 2 on any data problem instead of warning")
 

@@ -39,7 +39,8 @@ def add_arguments(
         default=[],
         type=nonempty,
         metavar="RESULTS",
-        help="asv's results folder (default: results), or two: the baseline's, then the candidate's",
+        help="asv's results folder (default: results), or two: the baseline's, then the candidate's; a branch's "
+        "results/ as @REF or git+REPO@REF",
     )
     parser.add_argument(
         "--machine",
