@@ -243,7 +243,7 @@ def test_what_differs_between_two_stacks_names_versions_pins_and_library_files()
     cand = {"versions": {"cublaslt": 130100, "nvmath-python": "1.0.0"},
             "stack": {"packages": {}, "libraries": {"libcublasLt": {"path": "/b/libcublasLt.so.13"}}}}  # fmt: skip
     assert stack_differences({"baseline": base, "candidate": cand}) == [
-        "cuda-core: 0.7.0 -> none",
+        "cuda-core: 0.7.0 -> (not pinned)",
         "nvmath-python: 0.9.0 -> 1.0.0",
         "libcublasLt: /a/libcublasLt.so.13 -> /b/libcublasLt.so.13",
     ]

@@ -277,14 +277,16 @@ class NearMargin:
 
 def stack_differences(hellos: dict[str, dict]) -> list[str]:
     """What differs between the two sides' stacks, as their workers found it: each library version (the imported
-    packages' and pins', cuBLASLt's, the CUDA runtime's) and each GPU library file loaded ('name: base ->
-    candidate')."""
+    packages' and pins', cuBLASLt's, the CUDA runtime's; a package one stack pins and the other leaves to its
+    environment "(not pinned)") and each GPU library file loaded ('name: base -> candidate')."""
     base, cand = (hellos[side] for side in SIDES)
     lines = []
-    versions = [hello.get("versions", {}) | (hello.get("stack") or {}).get("packages", {}) for hello in (base, cand)]
+    pins = [(hello.get("stack") or {}).get("packages", {}) for hello in (base, cand)]
+    versions = [hello.get("versions", {}) | pinned for hello, pinned in zip((base, cand), pins, strict=True)]
     for name in sorted(set(versions[0]) | set(versions[1])):
-        if versions[0].get(name) != versions[1].get(name):
-            lines.append(f"{name}: {versions[0].get(name) or 'none'} -> {versions[1].get(name) or 'none'}")
+        said = [found.get(name) or ("(not pinned)" if any(name in p for p in pins) else "none") for found in versions]
+        if said[0] != said[1]:
+            lines.append(f"{name}: {said[0]} -> {said[1]}")
     files = [(hello.get("stack") or {}).get("libraries", {}) for hello in (base, cand)]
     for name in sorted(set(files[0]) | set(files[1])):
         where = [f.get(name, {}).get("path", "not loaded") for f in files]
