@@ -13,7 +13,8 @@ import pytest
 from conftest import git, make_checkout
 from test_ab import MACHINE, PYPROJECT, TARGET, WORKER, fake_gpu, run  # noqa: F401 (fake_gpu: a fixture)
 
-from fusedbench.paired.bisect import RECORD_SUFFIX, Step, alert_labels, bisect, moved_cells
+from fusedbench.errors import FusedbenchError
+from fusedbench.paired.bisect import RECORD_SUFFIX, Bisection, Step, alert_labels, bisect, moved_cells
 
 ROOT = Path(__file__).parent.parent
 SLOW_AT = 11  # the commit, of 16 after GOOD, that slows TARGET
@@ -122,7 +123,7 @@ def test_bisection_stops_at_the_first_red_point_in_log2_steps_beside_the_first()
             red = index >= slow
             return Step(point, index, "red" if red else "green", [f"{TARGET}"] if red else [], {}, 10.0, 1, cells)
 
-        found = bisect([f"p{i}" for i in range(17)], "commits", measure)
+        found = bisect(Bisection([f"p{i}" for i in range(17)], "commits"), measure)
         assert found.first == f"p{slow}" and len(found.steps) == 5 and found.seconds == 50.0
         assert asked[0] == (16, "") and {cells for _, cells in asked[1:]} == {moved_cells([TARGET])}
 
@@ -137,3 +138,17 @@ def test_the_cells_that_moved_are_their_workloads_every_provider_and_only_group_
     labels = alert_labels(alerts)
     assert labels == [TARGET, "Quick"]
     assert moved_cells(labels) == "^RELU_BIAS/fp16/\\(65536,16384\\)x\\(16384,8192\\)/" and moved_cells(["Quick"]) == ""
+
+
+def test_a_step_that_is_not_judged_stops_the_bisection_with_the_steps_taken_kept():
+    outcomes = iter(["red", "not judged"])
+
+    def measure(point, index, cells):
+        return Step(point, index, next(outcomes), [TARGET], {}, 10.0, 1, cells)
+
+    found = Bisection([f"p{i}" for i in range(5)], "commits")
+    with pytest.raises(
+        FusedbenchError, match="the step at p2 was not judged: no margins of this GPU's judge those cells"
+    ):
+        bisect(found, measure)
+    assert [step.outcome for step in found.steps] == ["red", "not judged"]

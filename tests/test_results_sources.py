@@ -67,3 +67,15 @@ def test_another_repositorys_branch_is_fetched_and_read(repo, capsys):
 def test_a_source_that_cannot_be_read_is_one_line(repo, capsys, source, says):
     code, _, err = table(capsys, source)
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_remote_that_reads_as_a_git_option_is_fetched_as_a_url_and_runs_nothing(repo, tmp_path, capsys):
+    touched = tmp_path / "ran"
+    code, _, err = table(capsys, f"git+--upload-pack=touch {touched}@results")
+    assert code == 2 and "git cannot fetch" in err and not touched.exists()
+
+
+def test_alert_confirm_refuses_to_write_into_a_refs_extracted_copy(repo, capsys):
+    code = main(["alert", "@results", "--confirm"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--confirm writes its record into the results folder" in err

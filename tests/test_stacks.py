@@ -31,23 +31,22 @@ ROOT = Path(__file__).parent.parent
 PROBE = "fbstackprobe"
 
 
-def wheel(folder: Path, version: str, name: str = PROBE) -> None:
-    """A pure-Python wheel of `name` (PROBE) at `version`, as pip installs any."""
+def wheel(folder: Path, version: str, name: str = PROBE, extra: dict[str, bytes] | None = None) -> None:
+    """A pure-Python wheel of `name` (PROBE) at `version` (with `extra` files), as pip installs any."""
     dist = f"{name}-{version}.dist-info"
     files = {
-        f"{name}/__init__.py": f"VERSION = {version!r}\n",
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    digest = {
-        p: base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b"=").decode() for p, t in files.items()
-    }
-    files[f"{dist}/RECORD"] = (
-        "".join(f"{p},sha256={digest[p]},{len(t)}\n" for p, t in files.items()) + f"{dist}/RECORD,,\n"
+        f"{name}/__init__.py": f"VERSION = {version!r}\n".encode(),
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    } | (extra or {})
+    record = "".join(
+        f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
+        for p, data in files.items()
     )
+    files[f"{dist}/RECORD"] = (record + f"{dist}/RECORD,,\n").encode()
     with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
+        for path, data in files.items():
+            archive.writestr(path, data)
 
 
 def lock(root: Path, name: str, text: str) -> None:
@@ -73,6 +72,8 @@ def wheels(tmp_path_factory):
         ('description = "nothing"\n', "a stack pins a package or preloads a library; this one does neither"),
         ('[packagez]\nnumpy = "2.0"\n', "unknown field 'packagez'; a stack has description, [packages], [preload]"),
         ("[packages\n", "cannot be read as a stack"),
+        ('[packages]\n"foo>=1; x" = "1.0"\n', "'foo>=1; x' is not a package name pip knows"),
+        ('[packages]\n"-e" = "1.0"\n', "'-e' is not a package name pip knows"),
     ],
 )
 def test_a_lock_file_that_cannot_be_used_is_refused_in_a_line_naming_it(tmp_path, text, says):
@@ -88,6 +89,8 @@ def test_an_unknown_stack_or_a_bad_name_is_refused_with_the_stacks_there_are(tmp
         read_stack(str(tmp_path), "probe-2")
     with pytest.raises(FusedbenchError, match="stack name 'Probe_1'"):
         read_stack(str(tmp_path), "Probe_1")
+    with pytest.raises(FusedbenchError, match="without the words paired, tuned, inject, stack"):
+        read_stack(str(tmp_path), "nightly-paired-1")
 
 
 def test_each_stacks_environment_imports_its_own_pin_over_this_one_and_a_changed_lock_file_is_made_again(
@@ -142,6 +145,23 @@ def test_a_stack_preloads_its_libraries_by_path_in_every_python_it_starts(tmp_pa
     lock(tmp_path, "folder", f'[preload]\nlibraries = ["{Path(library).parent}"]\n')
     with pytest.raises(FusedbenchError, match="which is no file here"):
         create_environment(str(tmp_path), read_stack(str(tmp_path), "folder"), [])
+    bundled = tmp_path / "bundled"  # a pinned package that brings a library: its own copy is the one preloaded
+    bundled.mkdir()
+    wheel(bundled, "1.0", "fbstacklib", {"fbstacklib/libbundled.so": Path(library).read_bytes()})
+    lock(
+        tmp_path,
+        "own",
+        '[packages]\nfbstacklib = "1.0"\n[preload]\nlibraries = ["{site-packages}/fbstacklib/libbundled.so"]\n',
+    )
+    python = create_environment(
+        str(tmp_path), read_stack(str(tmp_path), "own"), ["--no-index", "--find-links", str(bundled)]
+    )
+    (loads,) = json.loads((tmp_path / ".stacks" / "own" / "fusedbench-stack.json").read_text())["loads"]
+    assert loads.startswith(str(tmp_path / ".stacks" / "own"))
+    maps = subprocess.run(
+        [python, "-c", "print(open('/proc/self/maps').read())"], capture_output=True, text=True
+    ).stdout
+    assert loads in maps
     lock(tmp_path, "missing", '[preload]\nlibraries = ["{site-packages}/nvidia/cu13/lib/libnothing.so.13"]\n')
     with pytest.raises(
         FusedbenchError,
@@ -264,16 +284,31 @@ def test_an_extra_nothing_measured_imports_is_no_dependency_change_for_ab(tmp_pa
 def test_run_in_a_stack_runs_fusedbench_again_by_the_stacks_python_with_every_flag(stack_checkout, monkeypatch):
     import fusedbench.cli.run as run_cli
 
-    started = []
-    monkeypatch.setattr(
-        run_cli.subprocess, "run", lambda argv, cwd: started.append(argv) or subprocess.CompletedProcess(argv, 0)
-    )
+    started, real = [], subprocess.run
+
+    def run_or_record(argv, **kwargs):  # the stack's Python asked for its pins for real; the run itself recorded
+        if "-c" in argv:
+            return real(argv, **kwargs)
+        started.append(argv)
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(run_cli.subprocess, "run", run_or_record)
     target = "RELU_BIAS/fp16/(65536,16384)x(16384,8192)/fused=5%"
     assert main(["run", "--stack", "old", "--suite", "quick", "--bench", "Quick", "--inject", target]) == 0
     (argv,) = started
     assert argv[0] == str(stack_checkout / ".stacks" / "old" / "bin" / "python")
     asked = ["--suite", "quick", "--launch-method", "forkserver", "--bench", "Quick", "--inject", target]
     assert argv[1:] == ["-m", "fusedbench", "run", *asked]
+    shadow = stack_checkout.parent / "shadow"
+    wheel(shadow.parent, "9.0")
+    real([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(shadow.parent), "--target",
+          str(shadow), f"{PROBE}==9.0"], check=True)  # fmt: skip
+    monkeypatch.setenv("PYTHONPATH", str(shadow))
+    with pytest.raises(
+        FusedbenchError, match=r"stack old's Python does not run its pins: fbstackprobe 1.0 \(it imports 9.0\)"
+    ):
+        run_cli.command_run(suite="quick", bench=None, launch_method="forkserver", stack="old")
+    assert len(started) == 1
 
 
 def test_ab_refuses_a_side_whose_python_imports_another_version_than_its_stack_pins(
@@ -395,5 +430,15 @@ def test_stack_refusals_are_one_line(tmp_path, monkeypatch, capsys, wheels, argv
     lock(tmp_path, "nosuch", '[packages]\nnosuchpackage = "1.0"\n')
     monkeypatch.chdir(tmp_path)
     code = main(["stack", *argv, "--wheels", str(wheels)])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    "stacks, says",
+    [("old,old", "names a stack twice"), ("old,new,newest", "no stack 'newest'")],
+)
+def test_bisect_checks_every_stack_before_the_first_step(stack_checkout, capsys, stacks, says):
+    code = main(["bisect", "--stacks", stacks])
     err = capsys.readouterr().err
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err

@@ -125,11 +125,12 @@ def test_the_nightly_job_pairs_the_newest_stack_with_the_pinned_bisects_when_red
     assert job["strategy"]["matrix"]["gpu"] == ["h100", "h200"] and job["strategy"]["fail-fast"] is False
     assert "cron" in workflow[True]["schedule"][0]  # yaml reads the key `on` as True
     ab = step(job, "ab")
-    assert "fusedbench ab --stack pinned --stack newest" in ab["run"] and '[ "$code" -le 1 ]' in ab["run"]
+    assert "fusedbench ab --stack pinned --stack newest" in ab["run"] and '[ "$code" -le 1 ] || exit' in ab["run"]
     red, green = (next(s for s in job["steps"] if s.get("name", "").startswith(n)) for n in ("Red", "Green"))
-    assert red["if"] == "steps.ab.outputs.code == '1'" and 'fusedbench bisect --stacks "$chain"' in red["run"]
+    assert red["if"] == "steps.ab.outputs.outcome == 'red'" and 'fusedbench bisect --stacks "$chain"' in red["run"]
+    assert 'fusedbench stack create "$stack"' in red["run"]  # every stack of the chain made before the bisect
     assert red["run"].rstrip().endswith("exit 1")  # the job is red where the newest stack is
-    assert green["if"] == "steps.ab.outputs.code == '0'" and "gh pr create" in green["run"]
+    assert green["if"] == "steps.ab.outputs.outcome == 'green'" and "gh pr create" in green["run"]
 
 
 def test_every_fusedbench_command_of_the_workflows_parses():
@@ -144,7 +145,9 @@ def test_every_fusedbench_command_of_the_workflows_parses():
             for run in (s.get("run", "") for s in job["steps"]):
                 # a line's command, or one in $( ), up to a pipe, a redirection, the $( )'s end or a comment
                 for command in re.findall(r"(?:^\s*|\$\()(fusedbench [^|>)#\n]*)", run, re.MULTILINE):
-                    words = shlex.split(command.replace("$SUITE", "quick").replace('"$chain"', "a,b"))
+                    words = shlex.split(
+                        command.replace("$SUITE", "quick").replace('"$chain"', "a,b").replace('"$stack"', "a")
+                    )
                     parser.parse_args(words[1:])
                     commands += 1
     assert commands >= 8

@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 
-from fusedbench.catalog.stacks import NAME, Stack, stack_path
+from fusedbench.catalog.stacks import Stack, check_name, stack_path
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import write_text_atomically
 
@@ -51,8 +51,7 @@ def chain(start: Stack, end: Stack) -> list[Stack]:
 
 def write_stack(repo: str, stack: Stack) -> str:
     """The stack's lock file (benchmarks/stacks/NAME.toml), written whole; its path."""
-    if not NAME.fullmatch(stack.name):
-        raise FusedbenchError(f"stack name {stack.name!r}: lower-case letters, digits, dots and single hyphens")
+    check_name(stack.name)
     lines = [f"description = {json.dumps(stack.description)}", "", "[packages]"]
     lines += [f"{json.dumps(package)} = {json.dumps(version)}" for package, version in stack.packages.items()]
     if stack.preload:

@@ -34,6 +34,13 @@ else:  # pragma: no cover (Python 3.10)
 STACKS_DIR = os.path.join("benchmarks", "stacks")
 STACK_MARK = "-stack-"  # between the GPU's machine name and the stack's
 NAME = re.compile(r"[a-z0-9][a-z0-9.]*(?:-[a-z0-9.]+)*")
+PACKAGE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508's names
+MARKS = (
+    "paired",
+    "tuned",
+    "inject",
+    "stack",
+)  # a machine name's marks (catalog.deliberate): never a stack name's words
 SITE_PACKAGES = "{site-packages}"  # in a preload path: each folder of the stack's environment that packages live in
 
 
@@ -72,12 +79,18 @@ def stack_names(repo: str) -> list[str]:
     return [n for n in names if NAME.fullmatch(n)]
 
 
+def check_name(name: str) -> None:
+    """FusedbenchError where `name` cannot name a stack (its machine name must parse back)."""
+    if not NAME.fullmatch(name) or set(name.split("-")) & set(MARKS):
+        raise FusedbenchError(
+            f"stack name {name!r}: lower-case letters, digits, dots and single hyphens, e.g. nvmath-0.9, without the "
+            f"words {', '.join(MARKS)} (a machine name's marks)"
+        )
+
+
 def read_stack(repo: str, name: str) -> Stack:
     """The stack `name` (FusedbenchError naming the file and the field where it cannot be used)."""
-    if not NAME.fullmatch(name):
-        raise FusedbenchError(
-            f"stack name {name!r}: lower-case letters, digits, dots and single hyphens, e.g. nvmath-0.9"
-        )
+    check_name(name)
     path = stack_path(repo, name)
     if not os.path.exists(path):
         have = ", ".join(stack_names(repo)) or "none"
@@ -97,6 +110,11 @@ def stack_from(name: str, data: dict, path: str) -> Stack:
     packages = data.get("packages", {})
     if not isinstance(packages, dict) or not all(isinstance(v, str) and v for v in packages.values()):
         raise FusedbenchError(f'{path}: [packages] maps each package to an exact version, e.g. nvmath-python = "0.9.0"')
+    misnamed = [p for p in packages if not PACKAGE.fullmatch(p)]
+    if misnamed:
+        raise FusedbenchError(
+            f"{path}: {misnamed[0]!r} is not a package name pip knows (letters, digits, '.', '-', '_')"
+        )
     loose = [f"{p} = {v!r}" for p, v in packages.items() if not re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", v)]
     if loose:
         raise FusedbenchError(f'{path}: {loose[0]} is not an exact version: a stack pins, e.g. "0.9.0"')

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fusedbench.cli.common import EXIT_OK, emit, require_gpu
 from fusedbench.cli.gating import add_arguments, gate_exit, judged, options
+from fusedbench.errors import FusedbenchError
 
 BASELINE_DEFAULT = (
     " (default: each group's newest earlier run on the machine at the same benchmark version; a tuned run's, its GPU's;"
@@ -49,6 +50,14 @@ def command_alert(*, output_format: str, rows: int, dump: bool, confirm: bool = 
             selection["strict"],
         )
     if confirm:
+        from fusedbench.results.sources import is_ref
+
+        written = (selection["results_dirs"] or ["results"])[-1]
+        if is_ref(written):
+            raise FusedbenchError(
+                f"--confirm writes its record into the results folder, and {written!r} is a ref's extracted copy: name "
+                "a folder (a checkout of the branch: git worktree add DIR BRANCH)"
+            )
         require_gpu(
             "--confirm measures flagged cells again", "run alert without --confirm here, and with it on the GPU runner"
         )

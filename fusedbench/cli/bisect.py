@@ -46,7 +46,7 @@ def command_bisect(good, bad, stacks, suite, bench, cells, rounds) -> int:
     from fusedbench.measure.checkout import asv_results_dir, require_clean_checkout
     from fusedbench.measure.machine import gpu_machine_name
     from fusedbench.paired.ab import cell_groups, chosen_requests
-    from fusedbench.paired.bisect import bisect, commit_points, write_record
+    from fusedbench.paired.bisect import Bisection, bisect, commit_points, write_record
 
     if (good is None or bad is None) == (stacks is None) or (stacks is not None and (good or bad)):
         raise FusedbenchError("name GOOD and BAD (two commits) or --stacks A,B,... (in order), one of the two")
@@ -56,6 +56,7 @@ def command_bisect(good, bad, stacks, suite, bench, cells, rounds) -> int:
     head = require_clean_checkout(repo).commit
     points = commit_points(repo, good, bad) if stacks is None else list(stacks)
     kind = "commits" if stacks is None else "stacks"
+    check_points(repo, points, kind)  # every point, before the first step's minutes are spent
     require_gpu("bisect measures each step", "run it on the GPU machine, in a clean checkout")
     gpu = gpu_machine_name()
 
@@ -66,11 +67,16 @@ def command_bisect(good, bad, stacks, suite, bench, cells, rounds) -> int:
         emit(
             f"step {len(found_steps) + 1}: {where}: {step.outcome}{alerts}, {step.seconds:.0f} s, {step.calls} calls\n"
         )
-        found_steps.append(step)
         return step
 
-    found_steps: list = []
-    found = bisect(points, kind, measure)
+    found = Bisection(points, kind)
+    found_steps = found.steps
+    try:
+        bisect(found, measure)
+    except FusedbenchError as exc:
+        found.stopped = str(exc)
+        kept = write_record(asv_results_dir(repo), gpu, found)
+        raise FusedbenchError(f"{exc} (the steps taken are kept in {kept})") from None
     path = write_record(asv_results_dir(repo), gpu, found)
     minutes = f"{len(found.steps)} paired step(s), {found.seconds / 60:.1f} GPU-minutes"
     if found.first is None:
@@ -79,6 +85,24 @@ def command_bisect(good, bad, stacks, suite, bench, cells, rounds) -> int:
     else:
         emit(f"first past the margin: {describe(found.first, kind)} ({minutes}); kept in {path}\n")
     return EXIT_OK
+
+
+def check_points(repo: str, points: list[str], kind: str) -> None:
+    """Every point measurable beside the first, or FusedbenchError naming the first that is not: a stack named twice,
+    unknown or without its environment; a commit whose declared dependencies differ from the first's."""
+    from fusedbench.paired.ab import dependency_changes, resolve_stacks
+
+    if kind == "stacks":
+        if len(set(points)) < len(points):
+            raise FusedbenchError(f"--stacks {','.join(points)} names a stack twice: name each once, in order")
+        for point in points[1:]:
+            resolve_stacks(repo, [points[0], point])
+        return
+    for point in points[1:]:
+        differ = dependency_changes(repo, points[0], point)
+        if differ:
+            raise FusedbenchError(f"{point[:8]} depends on other packages than {points[0][:8]} ({'; '.join(differ)}): "
+                                  "bisect the stacks with --stacks instead")  # fmt: skip
 
 
 def describe(point: str, kind: str) -> str:
@@ -95,17 +119,13 @@ def measure_step(repo, head, where, kind, suite, groups, cells, rounds, gpu):
     kept and judged as `ab` keeps and judges a pair: its Step."""
     from fusedbench.cli.gating import judged
     from fusedbench.measure.checkout import asv_results_dir
-    from fusedbench.paired.ab import Pair, chosen_requests, dependency_changes, measure_and_keep, resolve_stacks
+    from fusedbench.paired.ab import Pair, chosen_requests, measure_and_keep, resolve_stacks
     from fusedbench.paired.bisect import Step, alert_labels
 
     reference, point, index = where
     if kind == "stacks":
         pair = resolve_stacks(repo, [reference, point])
     else:
-        differ = dependency_changes(repo, reference, point)
-        if differ:
-            raise FusedbenchError(f"{point[:8]} depends on other packages than {reference[:8]} ({'; '.join(differ)}): "
-                                  "bisect the stacks with --stacks instead")  # fmt: skip
         pair = Pair(reference, point, candidate_checkout=point == head)
     machines, measured = measure_and_keep(repo, pair, chosen_requests(groups, cells), rounds, gpu, cells)
     sides = {

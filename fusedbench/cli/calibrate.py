@@ -152,8 +152,9 @@ def command_margins(*, results_dir: str, machine: str, commits: list[str], bench
     from fusedbench.catalog.suites import bench_pattern
     from fusedbench.regressions.margins import earn_margins, read_side_by_side
     from fusedbench.regressions.thresholds import save_preset
+    from fusedbench.results.sources import results_folder
 
-    records = read_side_by_side(results_dir, machine, commits)
+    records = read_side_by_side(results_folder(results_dir), machine, commits)
     groups = None
     if bench is not None:
         held = sorted({group for record in records for group in record["groups"]})

@@ -14,6 +14,7 @@ if that group does not finish.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -391,7 +392,18 @@ def run_in_stack(name: str, *, suite: str, bench: str | None, launch_method: str
     from fusedbench.measure.stacks import stack_python
 
     repo = os.getcwd()
-    python = stack_python(repo, read_stack(repo, name))
+    stack = read_stack(repo, name)
+    python = stack_python(repo, stack)
+    asked = (
+        "import json, sys, importlib.metadata as m; found = {p: next(iter(m.distributions(name=p)), None) "
+        "for p in sys.argv[1:]}; print(json.dumps({p: d.version for p, d in found.items() if d}))"
+    )
+    imported = subprocess.run([python, "-c", asked, *stack.packages], capture_output=True, text=True)
+    found = json.loads(imported.stdout or "{}") if imported.returncode == 0 else {}
+    wrong = [f"{p} {v} (it imports {found.get(p) or 'none'})" for p, v in stack.packages.items() if found.get(p) != v]
+    if wrong:
+        raise FusedbenchError(f"stack {name}'s Python does not run its pins: {'; '.join(wrong)}; a PYTHONPATH puts "
+                              "other packages first: clear PYTHONPATH of them")  # fmt: skip
     argv = [python, "-m", "fusedbench", "run", "--suite", suite, "--launch-method", launch_method]
     argv += (["--bench", bench] if bench else []) + forwarded
     try:

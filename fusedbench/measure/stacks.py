@@ -74,33 +74,38 @@ def current_stack() -> str:
 
 def create_environment(repo: str, stack: Stack, pip_args: list[str]) -> str:
     """Make (again) the stack's environment over this one and install its pins (`pip_args`: where pip finds them,
-    e.g. --no-index --find-links DIR); its Python. Nothing but the pins is installed: the rest is this environment's."""
+    e.g. --no-index --find-links DIR); its Python. Nothing but the pins is installed: the rest is this environment's.
+
+    The pins go in first, into the bare environment (pip then installs each, even one this environment has at the same
+    version, which would otherwise be taken as installed and followed wherever this environment moves), the preloads
+    are resolved after them (`{site-packages}` finds the stack's own pinned copy first), and the `.pth` last."""
     root = environment_dir(repo, stack.name)
-    if os.path.exists(os.path.join(root, MARKER)):  # made again from scratch: an old pin must not linger
+    if os.path.exists(root):  # made again from scratch: an old pin must not linger
         import shutil
 
         shutil.rmtree(root)
     _run([sys.executable, "-m", "venv", "--without-pip", root], f"making the environment of stack {stack.name!r}")
     python = os.path.join(root, "bin", "python")
     site = _site_packages(python)
-    libraries = [_resolved(pattern, [site, *_own_site_folders()]) for pattern in stack.preload]
-    write_text_atomically(os.path.join(site, PRELOAD_PTH), _pth_line(_own_site_folders(), libraries))
     if stack.packages:
         _run(
             [sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-compile",
              "--disable-pip-version-check", *pip_args, *stack.requirements()],
             f"installing stack {stack.name!r}'s packages ({', '.join(stack.requirements())})",
         )  # fmt: skip
+    libraries = [_resolved(pattern, [site, *_own_site_folders()]) for pattern in stack.preload]
+    write_text_atomically(os.path.join(site, PRELOAD_PTH), _pth_line(_own_site_folders(), libraries))
     marker = {"name": stack.name, "packages": stack.packages, "preload": list(stack.preload), "loads": libraries}
     write_text_atomically(os.path.join(root, MARKER), json.dumps(marker, indent=1) + "\n")
     return python
 
 
 def _own_site_folders() -> list[str]:
-    """The package folders of the environment fusedbench runs in, which a stack's sits over."""
+    """The package folders of the environment fusedbench runs in, which a stack's sits over (a virtualenv hides the
+    user's site folder: so does a stack's)."""
     import site
 
-    return [p for p in dict.fromkeys([*site.getsitepackages(), site.getusersitepackages()]) if os.path.isdir(p)]
+    return [p for p in site.getsitepackages() if os.path.isdir(p)]
 
 
 def _site_packages(python: str) -> str:

@@ -50,37 +50,50 @@ class Bisection:
     kind: str  # "commits" or "stacks"
     steps: list[Step] = field(default_factory=list)
     first: str | None = None
+    stopped: str = ""  # why it stopped before an answer (an error at a step), '' where it has one
 
     @property
     def seconds(self) -> float:
         return sum(step.seconds for step in self.steps)
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "points": self.points, "first": self.first, "seconds": self.seconds,
-                "steps": [asdict(step) for step in self.steps]}  # fmt: skip
+        return {"kind": self.kind, "points": self.points, "first": self.first, "stopped": self.stopped,
+                "seconds": self.seconds, "steps": [asdict(step) for step in self.steps]}  # fmt: skip
 
 
-def bisect(points: Sequence[str], kind: str, measure: Callable[[str, int, str], Step]) -> Bisection:
-    """Bisect `points` with `measure(point, index, cells)`: a paired step of `point` beside points[0] over the cells
-    the --cells regex `cells` finds ('' for everything asked). Stops at the first red point."""
+def bisect(found: Bisection, measure: Callable[[str, int, str], Step]) -> Bisection:
+    """Bisect `found`'s points with `measure(point, index, cells)`: a paired step of `point` beside the first over the
+    cells the --cells regex `cells` finds ('' for everything asked), each step added to `found` as it is taken (kept
+    where a later one fails). Stops at the first red point; a step neither red nor green (not judged) cannot place
+    the change: FusedbenchError."""
+    points = found.points
     if len(points) < 2:
         raise FusedbenchError(f"bisect needs a reference and at least one point after it, got {len(points)} point(s)")
-    found = Bisection(list(points), kind)
     last = measure(points[-1], len(points) - 1, "")
     found.steps.append(last)
     if last.outcome != "red":
-        return found
+        return _judged(found, last)
     cells = moved_cells(last.alerts)
     good, bad = 0, len(points) - 1
     while bad - good > 1:
         middle = (good + bad) // 2
         step = measure(points[middle], middle, cells)
         found.steps.append(step)
+        _judged(found, step)
         if step.outcome == "red":
             bad = middle
         else:
             good = middle
     found.first = points[bad]
+    return found
+
+
+def _judged(found: Bisection, step: Step) -> Bisection:
+    if step.outcome not in ("red", "green"):
+        raise FusedbenchError(
+            f"the step at {step.point[:12]} was {step.outcome}: no margins of this GPU's judge those cells, so bisect "
+            "cannot tell a change there from noise; narrow --bench or --cells to groups the GPU has margins for"
+        )
     return found
 
 
@@ -104,8 +117,8 @@ def moved_cells(alerts: Sequence[str]) -> str:
 
 
 def commit_points(repo: str, good: str, bad: str) -> list[str]:
-    """GOOD and the first-parent commits after it up to BAD, oldest first (FusedbenchError naming a ref git does
-    not know, or a BAD that does not descend from GOOD)."""
+    """GOOD and the first-parent commits after it up to BAD that descend from it, oldest first (FusedbenchError
+    naming a ref git does not know, or a BAD that does not descend from GOOD)."""
     resolved = []
     for ref in (good, bad):
         done = subprocess.run(["git", "-C", repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
@@ -114,7 +127,7 @@ def commit_points(repo: str, good: str, bad: str) -> list[str]:
             raise FusedbenchError(f"{ref!r} is no commit of {repo}: name a commit, branch or tag git knows")
         resolved.append(done.stdout.strip())
     between = f"{resolved[0]}..{resolved[1]}"
-    listed = subprocess.run(["git", "-C", repo, "rev-list", "--first-parent", "--reverse", between],
+    listed = subprocess.run(["git", "-C", repo, "rev-list", "--first-parent", "--ancestry-path", "--reverse", between],
                             capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
     ancestor = subprocess.run(["git", "-C", repo, "merge-base", "--is-ancestor", *resolved]).returncode == 0
     if not listed or not ancestor:

@@ -33,13 +33,18 @@ def cache_dir() -> str:
     return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fusedbench")
 
 
+def is_ref(source: str) -> bool:
+    """Whether `source` names a ref's results (read from an extracted copy) rather than a folder."""
+    return source.startswith("@") or REMOTE.fullmatch(source) is not None
+
+
 def results_folder(source: str, repo: str = ".") -> str:
     """The local folder `source` names (module docstring); FusedbenchError naming what cannot be read."""
     if source.startswith("@"):
         return _extracted(repo, source[1:], source)
     remote = REMOTE.fullmatch(source)
     if remote:
-        return _extracted(_fetched(remote["repo"], remote["ref"], source), "FETCH_HEAD", source)
+        return _extracted(*_fetched(remote["repo"], remote["ref"], source), source)
     return source
 
 
@@ -61,29 +66,35 @@ def _extracted(repo: str, ref: str, source: str) -> str:
     if archived.returncode != 0:
         raise FusedbenchError(f"{source!r}: {commit[:8]} has no {RESULTS}/ folder to read "
                               f"({archived.stderr.decode().strip().splitlines()[-1:]})")  # fmt: skip
-    os.makedirs(os.path.dirname(folder), exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix=f".{commit[:8]}-", dir=os.path.dirname(folder))
+    try:
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        scratch = tempfile.mkdtemp(prefix=f".{commit[:8]}-", dir=os.path.dirname(folder))
+    except OSError as exc:
+        raise FusedbenchError(f"{source!r}: the cache {cache_dir()} cannot be written ({exc.strerror}); set "
+                              "XDG_CACHE_HOME to a writable folder") from None  # fmt: skip
     try:
         with tarfile.open(fileobj=io.BytesIO(archived.stdout)) as tar:
             tar.extractall(scratch, filter="data")
         os.replace(scratch, folder)  # whole or not at all; another process's identical copy may have won the race
-    except OSError:
+    except OSError as exc:
         if not os.path.isdir(os.path.join(folder, RESULTS)):
-            raise
+            raise FusedbenchError(f"{source!r}: its results cannot be extracted into {folder} ({exc})") from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return os.path.join(folder, RESULTS)
 
 
-def _fetched(url: str, ref: str, source: str) -> str:
-    """A bare repository of the cache with `ref` of `url` fetched (depth 1) as FETCH_HEAD."""
+def _fetched(url: str, ref: str, source: str) -> tuple[str, str]:
+    """(a bare repository of the cache, the local ref) with `ref` of `url` fetched into it (depth 1), under a ref of
+    its own (two reads of one remote's refs at once do not share FETCH_HEAD)."""
     bare = os.path.join(cache_dir(), "remotes", hashlib.sha256(url.encode()).hexdigest()[:16])
     if not os.path.isdir(bare):
         made = subprocess.run(["git", "init", "-q", "--bare", bare], capture_output=True, text=True)
         if made.returncode != 0:
             raise FusedbenchError(f"{source!r}: the cache's repository cannot be made ({made.stderr.strip()})")
-    fetched = _git(bare, "fetch", "-q", "--depth", "1", url, ref)
+    local = f"refs/fusedbench/{hashlib.sha256(ref.encode()).hexdigest()[:16]}"
+    fetched = _git(bare, "fetch", "-q", "--depth", "1", "--", url, f"+{ref}:{local}")  # `--`: a URL is no option
     if fetched.returncode != 0:
         tail = fetched.stderr.strip().splitlines()[-1:] or ["?"]
         raise FusedbenchError(f"{source!r}: git cannot fetch {ref!r} from {url} ({tail[0]})")
-    return bare
+    return bare, local
