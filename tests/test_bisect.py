@@ -152,3 +152,39 @@ def test_a_step_that_is_not_judged_stops_the_bisection_with_the_steps_taken_kept
     ):
         bisect(found, measure)
     assert [step.outcome for step in found.steps] == ["red", "not judged"]
+
+
+def test_the_points_are_goods_descendants_on_the_first_parent_line(tmp_path):
+    from fusedbench.paired.bisect import commit_points
+
+    root = make_checkout(tmp_path / "repo", {"f": "a\n"})
+    git(root, "checkout", "-q", "-b", "feature")
+    (root / "g").write_text("good\n")
+    git(root, "add", "g")
+    git(root, "commit", "-qm", "GOOD, on a branch")
+    git(root, "checkout", "-q", "main")
+    (root / "f").write_text("b\n")
+    git(root, "commit", "-qam", "B, before the merge: not after GOOD")
+    git(root, "merge", "-q", "--no-ff", "feature", "-m", "M")
+    (root / "f").write_text("c\n")
+    git(root, "commit", "-qam", "C")
+    subjects = [git(root, "log", "-1", "--format=%s", c).strip() for c in commit_points(str(root), "feature", "main")]
+    assert subjects == ["GOOD, on a branch", "M", "C"]
+
+
+@pytest.mark.usefixtures("fake_gpu")
+def test_a_step_that_fails_stops_the_bisection_and_the_steps_taken_are_kept(history, capsys):
+    root, commits = history
+    git(root, "checkout", "-q", "-b", "broken", commits[0])
+    (root / "fusedbench" / "measure" / "gpu" / "confirm_worker.py").write_text("PROTOCOL = 2\n")  # an old worker
+    git(root, "commit", "-qam", "a worker of another protocol")
+    (root / "fusedbench" / "slow.txt").write_text(f"{TARGET}=5%\n")
+    (root / "fusedbench" / "measure" / "gpu" / "confirm_worker.py").write_text(WORKER)
+    git(root, "add", "fusedbench/slow.txt")
+    git(root, "commit", "-qam", "the worker back, a cell slower")
+    code, out, err = run_bisect(capsys, commits[0][:8], "HEAD", "--cells", "RELU_BIAS/fp16/", "--rounds", "2")
+    assert code == 2 and "speaks protocol 2" in err and "the steps taken are kept in" in err
+    assert out.startswith("step 1: ") and ": red (" in out
+    (record,) = (root / "results" / MACHINE).glob(f"bisect-*-commits{RECORD_SUFFIX}")
+    kept = json.loads(record.read_text())
+    assert kept["first"] is None and "speaks protocol 2" in kept["stopped"] and len(kept["steps"]) == 1
