@@ -147,11 +147,11 @@ def test_bad_input_is_one_line(capsys, argv, says):
 def test_the_reports_history_says_where_a_series_shifted_and_what_changed_there(monkeypatch):
     import importlib.util
 
-    from fusedbench.report import shifts_html
+    from fusedbench.report import change_points_of, shifts_html
 
     results = load_results(str(ROOT / "results"), machines=["h200-141gb"])
-    shown = shifts_html(results, "h200-141gb")
+    shown = shifts_html(change_points_of(results, "h200-141gb"))
     assert "card GPU-dad8f06a -&gt; GPU-c46da574" in shown or "card GPU-dad8f06a -> GPU-c46da574" in shown
     assert "+4.5%" in shown and "8 of 17" in shown
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    assert "pip install -e '.[changes]'" in shifts_html(results, "h200-141gb")
+    assert change_points_of(results, "h200-141gb") is None and "pip install -e '.[changes]'" in shifts_html(None)

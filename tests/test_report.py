@@ -15,6 +15,7 @@ from fusedbench.analysis.speedups import geometric_mean, speedups
 from fusedbench.catalog.providers import LADDER, PROVIDERS
 from fusedbench.cli import main
 from fusedbench.errors import FusedbenchError
+from fusedbench.regressions.changes import GROUP_SERIES, ChangePoint
 from fusedbench.report import (
     PNG_SCALE,
     PNG_WIDTH,
@@ -474,6 +475,13 @@ def test_the_trend_draws_the_best_and_worst_cells_over_commits_with_the_gates_ba
     wide = judged.assign(threshold=np.where(series["cell"] == first, 4.6, np.nan))  # a small cell's default gate
     (band,) = [s for s in trend_figure(wide, machine=MACHINE, commits=[a, b, c]).layout.shapes if s.type == "rect"]
     assert band.y0 == 0 and band.y1 == pytest.approx(median * 5.6)  # never below zero: a time cannot be
+    group = rows.loc[rows["commit"] == c, "group"].iloc[0]  # where the group's series shifted: on every cell's plot
+    shift = ChangePoint(MACHINE, group, "2", GROUP_SERIES, 2, 3, b, c, 1.0, 1.3, 0.01, {}, {})
+    dashed = trend_figure(trend_series(rows, trend_cells(table, verdict), verdict, [shift]), machine=MACHINE,
+                          commits=[a, b, c])  # fmt: skip
+    lines = [(s.x0, s.xref) for s in dashed.layout.shapes if s.type == "line" and s.line.dash == "dash"]
+    assert lines == [("ccccccc", "x"), ("ccccccc", "x2")]
+    assert [n.text for n in dashed.layout.annotations].count("+30.0%") == 2
     history = page[page.index(f"id='{MACHINE}-history'") :]
     rows = re.findall(r"<tr>\s*<td>([A-Z_]+)</td>.*?<td class=n>([+\-][0-9.]+%|n/a)</td>", history, re.S)
     assert rows[0][0] == "RELU" and rows[0][1] == "+30.0%"  # the largest change first

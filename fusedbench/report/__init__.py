@@ -12,8 +12,10 @@ from __future__ import annotations
 import html
 import importlib.util
 import json
+import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,6 +37,7 @@ from fusedbench.catalog.dtypes import DTYPES
 from fusedbench.catalog.suites import CONTROL_GROUPS, PEER_ONLY_GROUPS
 from fusedbench.errors import FusedbenchError
 from fusedbench.files import check_writable_file, check_writable_folder, write_bytes_atomically, write_text_atomically
+from fusedbench.regressions.changes import GROUP_SERIES
 from fusedbench.regressions.gate import judge_every_suite
 from fusedbench.regressions.thresholds import cell_class
 from fusedbench.report.figures import (
@@ -313,8 +316,10 @@ def gate_threshold(verdict, group: str, version: str, seconds: float) -> float:
     return float("nan")
 
 
-def trend_series(rows: pd.DataFrame, chosen: list[tuple], verdict) -> pd.DataFrame:
-    """`trend_figure`'s series: each chosen cell timed at two commits or more, labelled, with its gate threshold."""
+def trend_series(rows: pd.DataFrame, chosen: list[tuple], verdict, shifts: Sequence = ()) -> pd.DataFrame:
+    """`trend_figure`'s series: each chosen cell timed at two commits or more, labelled, with its gate threshold and,
+    at the commit a shift of it (or of its group's common factor) starts, the shift (`shifts`: change points)."""
+    starts = {(p.group, p.cell, p.commit_after): p.change for p in reversed(list(shifts))}  # a cell's own wins
     frames = []
     for epilog, dtype, shape, provider in chosen:
         mine = rows[(rows["epilog"] == epilog) & (rows["dtype"] == dtype) & (rows["shape"] == shape)]
@@ -324,7 +329,10 @@ def trend_series(rows: pd.DataFrame, chosen: list[tuple], verdict) -> pd.DataFra
         newest = mine.iloc[-1]
         threshold = gate_threshold(verdict, newest["group"], newest["version"], float(mine["time_s"].median()))
         label = f"{epilog} {dtype} {shape} {provider}"
-        frames.append(mine[["commit", "time_s", "changed"]].assign(cell=label, threshold=threshold))
+        own = f"{epilog}/{dtype}/{shape}/{provider}"
+        shift = [starts.get((group, own, commit), starts.get((group, GROUP_SERIES, commit), math.nan))
+                 for group, commit in zip(mine["group"], mine["commit"], strict=True)]  # fmt: skip
+        frames.append(mine[["commit", "time_s", "changed"]].assign(cell=label, threshold=threshold, shift=shift))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -529,7 +537,8 @@ def history_section(
     if len(commits) <= 1:
         return
     rows = trend_rows(results, cells, commits)
-    series = trend_series(rows, trend_cells(table, verdict), verdict)
+    shifts = change_points_of(results, machine)
+    series = trend_series(rows, trend_cells(table, verdict), verdict, shifts or ())
     history = history_table(rows, commits)
     if not len(series) and not history:  # no cell timed at two commits
         return
@@ -542,19 +551,25 @@ def history_section(
         else "",
         f"<p>The measurement changed at:</p><ul>{listed}</ul>" if changes else "",
         page.heading(4, anchor(machine, "shifts"), f"{machine}: where a series shifted"),
-        shifts_html(results, machine),
+        shifts_html(shifts),
         history,
     )
 
 
-def shifts_html(results: ResultSet, machine: str) -> str:
-    """The machine's change points (`fusedbench changes`, e-divisive), each with the commits and what changed around
-    it; a line where there are none, or where the change-point library is not installed."""
+def change_points_of(results: ResultSet, machine: str) -> list | None:
+    """The machine's change points (`fusedbench changes`); None where the change-point library is not installed."""
     if importlib.util.find_spec("otava") is None:
-        return "<p>Where a series shifted needs the change-point library: <code>pip install -e '.[changes]'</code>.</p>"
+        return None
     from fusedbench.regressions.changes import find_changes, series_inputs
 
-    points = find_changes(*series_inputs(results, [machine]))
+    return find_changes(*series_inputs(results, [machine]))
+
+
+def shifts_html(points: list | None) -> str:
+    """The machine's change points (`change_points_of`), each with the commits and what changed around it; a line
+    where there are none, or where the change-point library is not installed."""
+    if points is None:
+        return "<p>Where a series shifted needs the change-point library: <code>pip install -e '.[changes]'</code>.</p>"
     if not points:
         return ("<p>No series of six runs or more shifted by 1% or more (e-divisive change points of each cell, the "
                 "runs' common factor taken out; <code>fusedbench changes</code>).</p>")  # fmt: skip

@@ -78,6 +78,7 @@ SHAPE_AXIS = "shape (M,K)x(K,N), by the GEMM's arithmetic intensity (2MNK / (MK 
 DTYPE_COLORS = {"fp16": "#0072B2", "bf16": "#E69F00", "tf32": "#009E73", "fp8": "#CC79A7", "fp32": "#000000"}
 DTYPE_SYMBOLS = {"fp16": "circle", "bf16": "square", "tf32": "diamond", "fp8": "triangle-up", "fp32": "x"}
 # The machines of the headline figure, in the order shown: a colour and a marker shape each (Okabe and Ito).
+SHIFT_COLOR = "#D55E00"  # Okabe and Ito's vermillion: where a trend's series shifted (a change point)
 MACHINE_MARKS = [("#0072B2", "circle"), ("#D55E00", "square"), ("#009E73", "diamond"), ("#CC79A7", "triangle-up")]
 HEADLINE_TICKS = [0.25, 0.35, 0.5, 0.71, 0.8, 0.9, 1, 1.1, 1.25, 1.41, 1.6, 2, 2.83, 4]
 SPEEDUP_TICKS = [0.25, 0.35, 0.5, 0.71, 1, 1.41, 2, 2.83, 4, 8, 16, 32, 64]
@@ -746,9 +747,10 @@ def trend_figure(series: pd.DataFrame, *, machine: str, commits: list[str]) -> g
     """Chosen cells' median time at every commit that timed them (oldest run first), a small plot each, as Bencher
     and Conbench draw a benchmark's history: the grey band is the gate's threshold for the cell around its median
     over these runs (inside it a change is not told apart from noise, the grey of every view), and a dotted line
-    marks a commit whose benchmark measures differently (a step there is the method's, not the code's). `series`:
-    cell (its label), commit, time_s, changed (bool: its benchmark version differs from its run before), threshold
-    (a fraction; NaN where no preset judges the cell)."""
+    marks a commit whose benchmark measures differently (a step there is the method's, not the code's), a dashed one
+    where the cell's series (or its group's common factor) shifted, with the shift. `series`: cell (its label),
+    commit, time_s, changed (bool: its benchmark version differs from its run before), threshold (a fraction; NaN
+    where no preset judges the cell), shift (optional: the change where a shift starts, else NaN)."""
     cells = list(dict.fromkeys(series["cell"]))
     gates = series.groupby("cell", sort=False)["threshold"].first()
     titles = [
@@ -783,6 +785,11 @@ def trend_figure(series: pd.DataFrame, *, machine: str, commits: list[str]) -> g
             bottom, top = max(min(bottom, low), bottom / TREND_BAND_REACH), min(max(top, high), top * TREND_BAND_REACH)
         for commit in part.loc[part["changed"], "commit"]:
             figure.add_vline(x=commit[:7], row=row, col=1, line={"color": "black", "width": 1.5, "dash": "dot"})
+        shifted = part[part["shift"].notna()] if "shift" in part else part.iloc[0:0]
+        for commit, shift, time in zip(shifted["commit"], shifted["shift"], shifted["time_s"] * 1e3, strict=True):
+            figure.add_vline(x=commit[:7], row=row, col=1, line={"color": SHIFT_COLOR, "width": 2, "dash": "dash"})
+            figure.add_annotation(x=commit[:7], y=float(time), text=f"{shift:+.1%}", showarrow=True, row=row, col=1,
+                                  arrowcolor=SHIFT_COLOR, font={"color": SHIFT_COLOR})  # fmt: skip
         figure.update_yaxes(title_text="ms", range=[bottom, top], row=row, col=1)
     shown = [commit[:7] for commit in commits if commit in set(series["commit"])]
     figure.update_xaxes(type="category", categoryorder="array", categoryarray=shown, tickangle=-90)
@@ -792,6 +799,7 @@ def trend_figure(series: pd.DataFrame, *, machine: str, commits: list[str]) -> g
         margin={"t": 150},
         title=f"{machine}: chosen cells over commits (oldest run first)<br><sup>each cell's median time; grey: the "
         "gate's threshold for the cell around its median (a change inside it is not told apart from noise; none<br>"
-        "where no preset judges it); dotted: its measurement changed there</sup>",
+        "where no preset judges it); dotted: its measurement changed there; dashed: its series shifted there "
+        "(fusedbench changes)</sup>",
     )
     return figure
