@@ -18,7 +18,7 @@ import pytest
 from conftest import git, make_checkout
 from test_ab import FAKE, MACHINE, PYPROJECT, WORKER, run
 
-from fusedbench.catalog.deliberate import baseline_machine, gpu_machine, stack_of
+from fusedbench.catalog.deliberate import baseline_machine, gpu_machine, stack_machine
 from fusedbench.catalog.stacks import read_stack
 from fusedbench.catalog.suites import ASV_VERSIONS
 from fusedbench.cli import main
@@ -191,10 +191,15 @@ def test_the_libraries_loaded_are_read_from_the_process_map_with_the_version_the
 
 def test_a_stacks_machine_is_its_own_history_and_its_gpu_is_the_gpus():
     machine = "h200-141gb-stack-nvmath-0.9"
-    assert gpu_machine(machine) == "h200-141gb" and stack_of(machine) == "nvmath-0.9"
+    assert gpu_machine(machine) == "h200-141gb" and stack_machine(machine + "-tuned-fused-algorithm-7") == machine
     assert baseline_machine(machine) == machine  # a stack's runs are judged against its own earlier ones
     assert baseline_machine(machine + "-inject-3f9a02c1") == machine  # an injected run against its stack's
-    assert gpu_machine(machine + "-paired-20261128T120000Z-ab12") == "h200-141gb" and stack_of("h200-141gb") == ""
+    paired = machine + "-paired-20261128T120000Z-ab12"
+    assert (
+        gpu_machine(paired) == "h200-141gb"
+        and stack_machine(paired) == machine
+        and stack_machine("h200-141gb") == "h200-141gb"
+    )
 
 
 @pytest.fixture

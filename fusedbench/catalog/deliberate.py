@@ -41,11 +41,6 @@ def stack_machine(machine: str) -> str:
     return machine
 
 
-def stack_of(machine: str) -> str:
-    """The name of the stack a run is in, '' for the environment fusedbench was installed in."""
-    return stack_machine(machine).split(STACK_MARK, 1)[1] if STACK_MARK in machine else ""
-
-
 def baseline_machine(machine: str) -> str:
     """Where a run's baseline is: a paired run's in its own session (its base commit, measured beside it), any
     other marked run's on its stack's machine (a stack's runs are a history of their own: `--baseline
